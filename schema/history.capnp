@@ -1,0 +1,217 @@
+# The durable history: every lifecycle event of a workflow and its tasks, sessions and
+# workers, as stored in the history store (packed) and streamed to watchers.
+# Evolution: append fields and union members with the next @N; never renumber or reuse.
+@0xc45dc1ec44e2b233;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("troupe::schema");
+
+using Common = import "common.capnp";
+
+struct HistoryEvent {
+  sequence @0 :UInt64;          # position in the workflow's history: 1, 2, 3, … gap-free; the store assigns it
+  timestampUs @1 :Int64;        # when the event happened, microseconds since the Unix epoch
+  actorKind @2 :Common.ActorKind;
+  actorId @3 :Text;             # workflow id, task name, session name or worker shard id
+  attempt @4 :UInt32;           # task attempt, from 1; 0 for events not tied to an attempt
+  body @5 :EventBody;
+}
+
+struct EventBody {
+  # What happened. Workflow events first, then task, session and worker events.
+  union {
+    workflowSubmitted @0 :WorkflowSubmitted;
+    workflowStarted @1 :Void;              # START: SUBMITTED -> RUNNING
+    workflowTaskFinished @2 :TaskFinished; # TASK_FINISHED: a task reached a terminal state
+    workflowPauseRequested @3 :Void;       # PAUSE: RUNNING -> READY_PAUSE
+    workflowPaused @4 :Void;               # PAUSED: no task is active any more
+    workflowResumed @5 :Void;              # RESUME
+    workflowStopRequested @6 :Reason;      # STOP: -> READY_STOP
+    workflowStopped @7 :Void;              # STOPPED: every active task was killed
+    workflowSucceeded @8 :Void;            # SUCCEED: every chain succeeded
+    workflowFailed @9 :Failure;            # FAILED: a chain failed and nothing else can run
+    workflowFinalized @10 :Void;           # FINALIZE: the history is complete; the workflow is closed
+    workflowFailover @11 :Failover;        # the scheduler restarted and is re-adopting the workflow
+
+    taskScheduled @12 :TaskScheduled;      # START: the task is ready and enters SUBMITTED
+    taskDelayed @13 :TaskDelayed;          # DELAY_EXECUTION until a time (retry backoff, start delay)
+    taskDispatching @14 :TaskDispatching;  # DISPATCH: waiting in a task list for a worker slot
+    taskDispatched @15 :TaskDispatched;    # DISPATCHED: durable before the worker is sent runTask
+    taskRunning @16 :Invocation;           # RUNNING: the worker started the invocation
+    taskHeartbeat @17 :TaskHeartbeat;      # HEARTBEAT with progress
+    taskTimedOut @18 :TaskTimedOut;        # TIMEOUT of one of the four kinds
+    taskRetryScheduled @19 :TaskRetryScheduled;  # RETRY: the next attempt and its backoff
+    taskPauseRequested @20 :Void;          # PAUSE
+    taskPaused @21 :Void;                  # PAUSED
+    taskKillRequested @22 :Reason;         # KILL: cancellation sent to the worker
+    taskKilled @23 :Invocation;            # KILLED: cancellation confirmed or timed out
+    taskSucceeded @24 :TaskSucceeded;      # SUCCEEDED
+    taskFailed @25 :TaskFailed;            # FAILED
+    taskFailover @26 :Failover;            # FAILOVER: the invocation's worker was lost
+    taskForcedSuccess @27 :Reason;         # FORCED_SUCCESS by an operator
+
+    sessionCreating @28 :SessionCreating;  # waiting for a worker with a free session slot
+    sessionOpened @29 :SessionOpened;      # pinned to a worker; envEnter ran
+    sessionFailed @30 :Failure;            # creation timed out, envEnter failed, or the worker was lost
+    sessionClosed @31 :Void;               # envExit ran; the worker's slot is free
+
+    workerRegistered @32 :WorkerRegistered;
+    workerHealthChanged @33 :WorkerHealthChanged;
+  }
+}
+
+struct Reason {
+  text @0 :Text;                # who asked and why, shown to operators
+}
+
+struct Failure {
+  reason @0 :Text;              # a short machine-matchable reason, e.g. "ExitCode:3" or "BadInput"
+  details @1 :Text;             # free text for people
+  nonRetryable @2 :Bool;        # the failure must not be retried whatever the policy says
+}
+
+struct Failover {
+  workerShard @0 :Text;         # the lost worker; empty for a scheduler failover
+  invocationId @1 :Text;
+  reason @2 :Text;
+}
+
+struct WorkflowSubmitted {
+  definitionName @0 :Text;
+  definitionJson @1 :Text;      # the definition exactly as submitted; replay decodes it again
+  definitionDigest @2 :Data;    # digest of definitionJson, to recognise identical resubmits
+  input @3 :Data;
+  runFrom @4 :Text;             # run only this task and its descendants; empty for the whole DAG
+}
+
+enum TaskOutcome {
+  succeeded @0;
+  failed @1;
+  killed @2;
+  forcedSuccess @3;
+  paused @4;
+}
+
+struct TaskFinished {
+  taskName @0 :Text;
+  outcome @1 :TaskOutcome;
+}
+
+struct TaskScheduled {
+  input @0 :Data;
+}
+
+struct TaskDelayed {
+  untilUs @0 :Int64;            # microseconds since the Unix epoch
+  reason @1 :Text;
+}
+
+struct TaskDispatching {
+  taskList @0 :Text;
+  priority @1 :Int32;
+}
+
+struct Invocation {
+  invocationId @0 :Text;        # unique per attempt; sent to a worker once
+}
+
+struct TaskDispatched {
+  invocationId @0 :Text;
+  workerShard @1 :Text;
+  notifySequence @2 :UInt64;    # the worker's notify sequence number when runTask was sent
+}
+
+struct TaskHeartbeat {
+  invocationId @0 :Text;
+  progress @1 :Data;            # opaque to troupe; handed to the next attempt
+}
+
+enum TimeoutKind {
+  scheduleToStart @0;
+  startToClose @1;
+  scheduleToClose @2;
+  heartbeat @3;
+}
+
+struct TaskTimedOut {
+  kind @0 :TimeoutKind;
+  invocationId @1 :Text;
+}
+
+struct TaskRetryScheduled {
+  nextAttempt @0 :UInt32;
+  backoffUs @1 :Int64;
+  cause @2 :Failure;
+}
+
+struct TaskSucceeded {
+  invocationId @0 :Text;
+  result @1 :Data;
+}
+
+struct TaskFailed {
+  invocationId @0 :Text;
+  failure @1 :Failure;
+}
+
+struct SessionCreating {
+  creationTimeoutUs @0 :Int64;
+}
+
+struct SessionOpened {
+  workerShard @0 :Text;
+  recreateToken @1 :Data;       # lets a new session take over this one's worker (Cadence)
+}
+
+struct TaskListSlots {
+  taskList @0 :Text;
+  slots @1 :UInt32;
+}
+
+struct WorkerRegistered {
+  workerShard @0 :Text;
+  hostname @1 :Text;
+  pid @2 :UInt32;
+  taskLists @3 :List(TaskListSlots);
+  resourceId @4 :Text;
+  maxConcurrentSessions @5 :UInt32;
+}
+
+enum WorkerHealth {
+  # Bistro's worker health.
+  new @0;
+  healthy @1;
+  unhealthy @2;
+  mustDie @3;
+}
+
+struct WorkerHealthChanged {
+  workerShard @0 :Text;
+  from @1 :WorkerHealth;
+  to @2 :WorkerHealth;
+}
+
+# --- records of the history store's index column families ---------------------------
+
+enum WorkflowStatus {
+  open @0;
+  closed @1;
+}
+
+struct WorkflowRecord {
+  # Value of the `workflows` column family, keyed by workflow id.
+  status @0 :WorkflowStatus;
+  definitionName @1 :Text;
+  definitionDigest @2 :Data;
+  createdUs @3 :Int64;          # microseconds since the Unix epoch
+  closedUs @4 :Int64;           # 0 while open
+}
+
+struct WorkerRecord {
+  # Value of the `workers` column family, keyed by shard id.
+  workerId @0 :Text;            # identity persisted across the worker's restarts
+  hostname @1 :Text;
+  resourceId @2 :Text;
+  firstRegisteredUs @3 :Int64;
+  lastRegisteredUs @4 :Int64;
+}

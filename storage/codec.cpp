@@ -1,0 +1,159 @@
+// Cap'n Proto encoding of events and records. kj exceptions raised by malformed input are
+// caught here and become INVALID_ARGUMENT: this is the boundary where bytes become messages.
+#include "storage/codec.hpp"
+
+#include <cstring>
+
+#include <capnp/serialize-packed.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+#include <kj/io.h>
+
+namespace troupe::storage {
+namespace {
+
+static_assert(static_cast<int>(ActorKind::WORKFLOW) == static_cast<int>(schema::ActorKind::WORKFLOW));
+static_assert(static_cast<int>(ActorKind::TASK) == static_cast<int>(schema::ActorKind::TASK));
+static_assert(static_cast<int>(ActorKind::SESSION) == static_cast<int>(schema::ActorKind::SESSION));
+static_assert(static_cast<int>(ActorKind::WORKER) == static_cast<int>(schema::ActorKind::WORKER));
+static_assert(static_cast<int>(WorkflowStatus::OPEN) == static_cast<int>(schema::WorkflowStatus::OPEN));
+static_assert(static_cast<int>(WorkflowStatus::CLOSED) ==
+              static_cast<int>(schema::WorkflowStatus::CLOSED));
+
+std::string pack(capnp::MessageBuilder& message) {
+  kj::VectorOutputStream out;
+  capnp::writePackedMessage(out, message);
+  auto bytes = out.getArray();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+/// Word-aligned copy of a flat (unpacked) message, as FlatArrayMessageReader needs.
+kj::Array<capnp::word> aligned_words(std::string_view bytes) {
+  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), words.size() * sizeof(capnp::word));
+  return words;
+}
+
+/// Runs `decode` on an unpacked message from `packed`; kj exceptions become INVALID_ARGUMENT.
+template <class T, class Decode>
+Result<T> with_packed_reader(std::string_view packed, std::string_view what, Decode&& decode) {
+  try {
+    kj::ArrayInputStream in(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(packed.data()), packed.size()));
+    capnp::PackedMessageReader reader(in);
+    return decode(reader);
+  } catch (const kj::Exception& e) {
+    return fail(Errc::INVALID_ARGUMENT,
+                "malformed " + std::string(what) + ": " + e.getDescription().cStr());
+  }
+}
+
+std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+std::string data(capnp::Data::Reader d) {
+  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+}
+kj::ArrayPtr<const kj::byte> bytes_of(const std::string& s) {
+  return kj::arrayPtr(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+
+}  // namespace
+
+std::string encode_body(capnp::MessageBuilder& message) {
+  auto words = capnp::messageToFlatArray(message);
+  auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+Result<std::string> compose_event(uint64_t sequence, const NewEvent& event) {
+  if (event.body.empty() || event.body.size() % sizeof(capnp::word) != 0) {
+    return fail(Errc::INVALID_ARGUMENT, "event body of " + std::to_string(event.body.size()) +
+                                            " bytes is not a serialised EventBody message");
+  }
+  try {
+    auto words = aligned_words(event.body);
+    capnp::FlatArrayMessageReader body_reader(words);
+    capnp::MallocMessageBuilder message;
+    auto root = message.initRoot<schema::HistoryEvent>();
+    root.setSequence(sequence);
+    root.setTimestampUs(event.timestamp_us);
+    root.setActorKind(static_cast<schema::ActorKind>(event.actor_kind));
+    root.setActorId(event.actor_id);
+    root.setAttempt(event.attempt);
+    root.setBody(body_reader.getRoot<schema::EventBody>());  // deep copy: validates the body
+    return pack(message);
+  } catch (const kj::Exception& e) {
+    return fail(Errc::INVALID_ARGUMENT,
+                std::string("malformed event body: ") + e.getDescription().cStr());
+  }
+}
+
+struct DecodedEvent::Holder {
+  kj::Array<capnp::word> words;
+  capnp::FlatArrayMessageReader reader;
+  explicit Holder(kj::Array<capnp::word> w) : words(kj::mv(w)), reader(words) {}
+};
+
+Result<DecodedEvent> DecodedEvent::decode(std::string_view packed) {
+  return with_packed_reader<DecodedEvent>(packed, "history event", [](capnp::MessageReader& r) {
+    // Copy into a flat message the holder owns, checking every pointer on the way.
+    capnp::MallocMessageBuilder copy;
+    copy.setRoot(r.getRoot<schema::HistoryEvent>());
+    auto holder = std::make_shared<Holder>(capnp::messageToFlatArray(copy));
+    return DecodedEvent(std::move(holder));
+  });
+}
+
+schema::HistoryEvent::Reader DecodedEvent::get() const {
+  return const_cast<capnp::FlatArrayMessageReader&>(holder_->reader)
+      .getRoot<schema::HistoryEvent>();
+}
+
+std::string encode_workflow_record(const WorkflowRecord& record) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<schema::WorkflowRecord>();
+  root.setStatus(static_cast<schema::WorkflowStatus>(record.status));
+  root.setDefinitionName(record.definition_name);
+  root.setDefinitionDigest(bytes_of(record.definition_digest));
+  root.setCreatedUs(record.created_us);
+  root.setClosedUs(record.closed_us);
+  return pack(message);
+}
+
+Result<WorkflowRecord> decode_workflow_record(std::string_view bytes) {
+  return with_packed_reader<WorkflowRecord>(bytes, "workflow record", [](capnp::MessageReader& r) {
+    auto root = r.getRoot<schema::WorkflowRecord>();
+    WorkflowRecord record;
+    record.status = static_cast<WorkflowStatus>(root.getStatus());
+    record.definition_name = text(root.getDefinitionName());
+    record.definition_digest = data(root.getDefinitionDigest());
+    record.created_us = root.getCreatedUs();
+    record.closed_us = root.getClosedUs();
+    return record;
+  });
+}
+
+std::string encode_worker_record(const WorkerRecord& record) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<schema::WorkerRecord>();
+  root.setWorkerId(record.worker_id);
+  root.setHostname(record.hostname);
+  root.setResourceId(record.resource_id);
+  root.setFirstRegisteredUs(record.first_registered_us);
+  root.setLastRegisteredUs(record.last_registered_us);
+  return pack(message);
+}
+
+Result<WorkerRecord> decode_worker_record(std::string_view bytes) {
+  return with_packed_reader<WorkerRecord>(bytes, "worker record", [](capnp::MessageReader& r) {
+    auto root = r.getRoot<schema::WorkerRecord>();
+    WorkerRecord record;
+    record.worker_id = text(root.getWorkerId());
+    record.hostname = text(root.getHostname());
+    record.resource_id = text(root.getResourceId());
+    record.first_registered_us = root.getFirstRegisteredUs();
+    record.last_registered_us = root.getLastRegisteredUs();
+    return record;
+  });
+}
+
+}  // namespace troupe::storage

@@ -1,0 +1,54 @@
+// Encoding of history events and index records as Cap'n Proto messages. Includes capnp:
+// include it only where events are built or inspected, not from widely used headers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <capnp/message.h>
+
+#include "schema/history.capnp.h"
+#include "storage/history_store.hpp"
+
+namespace troupe::storage {
+
+/// Serialises a message whose root is a schema::EventBody into NewEvent::body form.
+std::string encode_body(capnp::MessageBuilder& message);
+
+/// Builds NewEvent::body with `fill` applied to a fresh EventBody builder, e.g.
+/// `make_body([](auto b) { b.setWorkflowStarted(); })`.
+template <class Fill>
+std::string make_body(Fill&& fill) {
+  capnp::MallocMessageBuilder message;
+  fill(message.initRoot<schema::EventBody>());
+  return encode_body(message);
+}
+
+/// The packed HistoryEvent for `event` at `sequence`. INVALID_ARGUMENT if the body is not a
+/// well-formed EventBody message.
+Result<std::string> compose_event(uint64_t sequence, const NewEvent& event);
+
+/// A decoded, validated history event. Owns its bytes; cheap to move.
+class DecodedEvent {
+ public:
+  /// Unpacks `packed`. INVALID_ARGUMENT if it is not a well-formed HistoryEvent.
+  static Result<DecodedEvent> decode(std::string_view packed);
+
+  schema::HistoryEvent::Reader get() const;
+
+ private:
+  struct Holder;
+  explicit DecodedEvent(std::shared_ptr<const Holder> holder) : holder_(std::move(holder)) {}
+  std::shared_ptr<const Holder> holder_;
+};
+
+std::string encode_workflow_record(const WorkflowRecord& record);
+/// INVALID_ARGUMENT if `bytes` is not a WorkflowRecord.
+Result<WorkflowRecord> decode_workflow_record(std::string_view bytes);
+
+std::string encode_worker_record(const WorkerRecord& record);
+/// INVALID_ARGUMENT if `bytes` is not a WorkerRecord.
+Result<WorkerRecord> decode_worker_record(std::string_view bytes);
+
+}  // namespace troupe::storage

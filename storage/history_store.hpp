@@ -1,0 +1,149 @@
+// The history store's contract: durable, ordered, per-workflow event histories plus the
+// indexes recovery and listing need. No RocksDB or Cap'n Proto types appear here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "schema/result.hpp"
+
+namespace troupe::storage {
+
+/// Mirrors schema::ActorKind (checked in codec.cpp).
+enum class ActorKind : uint8_t { WORKFLOW, TASK, SESSION, WORKER };
+
+/// Mirrors schema::WorkflowStatus (checked in codec.cpp).
+enum class WorkflowStatus : uint8_t { OPEN, CLOSED };
+
+/// An event to append. The store assigns its sequence number.
+struct NewEvent {
+  int64_t timestamp_us = 0;  ///< microseconds since the Unix epoch
+  ActorKind actor_kind = ActorKind::WORKFLOW;
+  std::string actor_id;
+  uint32_t attempt = 0;
+  /// A schema::EventBody message as made by encode_body() (codec.hpp).
+  std::string body;
+};
+
+/// An event as stored: its sequence and the packed schema::HistoryEvent (decode it with
+/// DecodedEvent in codec.hpp).
+struct StoredEvent {
+  uint64_t sequence = 0;
+  std::string packed;
+};
+
+/// The index entry of a workflow (column family `workflows`).
+struct WorkflowRecord {
+  WorkflowStatus status = WorkflowStatus::OPEN;
+  std::string definition_name;
+  std::string definition_digest;
+  int64_t created_us = 0;
+  int64_t closed_us = 0;  ///< 0 while open
+
+  friend bool operator==(const WorkflowRecord&, const WorkflowRecord&) = default;
+};
+
+struct WorkflowEntry {
+  std::string id;
+  WorkflowRecord record;
+};
+
+/// The persisted record of a worker, keyed by its shard id (column family `workers`).
+struct WorkerRecord {
+  std::string worker_id;  ///< identity kept across the worker's restarts
+  std::string hostname;
+  std::string resource_id;
+  int64_t first_registered_us = 0;
+  int64_t last_registered_us = 0;
+
+  friend bool operator==(const WorkerRecord&, const WorkerRecord&) = default;
+};
+
+struct WorkerEntry {
+  std::string shard_id;
+  WorkerRecord record;
+};
+
+/// What an append got: the sequences first_sequence .. first_sequence + count - 1.
+struct AppendReceipt {
+  uint64_t first_sequence = 0;
+  uint32_t count = 0;
+};
+
+/// Counters of the group commit, for benchmarks and tests.
+struct StoreStats {
+  uint64_t batches = 0;        ///< WriteBatches committed (each one sync when sync is on)
+  uint64_t operations = 0;     ///< operations committed in them
+  uint64_t events = 0;         ///< events appended
+  uint64_t bytes_written = 0;  ///< keys and values written, in bytes
+  uint64_t largest_batch = 0;  ///< most operations in one batch
+};
+
+using AppendCallback = std::function<void(Result<AppendReceipt>)>;
+using DoneCallback = std::function<void(Result<void>)>;
+
+/// Durable event histories. Thread-safe: any thread may call any member.
+///
+/// Writes (append, close, put_worker, purge_closed) are acknowledged only once durable
+/// (synced, unless StoreOptions::sync is off). After a write fails the store is
+/// fail-stopped: every waiting and later write fails with UNAVAILABLE until it is reopened,
+/// because a failed sync leaves the disk's state unknown and retrying could report
+/// unsynced data as durable.
+class HistoryStore {
+ public:
+  virtual ~HistoryStore() = default;
+
+  /// Appends `events` to `workflow_id`'s history and, if given, writes its index record,
+  /// atomically. Sequences are consecutive per workflow, from 1. `done` runs exactly once,
+  /// on the store's writer thread (keep it short), after the append is durable or failed.
+  /// Errors: INVALID_ARGUMENT (bad id, malformed body), UNAVAILABLE (store stopped or
+  /// fail-stopped), INTERNAL (a write failed; the message has the cause).
+  virtual void append(std::string workflow_id, std::vector<NewEvent> events,
+                      std::optional<WorkflowRecord> record, AppendCallback done) = 0;
+
+  /// Marks a workflow closed at `closed_us`: it leaves the open index and becomes
+  /// purgeable. NOT_FOUND if it has no record. `done` runs as for append().
+  virtual void close(std::string workflow_id, int64_t closed_us, DoneCallback done) = 0;
+
+  /// Writes a worker's record. `done` runs as for append().
+  virtual void put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) = 0;
+
+  /// Up to `limit` events of `workflow_id` from sequence `from_sequence` on, in order.
+  /// Empty if there are none. CORRUPTION names the damaged record's key.
+  virtual Result<std::vector<StoredEvent>> read(std::string_view workflow_id,
+                                                uint64_t from_sequence, size_t limit) = 0;
+
+  /// The highest sequence of `workflow_id` (0 if it has no events).
+  virtual Result<uint64_t> last_sequence(std::string_view workflow_id) = 0;
+
+  virtual Result<std::optional<WorkflowRecord>> find_workflow(std::string_view workflow_id) = 0;
+
+  /// Up to `limit` open workflows whose ids sort after `after` (empty: from the start), in
+  /// id order. Memory is bounded by the page, whatever the number of workflows; pass the last
+  /// id of a page as `after` to get the next.
+  virtual Result<std::vector<WorkflowEntry>> scan_open(std::string_view after, size_t limit) = 0;
+
+  /// Deletes the histories and records of workflows closed before `closed_before_us`, a page
+  /// at a time, interleaved with other writes. Returns how many were deleted.
+  virtual Result<uint64_t> purge_closed(int64_t closed_before_us) = 0;
+
+  virtual Result<std::optional<WorkerRecord>> find_worker(std::string_view shard_id) = 0;
+  virtual Result<std::vector<WorkerEntry>> list_workers() = 0;
+
+  virtual StoreStats stats() const = 0;
+
+  /// append() that waits for its outcome. Not for actor threads: it blocks.
+  Result<AppendReceipt> append_wait(std::string workflow_id, std::vector<NewEvent> events,
+                                    std::optional<WorkflowRecord> record = std::nullopt);
+  /// close() that waits for its outcome.
+  Result<void> close_wait(std::string workflow_id, int64_t closed_us);
+  /// put_worker() that waits for its outcome.
+  Result<void> put_worker_wait(std::string shard_id, WorkerRecord record);
+};
+
+}  // namespace troupe::storage

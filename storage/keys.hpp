@@ -1,0 +1,48 @@
+// Key layout of the history store's column families. Std-only, so tests and tools can
+// reason about keys without RocksDB.
+//
+//   events     workflow id, 0x00, sequence as 8 bytes big-endian  ->  packed HistoryEvent
+//   workflows  workflow id                                       ->  WorkflowRecord
+//   open       workflow id                                       ->  (empty) while open
+//   workers    shard id                                          ->  WorkerRecord
+//   meta       "format_version"                                  ->  decimal text
+// Big-endian sequences make key order equal sequence order; the 0x00 separator (which ids
+// may not contain) keeps "wf1" from seeing the events of "wf10".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "schema/result.hpp"
+
+namespace troupe::storage {
+
+/// Longest workflow id or shard id accepted, in bytes.
+inline constexpr size_t max_id_bytes = 512;
+
+/// Checks that `id` can be a workflow id: 1..max_id_bytes bytes, no NUL.
+/// Returns INVALID_ARGUMENT naming `what` ("workflow id", "shard id") otherwise.
+Result<void> check_id(std::string_view id, std::string_view what);
+
+/// The events key of (workflow_id, sequence).
+std::string event_key(std::string_view workflow_id, uint64_t sequence);
+
+/// The prefix every events key of `workflow_id` starts with.
+std::string event_prefix(std::string_view workflow_id);
+
+/// A parsed events key; `workflow_id` views into the parsed key.
+struct EventKey {
+  std::string_view workflow_id;
+  uint64_t sequence = 0;
+};
+
+/// Parses an events key; nullopt if it is not one.
+std::optional<EventKey> parse_event_key(std::string_view key);
+
+/// "workflow 'x' sequence 7" for an events key, or its bytes in hex when it does not parse;
+/// used to name a damaged record in error messages.
+std::string describe_event_key(std::string_view key);
+
+}  // namespace troupe::storage

@@ -1,0 +1,669 @@
+// HistoryStore over RocksDB. Every rocksdb::Status is checked where it is returned and
+// turned into an Error here; nothing RocksDB-shaped leaves this file.
+//
+// All writes go through one GroupCommitter: its writer thread assigns sequence numbers,
+// composes events, and commits everything queued during the previous sync as one WriteBatch
+// and one sync. Because only that thread writes, it may keep the per-workflow sequence
+// cache without locks and read-modify-write index records safely.
+#include "storage/rocks_history_store.hpp"
+
+#include <atomic>
+#include <charconv>
+#include <algorithm>
+#include <filesystem>
+#include <future>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <variant>
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include "storage/codec.hpp"
+#include "storage/group_commit.hpp"
+#include "storage/keys.hpp"
+
+namespace troupe::storage {
+namespace {
+
+constexpr const char* cf_events = "events";
+constexpr const char* cf_workflows = "workflows";
+constexpr const char* cf_open = "open";
+constexpr const char* cf_workers = "workers";
+constexpr const char* cf_meta = "meta";
+constexpr const char* format_version_key = "format_version";
+
+/// Workflows examined per purge page: bounds the memory and the write batch of one page.
+constexpr size_t purge_page = 1024;
+
+rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+std::string_view view(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+
+/// The one translation point from rocksdb::Status to Error. `context` says what was being
+/// done, e.g. "reading workflow 'x' from history store at '/data'".
+Error to_error(const rocksdb::Status& status, const std::string& context) {
+  const std::string detail = status.ToString();
+  if (status.IsNoSpace()) {
+    return fail(Errc::UNAVAILABLE,
+                context + ": the disk is full (" + detail + "); free space, then restart");
+  }
+  if (status.IsCorruption()) {
+    return fail(Errc::CORRUPTION, context + ": data is damaged (" + detail +
+                                      "); restore the directory from a backup");
+  }
+  if (status.IsBusy() || status.IsTryAgain() || status.IsIncomplete()) {
+    return fail(Errc::OVERLOADED, context + ": " + detail + "; retry later");
+  }
+  return fail(Errc::INTERNAL, context + ": " + detail);
+}
+
+bool is_lock_error(const rocksdb::Status& status) {
+  const std::string detail = status.ToString();
+  return status.IsIOError() && (detail.find("LOCK") != std::string::npos ||
+                                detail.find("lock hold") != std::string::npos);
+}
+
+// --- write operations queued for the group commit ------------------------------------
+
+struct AppendOp {
+  std::string workflow_id;
+  std::vector<NewEvent> events;
+  std::optional<WorkflowRecord> record;
+  AppendCallback done;
+};
+
+struct CloseOp {
+  std::string workflow_id;
+  int64_t closed_us = 0;
+  DoneCallback done;
+};
+
+struct PutWorkerOp {
+  std::string shard_id;
+  WorkerRecord record;
+  DoneCallback done;
+};
+
+/// Deletes those of `workflow_ids` that are still closed before `closed_before_us` when the
+/// op is committed (a workflow may have been reopened since it was picked).
+struct PurgeOp {
+  std::vector<std::string> workflow_ids;
+  int64_t closed_before_us = 0;
+  std::function<void(Result<uint64_t>)> done;
+};
+
+struct WriteOp {
+  std::variant<AppendOp, CloseOp, PutWorkerOp, PurgeOp> op;
+
+  size_t size_bytes() const {
+    if (auto* a = std::get_if<AppendOp>(&op)) {
+      size_t bytes = a->workflow_id.size();
+      for (const auto& e : a->events) bytes += e.body.size() + e.actor_id.size() + 32;
+      return bytes;
+    }
+    if (auto* p = std::get_if<PurgeOp>(&op)) return p->workflow_ids.size() * 64;
+    return 128;
+  }
+
+  /// Reports `error` as this operation's outcome.
+  void fail_with(const Error& error) {
+    std::visit([&](auto& o) { o.done(error); }, op);
+  }
+};
+
+/// What one operation's preparation decided; delivered once the batch is durable.
+using Outcome = std::variant<Error, AppendReceipt, uint64_t /* purged */, std::monostate>;
+
+}  // namespace
+
+struct RocksHistoryStore::Impl {
+  std::string directory;
+  StoreOptions options;
+  std::shared_ptr<rocksdb::Env> env;  // outlives db
+  std::unique_ptr<rocksdb::DB> db;
+  rocksdb::ColumnFamilyHandle* events = nullptr;
+  rocksdb::ColumnFamilyHandle* workflows = nullptr;
+  rocksdb::ColumnFamilyHandle* open_index = nullptr;
+  rocksdb::ColumnFamilyHandle* workers = nullptr;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+
+  // Fail-stop: set once by the writer thread when a write fails; never cleared.
+  std::atomic<bool> failed{false};
+  std::mutex failure_mutex;
+  Error failure;
+
+  // Writer-thread state.
+  std::unordered_map<std::string, uint64_t> last_assigned;  // workflow id -> last sequence
+  uint64_t events_written = 0;
+  uint64_t bytes_written = 0;
+  std::atomic<uint64_t> events_written_shared{0};
+  std::atomic<uint64_t> bytes_written_shared{0};
+
+  std::unique_ptr<GroupCommitter<WriteOp>> committer;  // last: stopped first
+
+  ~Impl() {
+    if (committer) committer->stop();
+    for (auto* handle : handles) {
+      // Nothing to do about a failure to release a handle while closing.
+      auto status = db->DestroyColumnFamilyHandle(handle);
+      (void)status.ok();
+    }
+    if (db) {
+      auto status = db->Close();
+      (void)status.ok();  // a fail-stopped store cannot close cleanly; reopening recovers
+      db.reset();
+    }
+  }
+
+  std::string where() const { return "history store at '" + directory + "'"; }
+
+  Error stopped_error() {
+    std::lock_guard lock(failure_mutex);
+    return fail(Errc::UNAVAILABLE, where() + " stopped accepting writes after a failed write (" +
+                                       failure.message + "); restart the node to reopen it");
+  }
+
+  /// Queues `op`, or fails it at once when the store is fail-stopped or closing.
+  void submit(WriteOp op) {
+    if (failed.load(std::memory_order_acquire)) return op.fail_with(stopped_error());
+    if (!committer->submit(std::move(op))) {
+      op.fail_with(fail(Errc::UNAVAILABLE, where() + " is closing"));
+    }
+  }
+
+  Result<uint64_t> read_last_sequence(std::string_view workflow_id) {
+    rocksdb::ReadOptions read_options;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read_options, events));
+    const std::string prefix = event_prefix(workflow_id);
+    it->SeekForPrev(slice(event_key(workflow_id, std::numeric_limits<uint64_t>::max())));
+    if (!it->status().ok()) {
+      return to_error(it->status(), "reading the history of workflow '" +
+                                        std::string(workflow_id) + "' in " + where());
+    }
+    if (!it->Valid() || !it->key().starts_with(slice(prefix))) return uint64_t{0};
+    auto key = parse_event_key(view(it->key()));
+    if (!key) {
+      return fail(Errc::CORRUPTION, where() + " has a malformed events key " +
+                                        describe_event_key(view(it->key())));
+    }
+    return key->sequence;
+  }
+
+  Result<std::optional<WorkflowRecord>> read_workflow(std::string_view workflow_id,
+                                                      const rocksdb::Snapshot* snapshot) {
+    rocksdb::ReadOptions read_options;
+    read_options.snapshot = snapshot;
+    std::string value;
+    auto status = db->Get(read_options, workflows, slice(workflow_id), &value);
+    if (status.IsNotFound()) return std::optional<WorkflowRecord>{};
+    const std::string context = "reading workflow '" + std::string(workflow_id) + "' in " + where();
+    if (!status.ok()) return to_error(status, context);
+    auto record = decode_workflow_record(value);
+    if (!record) return fail(Errc::CORRUPTION, context + ": " + record.error().message);
+    return std::optional<WorkflowRecord>(std::move(*record));
+  }
+
+  // --- the writer thread ---------------------------------------------------------------
+
+  /// Index records written earlier in the batch being built (nullopt: deleted), so later
+  /// operations of the same batch see them before they reach the database.
+  using PendingRecords = std::unordered_map<std::string, std::optional<WorkflowRecord>>;
+
+  Result<std::optional<WorkflowRecord>> effective_record(const std::string& id,
+                                                         const PendingRecords& pending) {
+    if (auto it = pending.find(id); it != pending.end()) return it->second;
+    return read_workflow(id, nullptr);
+  }
+
+  void put_record(rocksdb::WriteBatch& batch, PendingRecords& pending, const std::string& id,
+                  const WorkflowRecord& record) {
+    (void)batch.Put(workflows, slice(id), slice(encode_workflow_record(record)));
+    if (record.status == WorkflowStatus::OPEN) {
+      (void)batch.Put(open_index, slice(id), rocksdb::Slice());
+    } else {
+      (void)batch.Delete(open_index, slice(id));
+    }
+    pending[id] = record;
+  }
+
+  Outcome prepare(AppendOp& op, rocksdb::WriteBatch& batch, PendingRecords& pending) {
+    uint64_t last;
+    if (auto it = last_assigned.find(op.workflow_id); it != last_assigned.end()) {
+      last = it->second;
+    } else {
+      auto read = read_last_sequence(op.workflow_id);
+      if (!read) return read.error();
+      last = *read;
+    }
+    // Compose every event before touching the batch, so a bad one leaves no trace.
+    std::vector<std::string> composed;
+    composed.reserve(op.events.size());
+    for (size_t i = 0; i < op.events.size(); ++i) {
+      auto event = compose_event(last + 1 + i, op.events[i]);
+      if (!event) {
+        return fail(event.error().code, "event " + std::to_string(i) + " appended to workflow '" +
+                                            op.workflow_id + "': " + event.error().message);
+      }
+      composed.push_back(std::move(*event));
+    }
+    for (size_t i = 0; i < composed.size(); ++i) {
+      (void)batch.Put(events, slice(event_key(op.workflow_id, last + 1 + i)), slice(composed[i]));
+    }
+    if (op.record) put_record(batch, pending, op.workflow_id, *op.record);
+    last_assigned[op.workflow_id] = last + composed.size();
+    events_written += composed.size();
+    return AppendReceipt{last + 1, static_cast<uint32_t>(composed.size())};
+  }
+
+  Outcome prepare(CloseOp& op, rocksdb::WriteBatch& batch, PendingRecords& pending) {
+    auto current = effective_record(op.workflow_id, pending);
+    if (!current) return current.error();
+    if (!*current) {
+      return fail(Errc::NOT_FOUND, "cannot close workflow '" + op.workflow_id +
+                                       "': it has no record in " + where());
+    }
+    WorkflowRecord record = **current;
+    if (record.status == WorkflowStatus::CLOSED) return std::monostate{};  // already closed
+    record.status = WorkflowStatus::CLOSED;
+    record.closed_us = op.closed_us;
+    put_record(batch, pending, op.workflow_id, record);
+    return std::monostate{};
+  }
+
+  Outcome prepare(PutWorkerOp& op, rocksdb::WriteBatch& batch, PendingRecords&) {
+    (void)batch.Put(workers, slice(op.shard_id), slice(encode_worker_record(op.record)));
+    return std::monostate{};
+  }
+
+  Outcome prepare(PurgeOp& op, rocksdb::WriteBatch& batch, PendingRecords& pending) {
+    uint64_t purged = 0;
+    for (const auto& id : op.workflow_ids) {
+      auto current = effective_record(id, pending);
+      if (!current) return current.error();
+      if (!*current || (*current)->status != WorkflowStatus::CLOSED ||
+          (*current)->closed_us >= op.closed_before_us) {
+        continue;  // reopened or gone since it was picked
+      }
+      std::string end = id;
+      end.push_back('\x01');  // just past every key of event_prefix(id)
+      (void)batch.DeleteRange(events, slice(event_prefix(id)), slice(end));
+      (void)batch.Delete(workflows, slice(id));
+      (void)batch.Delete(open_index, slice(id));
+      pending[id] = std::nullopt;
+      last_assigned[id] = 0;  // a later append in this batch starts a new history
+      ++purged;
+    }
+    return purged;
+  }
+
+  void commit(std::vector<WriteOp>& ops) {
+    if (failed.load(std::memory_order_acquire)) {
+      const Error error = stopped_error();
+      for (auto& op : ops) op.fail_with(error);
+      return;
+    }
+    rocksdb::WriteBatch batch;
+    PendingRecords pending;
+    std::vector<Outcome> outcomes;
+    outcomes.reserve(ops.size());
+    const uint64_t events_before = events_written;
+    for (auto& op : ops) {
+      outcomes.push_back(std::visit([&](auto& o) { return prepare(o, batch, pending); }, op.op));
+    }
+
+    if (batch.Count() > 0) {
+      rocksdb::WriteOptions write_options;
+      write_options.sync = options.sync;
+      auto status = db->Write(write_options, &batch);
+      if (!status.ok()) {
+        const Error error = to_error(status, "writing to " + where());
+        {
+          std::lock_guard lock(failure_mutex);
+          failure = error;
+        }
+        failed.store(true, std::memory_order_release);
+        events_written = events_before;
+        for (auto& op : ops) op.fail_with(error);
+        return;
+      }
+      bytes_written += batch.GetDataSize();
+    }
+    // Durable: forget the caches of workflows that left the open set, then report.
+    for (const auto& [id, record] : pending) {
+      if (!record || record->status == WorkflowStatus::CLOSED) last_assigned.erase(id);
+    }
+    events_written_shared.store(events_written, std::memory_order_relaxed);
+    bytes_written_shared.store(bytes_written, std::memory_order_relaxed);
+    for (size_t i = 0; i < ops.size(); ++i) deliver(ops[i], outcomes[i]);
+  }
+
+  static void deliver(WriteOp& op, Outcome& outcome) {
+    if (auto* error = std::get_if<Error>(&outcome)) return op.fail_with(*error);
+    if (auto* a = std::get_if<AppendOp>(&op.op)) return a->done(std::get<AppendReceipt>(outcome));
+    if (auto* p = std::get_if<PurgeOp>(&op.op)) return p->done(std::get<uint64_t>(outcome));
+    if (auto* c = std::get_if<CloseOp>(&op.op)) return c->done(ok());
+    if (auto* w = std::get_if<PutWorkerOp>(&op.op)) return w->done(ok());
+  }
+};
+
+// --- opening ------------------------------------------------------------------------------
+
+namespace {
+
+Result<void> check_format(RocksHistoryStore::Impl& impl) {
+  std::string value;
+  auto status = impl.db->Get(rocksdb::ReadOptions(), impl.meta, format_version_key, &value);
+  if (status.IsNotFound()) {
+    rocksdb::WriteOptions write_options;
+    write_options.sync = true;
+    status = impl.db->Put(write_options, impl.meta, format_version_key,
+                          std::to_string(history_format_version));
+    if (!status.ok()) return to_error(status, "initialising " + impl.where());
+    return ok();
+  }
+  if (!status.ok()) return to_error(status, "reading the format version of " + impl.where());
+  int version = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), version);
+  if (ec != std::errc() || end != value.data() + value.size()) {
+    return fail(Errc::CORRUPTION, impl.where() + " has an unreadable format version '" + value +
+                                      "'; restore the directory from a backup");
+  }
+  if (version > history_format_version) {
+    return fail(Errc::UNIMPLEMENTED,
+                impl.where() + " has format version " + std::to_string(version) +
+                    ", but this troupe reads format " + std::to_string(history_format_version) +
+                    " at most; run the newer troupe that wrote it");
+  }
+  return ok();
+}
+
+rocksdb::ColumnFamilyOptions column_family_options(const StoreOptions& options,
+                                                   const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions cf;
+  cf.write_buffer_size = options.write_buffer_bytes;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return cf;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
+    const std::string& directory, const StoreOptions& options, std::shared_ptr<rocksdb::Env> env) {
+  auto impl = std::make_unique<Impl>();
+  impl->directory = directory;
+  impl->options = options;
+  impl->env = std::move(env);
+
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) {
+    return fail(Errc::UNAVAILABLE, "cannot create history store directory '" + directory +
+                                       "': " + ec.message() +
+                                       "; check the path and its permissions");
+  }
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  if (impl->env) db_options.env = impl->env.get();
+  db_options.max_background_jobs = 2;
+  db_options.keep_log_file_num = 4;
+  db_options.max_log_file_size = size_t{8} << 20;
+  db_options.bytes_per_sync = size_t{1} << 20;
+
+  auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  const auto cf_options = column_family_options(options, cache);
+
+  // Open every column family that exists, so a store written by a newer build with more of
+  // them still opens far enough to read its format version and refuse it clearly.
+  std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName, cf_events, cf_workflows,
+                                    cf_open, cf_workers, cf_meta};
+  if (std::filesystem::exists(std::filesystem::path(directory) / "CURRENT")) {
+    std::vector<std::string> existing;
+    auto status = rocksdb::DB::ListColumnFamilies(db_options, directory, &existing);
+    if (!status.ok()) return to_error(status, "opening " + impl->where());
+    for (const auto& name : existing) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const auto& name : names) descriptors.emplace_back(name, cf_options);
+
+  rocksdb::DB* raw_db = nullptr;
+  auto status = rocksdb::DB::Open(db_options, directory, descriptors, &impl->handles, &raw_db);
+  if (!status.ok()) {
+    if (is_lock_error(status)) {
+      return fail(Errc::UNAVAILABLE,
+                  impl->where() + " is in use by another process (" + status.ToString() +
+                      "); stop the other troupe node using this directory, or use another one");
+    }
+    if (status.IsCorruption()) return to_error(status, "opening " + impl->where());
+    auto error = to_error(status, "cannot open " + impl->where());
+    if (error.code == Errc::INTERNAL) error.code = Errc::UNAVAILABLE;
+    return error;
+  }
+  impl->db.reset(raw_db);
+  impl->events = impl->handles[1];
+  impl->workflows = impl->handles[2];
+  impl->open_index = impl->handles[3];
+  impl->workers = impl->handles[4];
+  impl->meta = impl->handles[5];
+
+  if (auto checked = check_format(*impl); !checked) return checked.error();
+
+  Impl* raw = impl.get();
+  impl->committer = std::make_unique<GroupCommitter<WriteOp>>(
+      GroupCommitLimits{options.max_batch_ops, options.max_batch_bytes},
+      [raw](std::vector<WriteOp>& batch) { raw->commit(batch); });
+  return std::unique_ptr<RocksHistoryStore>(new RocksHistoryStore(std::move(impl)));
+}
+
+RocksHistoryStore::RocksHistoryStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RocksHistoryStore::~RocksHistoryStore() = default;
+
+const std::string& RocksHistoryStore::directory() const { return impl_->directory; }
+
+// --- writes ---------------------------------------------------------------------------------
+
+void RocksHistoryStore::append(std::string workflow_id, std::vector<NewEvent> events,
+                               std::optional<WorkflowRecord> record, AppendCallback done) {
+  if (auto checked = check_id(workflow_id, "workflow id"); !checked) return done(checked.error());
+  impl_->submit(WriteOp{AppendOp{std::move(workflow_id), std::move(events), std::move(record),
+                                 std::move(done)}});
+}
+
+void RocksHistoryStore::close(std::string workflow_id, int64_t closed_us, DoneCallback done) {
+  if (auto checked = check_id(workflow_id, "workflow id"); !checked) return done(checked.error());
+  impl_->submit(WriteOp{CloseOp{std::move(workflow_id), closed_us, std::move(done)}});
+}
+
+void RocksHistoryStore::put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) {
+  if (auto checked = check_id(shard_id, "shard id"); !checked) return done(checked.error());
+  impl_->submit(WriteOp{PutWorkerOp{std::move(shard_id), std::move(record), std::move(done)}});
+}
+
+Result<uint64_t> RocksHistoryStore::purge_closed(int64_t closed_before_us) {
+  uint64_t purged = 0;
+  std::string after;
+  bool first_page = true;
+  for (;;) {
+    // Pick a page of candidates from a consistent view, then let the writer thread delete
+    // those still eligible, interleaved with other writes.
+    std::vector<std::string> candidates;
+    std::string last_seen;
+    {
+      rocksdb::ReadOptions read_options;
+      std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(read_options, impl_->workflows));
+      if (first_page) {
+        it->SeekToFirst();
+      } else {
+        it->Seek(slice(after));
+        if (it->Valid() && view(it->key()) == after) it->Next();
+      }
+      size_t examined = 0;
+      for (; it->Valid() && examined < purge_page; it->Next(), ++examined) {
+        last_seen.assign(it->key().data(), it->key().size());
+        auto record = decode_workflow_record(view(it->value()));
+        if (!record) {
+          return fail(Errc::CORRUPTION, "workflow '" + last_seen + "' in " + impl_->where() +
+                                            ": " + record.error().message);
+        }
+        if (record->status == WorkflowStatus::CLOSED && record->closed_us < closed_before_us) {
+          candidates.push_back(last_seen);
+        }
+      }
+      if (!it->status().ok()) return to_error(it->status(), "scanning " + impl_->where());
+      if (examined == 0) break;
+    }
+    if (!candidates.empty()) {
+      std::promise<Result<uint64_t>> promise;
+      auto future = promise.get_future();
+      impl_->submit(WriteOp{PurgeOp{std::move(candidates), closed_before_us,
+                                    [&promise](Result<uint64_t> r) { promise.set_value(r); }}});
+      auto page = future.get();
+      if (!page) return page.error();
+      purged += *page;
+    }
+    after = std::move(last_seen);
+    first_page = false;
+  }
+  return purged;
+}
+
+// --- reads ----------------------------------------------------------------------------------
+
+Result<std::vector<StoredEvent>> RocksHistoryStore::read(std::string_view workflow_id,
+                                                         uint64_t from_sequence, size_t limit) {
+  if (auto checked = check_id(workflow_id, "workflow id"); !checked) return checked.error();
+  std::vector<StoredEvent> out;
+  std::string upper = std::string(workflow_id);
+  upper.push_back('\x01');
+  const rocksdb::Slice upper_bound = slice(upper);
+  rocksdb::ReadOptions read_options;
+  read_options.iterate_upper_bound = &upper_bound;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(read_options, impl_->events));
+  for (it->Seek(slice(event_key(workflow_id, from_sequence))); it->Valid() && out.size() < limit;
+       it->Next()) {
+    auto key = parse_event_key(view(it->key()));
+    if (!key) {
+      return fail(Errc::CORRUPTION, impl_->where() + " has a malformed events key " +
+                                        describe_event_key(view(it->key())));
+    }
+    auto event = DecodedEvent::decode(view(it->value()));
+    if (!event) {
+      return fail(Errc::CORRUPTION, "history record at " + describe_event_key(view(it->key())) +
+                                        " in " + impl_->where() +
+                                        " is damaged: " + event.error().message);
+    }
+    if (event->get().getSequence() != key->sequence) {
+      return fail(Errc::CORRUPTION,
+                  "history record at " + describe_event_key(view(it->key())) + " in " +
+                      impl_->where() + " claims sequence " +
+                      std::to_string(event->get().getSequence()));
+    }
+    out.push_back(StoredEvent{key->sequence, std::string(view(it->value()))});
+  }
+  if (!it->status().ok()) {
+    return to_error(it->status(),
+                    "reading workflow '" + std::string(workflow_id) + "' in " + impl_->where());
+  }
+  return out;
+}
+
+Result<uint64_t> RocksHistoryStore::last_sequence(std::string_view workflow_id) {
+  if (auto checked = check_id(workflow_id, "workflow id"); !checked) return checked.error();
+  return impl_->read_last_sequence(workflow_id);
+}
+
+Result<std::optional<WorkflowRecord>> RocksHistoryStore::find_workflow(
+    std::string_view workflow_id) {
+  if (auto checked = check_id(workflow_id, "workflow id"); !checked) return checked.error();
+  return impl_->read_workflow(workflow_id, nullptr);
+}
+
+Result<std::vector<WorkflowEntry>> RocksHistoryStore::scan_open(std::string_view after,
+                                                               size_t limit) {
+  std::vector<WorkflowEntry> page;
+  if (limit == 0) return page;
+  const rocksdb::Snapshot* snapshot = impl_->db->GetSnapshot();
+  struct Release {
+    rocksdb::DB* db;
+    const rocksdb::Snapshot* snapshot;
+    ~Release() { db->ReleaseSnapshot(snapshot); }
+  } release{impl_->db.get(), snapshot};
+
+  rocksdb::ReadOptions read_options;
+  read_options.snapshot = snapshot;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(read_options, impl_->open_index));
+  if (after.empty()) {
+    it->SeekToFirst();
+  } else {
+    it->Seek(slice(after));
+    if (it->Valid() && view(it->key()) == after) it->Next();
+  }
+  for (; it->Valid() && page.size() < limit; it->Next()) {
+    page.push_back(WorkflowEntry{std::string(view(it->key())), {}});
+  }
+  if (!it->status().ok()) return to_error(it->status(), "scanning " + impl_->where());
+  for (auto& entry : page) {
+    auto record = impl_->read_workflow(entry.id, snapshot);
+    if (!record) return record.error();
+    if (!*record) {
+      return fail(Errc::CORRUPTION, impl_->where() + " lists workflow '" + entry.id +
+                                        "' as open but has no record of it");
+    }
+    entry.record = std::move(**record);
+  }
+  return page;
+}
+
+Result<std::optional<WorkerRecord>> RocksHistoryStore::find_worker(std::string_view shard_id) {
+  if (auto checked = check_id(shard_id, "shard id"); !checked) return checked.error();
+  std::string value;
+  auto status = impl_->db->Get(rocksdb::ReadOptions(), impl_->workers, slice(shard_id), &value);
+  if (status.IsNotFound()) return std::optional<WorkerRecord>{};
+  const std::string context = "reading worker '" + std::string(shard_id) + "' in " + impl_->where();
+  if (!status.ok()) return to_error(status, context);
+  auto record = decode_worker_record(value);
+  if (!record) return fail(Errc::CORRUPTION, context + ": " + record.error().message);
+  return std::optional<WorkerRecord>(std::move(*record));
+}
+
+Result<std::vector<WorkerEntry>> RocksHistoryStore::list_workers() {
+  std::vector<WorkerEntry> out;
+  std::unique_ptr<rocksdb::Iterator> it(
+      impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->workers));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string shard(view(it->key()));
+    auto record = decode_worker_record(view(it->value()));
+    if (!record) {
+      return fail(Errc::CORRUPTION, "reading worker '" + shard + "' in " + impl_->where() + ": " +
+                                        record.error().message);
+    }
+    out.push_back(WorkerEntry{std::move(shard), std::move(*record)});
+  }
+  if (!it->status().ok()) return to_error(it->status(), "listing workers in " + impl_->where());
+  return out;
+}
+
+StoreStats RocksHistoryStore::stats() const {
+  auto group = impl_->committer->stats();
+  StoreStats out;
+  out.batches = group.batches;
+  out.operations = group.operations;
+  out.largest_batch = group.largest_batch;
+  out.events = impl_->events_written_shared.load(std::memory_order_relaxed);
+  out.bytes_written = impl_->bytes_written_shared.load(std::memory_order_relaxed);
+  return out;
+}
+
+}  // namespace troupe::storage

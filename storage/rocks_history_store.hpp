@@ -1,0 +1,58 @@
+// The RocksDB implementation of HistoryStore. RocksDB itself stays inside the .cpp; only a
+// forward declaration of rocksdb::Env appears here, for tests that inject faults.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "storage/history_store.hpp"
+#include "storage/store_options.hpp"
+
+namespace rocksdb {
+class Env;
+}
+
+namespace troupe::storage {
+
+/// The on-disk format this build writes and the newest it reads.
+inline constexpr int history_format_version = 1;
+
+class RocksHistoryStore final : public HistoryStore {
+ public:
+  /// Opens the store in `directory`, creating it (and missing parents) if needed. `env`
+  /// replaces RocksDB's default environment; tests pass one that injects faults.
+  /// Errors, each naming the directory: UNAVAILABLE (cannot create or write the directory,
+  /// another process holds it, disk full), UNIMPLEMENTED (written by a newer troupe),
+  /// CORRUPTION (damaged files).
+  static Result<std::unique_ptr<RocksHistoryStore>> open(const std::string& directory,
+                                                         const StoreOptions& options = {},
+                                                         std::shared_ptr<rocksdb::Env> env = {});
+
+  /// Commits every queued write, then closes the database.
+  ~RocksHistoryStore() override;
+
+  void append(std::string workflow_id, std::vector<NewEvent> events,
+              std::optional<WorkflowRecord> record, AppendCallback done) override;
+  void close(std::string workflow_id, int64_t closed_us, DoneCallback done) override;
+  void put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) override;
+  Result<std::vector<StoredEvent>> read(std::string_view workflow_id, uint64_t from_sequence,
+                                        size_t limit) override;
+  Result<uint64_t> last_sequence(std::string_view workflow_id) override;
+  Result<std::optional<WorkflowRecord>> find_workflow(std::string_view workflow_id) override;
+  Result<std::vector<WorkflowEntry>> scan_open(std::string_view after, size_t limit) override;
+  Result<uint64_t> purge_closed(int64_t closed_before_us) override;
+  Result<std::optional<WorkerRecord>> find_worker(std::string_view shard_id) override;
+  Result<std::vector<WorkerEntry>> list_workers() override;
+  StoreStats stats() const override;
+
+  /// The directory the store lives in.
+  const std::string& directory() const;
+
+  struct Impl;
+
+ private:
+  explicit RocksHistoryStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace troupe::storage

@@ -1,0 +1,33 @@
+// Options of the history store. Every field says its trade-off and its default.
+#pragma once
+
+#include <cstddef>
+
+namespace troupe::storage {
+
+struct StoreOptions {
+  /// Sync the write-ahead log before an append is acknowledged. With `false`, an
+  /// acknowledged append survives a process crash but the last moments before a power
+  /// loss or kernel crash may be lost; appends get cheaper by about one disk flush.
+  /// Default: true.
+  bool sync = true;
+
+  /// Most operations (appends, closes, …) combined into one WriteBatch and one sync.
+  /// Larger batches raise throughput under load and the latency of the batch's last caller.
+  /// Default: 4096.
+  size_t max_batch_ops = 4096;
+
+  /// Approximate size at which a batch stops taking operations, in bytes. Bounds the memory
+  /// and the latency of one group commit. Default: 8 MiB.
+  size_t max_batch_bytes = size_t{8} << 20;
+
+  /// Size of the block cache shared by all column families, in bytes. Reads of histories
+  /// that are not in memtables are served from here. Default: 32 MiB.
+  size_t block_cache_bytes = size_t{32} << 20;
+
+  /// Size of each memtable, in bytes. Larger memtables flush less often and cost that much
+  /// memory per column family. Default: 32 MiB.
+  size_t write_buffer_bytes = size_t{32} << 20;
+};
+
+}  // namespace troupe::storage
