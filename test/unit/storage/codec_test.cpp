@@ -1,0 +1,59 @@
+#include <doctest/doctest.h>
+
+#include "storage/codec.hpp"
+#include "test/support/sample_events.hpp"
+
+using namespace troupe;
+using namespace troupe::storage;
+
+TEST_SUITE("storage.codec") {
+  TEST_CASE("a composed event decodes to its header and body") {
+    auto event = test::sample_event(3, 17, 1);
+    auto packed = compose_event(42, event);
+    REQUIRE(packed);
+    auto decoded = DecodedEvent::decode(*packed);
+    REQUIRE(decoded);
+    auto reader = decoded->get();
+    CHECK(reader.getSequence() == 42);
+    CHECK(reader.getAttempt() == 17);
+    CHECK(std::string(reader.getActorId().cStr()) == "writer-3/1");
+    CHECK(test::is_intact_sample(reader));
+  }
+
+  TEST_CASE("a body that is not an EventBody message is refused") {
+    NewEvent event = test::sample_event(0, 0, 0);
+    event.body = "not a capnp message";
+    auto packed = compose_event(1, event);
+    REQUIRE_FALSE(packed);
+    CHECK(packed.error().code == Errc::INVALID_ARGUMENT);
+
+    event.body = std::string(16, '\xff');  // word-sized, but a nonsense segment table
+    packed = compose_event(1, event);
+    REQUIRE_FALSE(packed);
+    CHECK(packed.error().code == Errc::INVALID_ARGUMENT);
+    CHECK(packed.error().message.starts_with("malformed event body"));
+  }
+
+  TEST_CASE("truncated packed events are refused, not misread") {
+    auto packed = compose_event(1, test::sample_event(1, 2, 3));
+    REQUIRE(packed);
+    for (size_t cut : {size_t{0}, size_t{1}, packed->size() / 2, packed->size() - 1}) {
+      CAPTURE(cut);
+      auto decoded = DecodedEvent::decode(std::string_view(*packed).substr(0, cut));
+      CHECK_FALSE(decoded);
+    }
+  }
+
+  TEST_CASE("index records round-trip") {
+    WorkflowRecord workflow{WorkflowStatus::CLOSED, "train-model", std::string("\x01\x02", 2), 10, 20};
+    auto decoded = decode_workflow_record(encode_workflow_record(workflow));
+    REQUIRE(decoded);
+    CHECK(*decoded == workflow);
+
+    WorkerRecord worker{"id-7", "host-a", "gpu0", 5, 6};
+    auto decoded_worker = decode_worker_record(encode_worker_record(worker));
+    REQUIRE(decoded_worker);
+    CHECK(*decoded_worker == worker);
+    CHECK_FALSE(decode_worker_record(""));
+  }
+}
