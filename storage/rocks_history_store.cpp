@@ -419,6 +419,10 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
   db_options.keep_log_file_num = 4;
   db_options.max_log_file_size = size_t{8} << 20;
   db_options.bytes_per_sync = size_t{1} << 20;
+  // Reuse old WAL files instead of creating new ones: a sync of a recycled (overwritten)
+  // file commits no size or extent change, which about doubles synced commits per second on
+  // ext4. Recycled records carry their log number, so stale tails are recognised at recovery.
+  db_options.recycle_log_file_num = 4;
 
   auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   const auto cf_options = column_family_options(options, cache);

@@ -14,6 +14,7 @@
 #include "test/support/child_process.hpp"
 #include "test/support/sample_events.hpp"
 #include "test/support/temp_dir.hpp"
+#include "test/support/why.hpp"
 
 using namespace troupe;
 using namespace troupe::storage;
@@ -57,11 +58,11 @@ TEST_SUITE("integration.store_crash") {
       CHECK(WTERMSIG(status) == SIGKILL);
 
       auto store = RocksHistoryStore::open(dir.path());
-      REQUIRE_MESSAGE(store, store.error().to_string());
+      REQUIRE_MESSAGE(store, test::why(store));
       for (auto& [workflow, last_acked] : acked) {
         CAPTURE(workflow);
         auto events = (*store)->read(workflow, 1, 10'000'000);
-        REQUIRE_MESSAGE(events, events.error().to_string());
+        REQUIRE_MESSAGE(events, test::why(events));
         REQUIRE(events->size() >= last_acked);
         for (size_t i = 0; i < events->size(); ++i) {
           REQUIRE((*events)[i].sequence == i + 1);

@@ -12,6 +12,7 @@
 #include "test/support/fault_fs.hpp"
 #include "test/support/sample_events.hpp"
 #include "test/support/temp_dir.hpp"
+#include "test/support/why.hpp"
 
 using namespace troupe;
 using namespace troupe::storage;
@@ -26,7 +27,7 @@ struct FaultyStore {
 
   FaultyStore(const std::string& dir, StoreOptions options = {}) {
     auto opened = RocksHistoryStore::open(dir, options, test::FaultInjectionFs::env_for(fs));
-    REQUIRE_MESSAGE(opened, opened.error().to_string());
+    REQUIRE_MESSAGE(opened, test::why(opened));
     store = std::move(*opened);
   }
 };
@@ -36,11 +37,11 @@ struct FaultyStore {
 std::map<std::string, size_t> surviving_events(const std::string& dir,
                                                const std::vector<std::string>& workflows) {
   auto store = RocksHistoryStore::open(dir);
-  REQUIRE_MESSAGE(store, store.error().to_string());
+  REQUIRE_MESSAGE(store, test::why(store));
   std::map<std::string, size_t> out;
   for (const auto& wf : workflows) {
     auto events = (*store)->read(wf, 1, 1'000'000);
-    REQUIRE_MESSAGE(events, events.error().to_string());
+    REQUIRE_MESSAGE(events, test::why(events));
     for (size_t i = 0; i < events->size(); ++i) {
       REQUIRE((*events)[i].sequence == i + 1);
       auto decoded = DecodedEvent::decode((*events)[i].packed);
@@ -56,6 +57,13 @@ std::map<std::string, size_t> surviving_events(const std::string& dir,
 
 TEST_SUITE("storage.faults") {
   TEST_CASE("every append acknowledged with sync on survives a power loss, none torn") {
+    StoreOptions options;
+    int acks_before_outage = 300;
+    SUBCASE("in the first write-ahead log") {}
+    SUBCASE("across flushes and recycled write-ahead logs") {
+      options.write_buffer_bytes = 64 << 10;  // a memtable flush every ~250 events
+      acks_before_outage = 3000;
+    }
     test::TempDir dir;
     constexpr int threads = 6;
     std::vector<std::string> workflows;
@@ -64,7 +72,7 @@ TEST_SUITE("storage.faults") {
     std::map<std::string, uint64_t> acked;  // workflow -> last acknowledged sequence
     std::atomic<int> acks{0};
     std::atomic<int> refused{0};
-    FaultyStore faulty(dir.path());
+    FaultyStore faulty(dir.path(), options);
     {
       std::atomic<bool> stop{false};
       std::vector<std::thread> writers;
@@ -84,7 +92,7 @@ TEST_SUITE("storage.faults") {
           }
         });
       }
-      while (acks < 300) std::this_thread::yield();
+      while (acks < acks_before_outage) std::this_thread::yield();
       faulty.fs->pull_plug();
       while (refused < threads) std::this_thread::yield();  // every writer saw the outage
       stop = true;

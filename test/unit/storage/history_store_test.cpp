@@ -13,6 +13,7 @@
 #include "storage/rocks_history_store.hpp"
 #include "test/support/sample_events.hpp"
 #include "test/support/temp_dir.hpp"
+#include "test/support/why.hpp"
 
 using namespace troupe;
 using namespace troupe::storage;
@@ -32,7 +33,7 @@ WorkflowRecord open_record(std::string name, int64_t created_us = 1) {
 /// Decodes every event of `workflow` and checks sequences are 1..n with no gap.
 std::vector<DecodedEvent> read_all(HistoryStore& store, const std::string& workflow) {
   auto events = store.read(workflow, 1, 1'000'000);
-  REQUIRE_MESSAGE(events, events.error().to_string());
+  REQUIRE_MESSAGE(events, test::why(events));
   std::vector<DecodedEvent> out;
   for (size_t i = 0; i < events->size(); ++i) {
     REQUIRE((*events)[i].sequence == i + 1);
@@ -135,7 +136,7 @@ TEST_SUITE("storage.history_store") {
           auto shared = store->append_wait("shared", events, open_record("shared"));
           auto own = store->append_wait("own-" + std::to_string(t), events, open_record("own"));
           std::lock_guard lock(mutex);
-          REQUIRE_MESSAGE(shared, shared.error().to_string());
+          REQUIRE_MESSAGE(shared, test::why(shared));
           REQUIRE(own);
           acked[t].push_back(Acked{shared->first_sequence, shared->count, i});
         }

@@ -1,0 +1,109 @@
+// The troupe command line. Thin: parse, call the layer that does the work, turn its Result
+// into a stderr line and an exit code (0 ok, 1 failed, 2 usage or input error).
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tools/troupe/args.hpp"
+#include "tools/troupe/bench_store.hpp"
+#include "tools/troupe/version.hpp"
+
+namespace troupe::cli {
+namespace {
+
+constexpr const char* usage = R"(usage: troupe COMMAND [ARGS]
+
+commands:
+  bench store   the STORE workload: durable 200-byte appends through the history store
+                from 1, 8 and 64 concurrent appenders, against the raw fdatasync rate.
+                  --seconds S        length of each run (default 10)
+                  --appenders LIST   appender counts (default 1,8,64)
+                  --dir DIR          where the stores go (default ./.troupe/bench-PID, removed after)
+                  --sync BOOL        sync every commit (default true)
+                  --event-bytes N    stored size of each event (default 200)
+                prints one JSON object on stdout and a table on stderr
+  version       the build's git revision and type
+  help          this text
+)";
+
+int usage_error(const std::string& message) {
+  std::cerr << "troupe: " << message << "\n\n" << usage;
+  return 2;
+}
+
+int failed(const Error& error) {
+  std::cerr << "troupe: " << error.message << "\n";
+  return error.code == Errc::INVALID_ARGUMENT ? 2 : 1;
+}
+
+/// Fields every benchmark report carries.
+void add_build_facts(Json& report, bool sync) {
+  report.set("build_type", build_type());
+  report.set("storage_sync", sync);
+  report.set("cores", static_cast<int>(std::thread::hardware_concurrency()));
+  report.set("git_revision", git_revision());
+}
+
+int bench_store(const Args& args) {
+  if (auto known = args.only({"seconds", "appenders", "dir", "sync", "event-bytes"}); !known) {
+    return usage_error(known.error().message);
+  }
+  StoreBenchOptions options;
+  auto seconds = args.number("seconds", options.seconds);
+  auto appenders = args.int_list("appenders", options.appenders);
+  auto sync = args.boolean("sync", options.sync);
+  auto event_bytes = args.number("event-bytes", static_cast<double>(options.event_bytes));
+  for (const Error* error : {seconds ? nullptr : &seconds.error(),
+                             appenders ? nullptr : &appenders.error(),
+                             sync ? nullptr : &sync.error(),
+                             event_bytes ? nullptr : &event_bytes.error()}) {
+    if (error) return usage_error(error->message);
+  }
+  options.seconds = *seconds;
+  options.appenders = *appenders;
+  options.sync = *sync;
+  options.event_bytes = static_cast<size_t>(*event_bytes);
+  const bool own_directory = !args.has("dir");
+  options.directory = own_directory ? ".troupe/bench-" + std::to_string(getpid()) : *args.get("dir");
+
+  auto report = run_store_bench(options, std::cerr);
+  if (own_directory) {
+    std::error_code ec;
+    std::filesystem::remove_all(options.directory, ec);
+  }
+  if (!report) return failed(report.error());
+  add_build_facts(*report, options.sync);
+  std::cout << report->dump() << std::endl;
+  return 0;
+}
+
+int run(const std::vector<std::string>& words) {
+  if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
+    std::cout << usage;
+    return words.empty() ? 2 : 0;
+  }
+  auto args = Args::parse({words.begin() + 1, words.end()});
+  if (!args) return usage_error(args.error().message);
+  const std::string& command = words[0];
+  if (command == "version" || command == "--version") {
+    std::cout << "troupe " << git_revision() << " (" << build_type() << ")\n";
+    return 0;
+  }
+  if (command == "bench") {
+    const auto& rest = args->positionals();
+    if (rest.size() == 1 && rest[0] == "store") return bench_store(*args);
+    return usage_error(rest.empty() ? "bench needs a workload" : "unknown workload '" + rest[0] + "'");
+  }
+  return usage_error("unknown command '" + command + "'");
+}
+
+}  // namespace
+}  // namespace troupe::cli
+
+int main(int argc, char** argv) {
+  return troupe::cli::run(std::vector<std::string>(argv + 1, argv + argc));
+}
