@@ -12,6 +12,10 @@
 namespace troupe::storage {
 namespace {
 
+/// First segment of the builders that compose events, in words: a typical event fits, and
+/// capnp's default (1024 words) would zero 8 KiB per event.
+constexpr unsigned event_segment_words = 128;
+
 static_assert(static_cast<int>(ActorKind::WORKFLOW) == static_cast<int>(schema::ActorKind::WORKFLOW));
 static_assert(static_cast<int>(ActorKind::TASK) == static_cast<int>(schema::ActorKind::TASK));
 static_assert(static_cast<int>(ActorKind::SESSION) == static_cast<int>(schema::ActorKind::SESSION));
@@ -72,7 +76,7 @@ Result<std::string> compose_event(uint64_t sequence, const NewEvent& event) {
   try {
     auto words = aligned_words(event.body);
     capnp::FlatArrayMessageReader body_reader(words);
-    capnp::MallocMessageBuilder message;
+    capnp::MallocMessageBuilder message(event_segment_words);
     auto root = message.initRoot<schema::HistoryEvent>();
     root.setSequence(sequence);
     root.setTimestampUs(event.timestamp_us);
@@ -96,7 +100,7 @@ struct DecodedEvent::Holder {
 Result<DecodedEvent> DecodedEvent::decode(std::string_view packed) {
   return with_packed_reader<DecodedEvent>(packed, "history event", [](capnp::MessageReader& r) {
     // Copy into a flat message the holder owns, checking every pointer on the way.
-    capnp::MallocMessageBuilder copy;
+    capnp::MallocMessageBuilder copy(event_segment_words);
     copy.setRoot(r.getRoot<schema::HistoryEvent>());
     auto holder = std::make_shared<Holder>(capnp::messageToFlatArray(copy));
     return DecodedEvent(std::move(holder));
