@@ -69,14 +69,63 @@ struct RunFigures {
   storage::StoreStats stats;
 };
 
-Result<RunFigures> run_appenders(const StoreBenchOptions& options, int appenders,
-                                 const storage::NewEvent& event) {
-  const std::string dir = options.directory + "/store-" + std::to_string(appenders);
-  std::filesystem::remove_all(dir);
-  storage::StoreOptions store_options;
-  store_options.sync = options.sync;
-  auto store = storage::RocksHistoryStore::open(dir, store_options);
-  if (!store) return store.error();
+/// A store in a fresh directory, removed with the directory when the run is over.
+class ScratchStore {
+ public:
+  static Result<std::unique_ptr<ScratchStore>> open(const StoreBenchOptions& options,
+                                                    const std::string& name) {
+    const std::string dir = options.directory + "/" + name;
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);  // a leftover of an interrupted run
+    storage::StoreOptions store_options;
+    store_options.sync = options.sync;
+    auto store = storage::RocksHistoryStore::open(dir, store_options);
+    if (!store) return store.error();
+    return std::unique_ptr<ScratchStore>(new ScratchStore(dir, std::move(*store)));
+  }
+  ~ScratchStore() {
+    store_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  storage::HistoryStore& store() { return *store_; }
+
+ private:
+  ScratchStore(std::string dir, std::unique_ptr<storage::RocksHistoryStore> store)
+      : dir_(std::move(dir)), store_(std::move(store)) {}
+  std::string dir_;
+  std::unique_ptr<storage::RocksHistoryStore> store_;
+};
+
+/// Figures of a run from every appender's append latencies, in microseconds.
+RunFigures summarise(int appenders, Clock::time_point start,
+                     const std::vector<std::vector<uint32_t>>& latencies,
+                     const storage::HistoryStore& store) {
+  RunFigures figures;
+  figures.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<uint32_t> all;
+  for (const auto& mine : latencies) all.insert(all.end(), mine.begin(), mine.end());
+  std::sort(all.begin(), all.end());
+  figures.appenders = appenders;
+  figures.events = all.size();
+  figures.p50_us = percentile(all, 0.50);
+  figures.p99_us = percentile(all, 0.99);
+  figures.max_us = all.empty() ? 0 : all.back();
+  figures.stats = store.stats();
+  return figures;
+}
+
+uint32_t micros_since(Clock::time_point then) {
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - then).count());
+}
+
+/// One OS thread per appender, each blocked in append_wait until its append is durable.
+Result<RunFigures> run_blocking_threads(const StoreBenchOptions& options, int appenders,
+                                        const storage::NewEvent& event) {
+  auto scratch = ScratchStore::open(options, "threads-" + std::to_string(appenders));
+  if (!scratch) return scratch.error();
+  storage::HistoryStore& store = (*scratch)->store();
 
   std::atomic<bool> failed{false};
   Error failure;
@@ -92,54 +141,32 @@ Result<RunFigures> run_appenders(const StoreBenchOptions& options, int appenders
       while (!failed.load(std::memory_order_relaxed)) {
         const auto before = Clock::now();
         if (before >= deadline) break;
-        auto receipt = (*store)->append_wait(workflow, {event});
+        auto receipt = store.append_wait(workflow, {event});
         if (!receipt) {
           if (!failed.exchange(true)) failure = receipt.error();
           break;
         }
-        mine.push_back(static_cast<uint32_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - before).count()));
+        mine.push_back(micros_since(before));
       }
     });
   }
   for (auto& thread : threads) thread.join();
-  RunFigures figures;
-  figures.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (failed) return failure;
-
-  std::vector<uint32_t> all;
-  for (auto& mine : latencies) all.insert(all.end(), mine.begin(), mine.end());
-  std::sort(all.begin(), all.end());
-  figures.appenders = appenders;
-  figures.events = all.size();
-  figures.p50_us = percentile(all, 0.50);
-  figures.p99_us = percentile(all, 0.99);
-  figures.max_us = all.empty() ? 0 : all.back();
-  figures.stats = (*store)->stats();
-  store->reset();
-  std::filesystem::remove_all(dir);
-  return figures;
+  return summarise(appenders, start, latencies, store);
 }
 
-/// Like run_appenders, but each appender is a chain of appends rather than a blocked thread:
-/// the completion of one append issues the next, as an actor persisting its next event would.
-/// This measures the store itself rather than the cost of waking 64 OS threads.
+/// Each appender is a chain of appends rather than a blocked thread: the completion of one
+/// append issues the next, as an actor persisting its next event would. This measures the
+/// store itself rather than the cost of waking 64 OS threads.
 Result<RunFigures> run_chained_appenders(const StoreBenchOptions& options, int appenders,
                                          const storage::NewEvent& event) {
-  const std::string dir = options.directory + "/store-chained-" + std::to_string(appenders);
-  std::filesystem::remove_all(dir);
-  storage::StoreOptions store_options;
-  store_options.sync = options.sync;
-  auto opened = storage::RocksHistoryStore::open(dir, store_options);
-  if (!opened) return opened.error();
-  storage::HistoryStore& store = **opened;
+  auto scratch = ScratchStore::open(options, "chained-" + std::to_string(appenders));
+  if (!scratch) return scratch.error();
+  storage::HistoryStore& store = (*scratch)->store();
 
-  struct Chain {
-    std::string workflow;
-    Clock::time_point issued;
-    std::vector<uint32_t> latencies;
-  };
-  std::vector<Chain> chains(appenders);
+  std::vector<std::string> workflows(appenders);
+  std::vector<Clock::time_point> issued(appenders);
+  std::vector<std::vector<uint32_t>> latencies(appenders);
   std::mutex mutex;
   std::condition_variable all_done;
   int running = appenders;
@@ -150,44 +177,29 @@ Result<RunFigures> run_chained_appenders(const StoreBenchOptions& options, int a
 
   // Runs on the store's writer thread for every completion after the first issue.
   std::function<void(int)> issue = [&](int i) {
-    chains[i].issued = Clock::now();
-    store.append(chains[i].workflow, {event}, std::nullopt, [&, i](Result<storage::AppendReceipt> r) {
-      const auto now = Clock::now();
+    issued[i] = Clock::now();
+    store.append(workflows[i], {event}, std::nullopt, [&, i](Result<storage::AppendReceipt> r) {
       if (!r) {
         if (!failed.exchange(true)) failure = r.error();
       } else {
-        chains[i].latencies.push_back(static_cast<uint32_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(now - chains[i].issued).count()));
+        latencies[i].push_back(micros_since(issued[i]));
       }
-      if (r && now < deadline && !failed) return issue(i);
+      if (r && Clock::now() < deadline && !failed) return issue(i);
       std::lock_guard lock(mutex);
       if (--running == 0) all_done.notify_all();
     });
   };
   for (int i = 0; i < appenders; ++i) {
-    chains[i].workflow = "bench-" + std::to_string(i);
-    chains[i].latencies.reserve(1 << 16);
+    workflows[i] = "bench-" + std::to_string(i);
+    latencies[i].reserve(1 << 16);
     issue(i);
   }
   {
     std::unique_lock lock(mutex);
     all_done.wait(lock, [&] { return running == 0; });
   }
-  RunFigures figures;
-  figures.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (failed) return failure;
-  std::vector<uint32_t> all;
-  for (auto& chain : chains) all.insert(all.end(), chain.latencies.begin(), chain.latencies.end());
-  std::sort(all.begin(), all.end());
-  figures.appenders = appenders;
-  figures.events = all.size();
-  figures.p50_us = percentile(all, 0.50);
-  figures.p99_us = percentile(all, 0.99);
-  figures.max_us = all.empty() ? 0 : all.back();
-  figures.stats = store.stats();
-  opened->reset();
-  std::filesystem::remove_all(dir);
-  return figures;
+  return summarise(appenders, start, latencies, store);
 }
 
 /// Single 4 KiB writes each followed by fdatasync, for `seconds`. `append` grows the file
@@ -270,7 +282,7 @@ Result<Json> run_store_bench(const StoreBenchOptions& options, std::ostream& pro
     if (!c) return c.error();
     progress << " " << static_cast<uint64_t>(c->events / c->seconds) << " events/s; threads ..."
              << std::flush;
-    auto t = run_appenders(options, appenders, event);
+    auto t = run_blocking_threads(options, appenders, event);
     if (!t) return t.error();
     progress << " " << static_cast<uint64_t>(t->events / t->seconds) << " events/s\n";
     chained.push_back(*c);
