@@ -1,0 +1,548 @@
+// Definition JSON -> WorkflowSpec, in three passes so that every problem is reported with its
+// JSON path rather than the first exception capnp would throw:
+//   1. parse the text into a json::Value (a syntax error ends the check here);
+//   2. walk that value against workflow.capnp's schema: unknown fields, wrong types, two
+//      members of one union, integers out of range;
+//   3. decode with capnp::JsonCodec and check meaning: names, dependencies, cycles, durations,
+//      timeouts, retry policies, sessions.
+#include "schema/definition.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+
+#include <capnp/compat/json.h>
+#include <capnp/dynamic.h>
+#include <capnp/message.h>
+#include <capnp/schema.h>
+#include <kj/exception.h>
+
+#include "schema/workflow.capnp.h"
+
+namespace troupe {
+namespace {
+
+using capnp::JsonValue;
+using Problems = std::vector<DefinitionProblem>;
+
+std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+
+std::string index_path(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+/// Copies a JSON value between messages, so json.Value fields (task input, env) keep the
+/// user's JSON as it is rather than being read as the json.Value struct's own encoding.
+void copy_json(JsonValue::Reader from, JsonValue::Builder to) {
+  switch (from.which()) {
+    case JsonValue::NULL_: to.setNull(); return;
+    case JsonValue::BOOLEAN: to.setBoolean(from.getBoolean()); return;
+    case JsonValue::NUMBER: to.setNumber(from.getNumber()); return;
+    case JsonValue::STRING: to.setString(from.getString()); return;
+    case JsonValue::ARRAY: {
+      auto items = from.getArray();
+      auto out = to.initArray(items.size());
+      for (uint32_t i = 0; i < items.size(); ++i) copy_json(items[i], out[i]);
+      return;
+    }
+    case JsonValue::OBJECT: {
+      auto fields = from.getObject();
+      auto out = to.initObject(fields.size());
+      for (uint32_t i = 0; i < fields.size(); ++i) {
+        out[i].setName(fields[i].getName());
+        copy_json(fields[i].getValue(), out[i].initValue());
+      }
+      return;
+    }
+    case JsonValue::CALL: to.setNull(); return;  // not JSON; the parser never produces it
+  }
+}
+
+class RawJsonHandler final : public capnp::JsonCodec::Handler<JsonValue> {
+ public:
+  void encode(const capnp::JsonCodec&, JsonValue::Reader input,
+              JsonValue::Builder output) const override {
+    copy_json(input, output);
+  }
+  void decode(const capnp::JsonCodec&, JsonValue::Reader input,
+              JsonValue::Builder output) const override {
+    copy_json(input, output);
+  }
+};
+
+// --- pass 2: the JSON value against the schema ----------------------------------------------
+
+const char* json_kind(JsonValue::Reader v) {
+  switch (v.which()) {
+    case JsonValue::NULL_: return "null";
+    case JsonValue::BOOLEAN: return "a boolean";
+    case JsonValue::NUMBER: return "a number";
+    case JsonValue::STRING: return "a string";
+    case JsonValue::ARRAY: return "an array";
+    case JsonValue::OBJECT: return "an object";
+    case JsonValue::CALL: return "a call";
+  }
+  return "a value";
+}
+
+void walk_value(capnp::Type type, JsonValue::Reader v, const std::string& path, Problems& out);
+
+void walk_struct(capnp::StructSchema schema, JsonValue::Reader v, const std::string& path,
+                 Problems& out) {
+  if (v.which() != JsonValue::OBJECT) {
+    out.push_back({path, std::string("must be an object, not ") + json_kind(v)});
+    return;
+  }
+  std::string union_member;  // the union member already seen, if any
+  for (auto field : v.getObject()) {
+    const std::string name = text(field.getName());
+    const std::string field_path = path + "." + name;
+    KJ_IF_MAYBE(member, schema.findFieldByName(field.getName())) {
+      if (member->getProto().getDiscriminantValue() != capnp::schema::Field::NO_DISCRIMINANT) {
+        if (!union_member.empty()) {
+          out.push_back({field_path, "give only one of '" + union_member + "' and '" + name + "'"});
+        }
+        union_member = name;
+      }
+      walk_value(member->getType(), field.getValue(), field_path, out);
+    } else {
+      std::string known;
+      for (auto f : schema.getFields()) {
+        known += (known.empty() ? "" : ", ") + std::string(f.getProto().getName().cStr());
+      }
+      out.push_back({field_path, "unknown field '" + name + "' (known: " + known + ")"});
+    }
+  }
+}
+
+void walk_integer(JsonValue::Reader v, double lo, double hi, const std::string& path, Problems& out) {
+  if (v.which() != JsonValue::NUMBER) {
+    out.push_back({path, std::string("must be a whole number, not ") + json_kind(v)});
+    return;
+  }
+  const double n = v.getNumber();
+  if (n != std::floor(n) || n < lo || n > hi) {
+    out.push_back({path, "must be a whole number from " + std::to_string(int64_t(lo)) + " to " +
+                             std::to_string(int64_t(hi))});
+  }
+}
+
+void walk_value(capnp::Type type, JsonValue::Reader v, const std::string& path, Problems& out) {
+  auto expect = [&](JsonValue::Which which, const char* what) {
+    if (v.which() != which) out.push_back({path, std::string("must be ") + what + ", not " + json_kind(v)});
+  };
+  switch (type.which()) {
+    case capnp::schema::Type::TEXT: return expect(JsonValue::STRING, "a string");
+    case capnp::schema::Type::BOOL: return expect(JsonValue::BOOLEAN, "true or false");
+    case capnp::schema::Type::FLOAT32:
+    case capnp::schema::Type::FLOAT64: return expect(JsonValue::NUMBER, "a number");
+    case capnp::schema::Type::INT8: return walk_integer(v, -128, 127, path, out);
+    case capnp::schema::Type::INT16: return walk_integer(v, -32768, 32767, path, out);
+    case capnp::schema::Type::INT32: return walk_integer(v, -2147483648.0, 2147483647.0, path, out);
+    case capnp::schema::Type::UINT8: return walk_integer(v, 0, 255, path, out);
+    case capnp::schema::Type::UINT16: return walk_integer(v, 0, 65535, path, out);
+    case capnp::schema::Type::UINT32: return walk_integer(v, 0, 4294967295.0, path, out);
+    case capnp::schema::Type::INT64:
+    case capnp::schema::Type::UINT64: return walk_integer(v, -9.0e15, 9.0e15, path, out);
+    case capnp::schema::Type::VOID: return expect(JsonValue::NULL_, "null");
+    case capnp::schema::Type::LIST: {
+      if (v.which() != JsonValue::ARRAY) {
+        out.push_back({path, std::string("must be an array, not ") + json_kind(v)});
+        return;
+      }
+      auto element = type.asList().getElementType();
+      auto items = v.getArray();
+      for (uint32_t i = 0; i < items.size(); ++i) walk_value(element, items[i], index_path(path, i), out);
+      return;
+    }
+    case capnp::schema::Type::STRUCT: {
+      auto schema = type.asStruct();
+      if (schema.getProto().getId() == capnp::typeId<JsonValue>()) return;  // any JSON
+      return walk_struct(schema, v, path, out);
+    }
+    case capnp::schema::Type::ENUM: {
+      if (v.which() != JsonValue::STRING) {
+        out.push_back({path, std::string("must be a string, not ") + json_kind(v)});
+      } else if (type.asEnum().findEnumerantByName(v.getString()) == nullptr) {
+        out.push_back({path, "unknown value '" + text(v.getString()) + "'"});
+      }
+      return;
+    }
+    default:
+      out.push_back({path, "is not settable from JSON"});
+      return;
+  }
+}
+
+// --- pass 3: meaning ----------------------------------------------------------------------
+
+/// Collects problems while converting the decoded definition into a WorkflowSpec.
+class SpecBuilder {
+ public:
+  explicit SpecBuilder(Problems& problems) : problems_(problems) {}
+
+  void problem(std::string path, std::string message) {
+    problems_.push_back({std::move(path), std::move(message)});
+  }
+
+  /// A positive duration at `path`, or nullopt (absent, or a problem recorded).
+  std::optional<Duration> duration(capnp::Text::Reader value, bool present, const std::string& path,
+                                   bool allow_zero = false) {
+    if (!present) return std::nullopt;
+    auto parsed = parse_duration(std::string_view(value.cStr(), value.size()));
+    if (!parsed) {
+      problem(path, parsed.error().message);
+      return std::nullopt;
+    }
+    if (parsed->count() < 0 || (!allow_zero && parsed->count() == 0)) {
+      problem(path, "must be longer than zero");
+      return std::nullopt;
+    }
+    return *parsed;
+  }
+
+  /// A non-empty name without NUL, '/' or control characters, at most 200 bytes.
+  void check_name(const std::string& name, const std::string& path, const char* what) {
+    if (name.empty()) return problem(path, std::string(what) + " is required");
+    if (name.size() > 200) return problem(path, std::string(what) + " is longer than 200 bytes");
+    for (unsigned char c : name) {
+      if (c < 0x20 || c == '/' || c == 0x7f) {
+        return problem(path, std::string(what) + " '" + name +
+                                 "' may not contain '/' or control characters");
+      }
+    }
+  }
+
+  std::optional<TaskBody> shell(schema::ShellCommand::Reader shell, const std::string& path) {
+    ShellSpec spec;
+    for (auto arg : shell.getCommand()) spec.command.push_back(text(arg));
+    if (spec.command.empty() || spec.command[0].empty()) {
+      problem(path + ".command", "needs at least the program to run");
+    }
+    if (shell.hasEnv()) {
+      auto env = shell.getEnv();
+      if (env.which() != JsonValue::OBJECT) {
+        problem(path + ".env", std::string("must be an object of strings, not ") + json_kind(env));
+      } else {
+        for (auto var : env.getObject()) {
+          const std::string name = text(var.getName());
+          if (var.getValue().which() != JsonValue::STRING) {
+            problem(path + ".env." + name, "must be a string");
+          } else if (name.empty() || name.find('=') != std::string::npos) {
+            problem(path + ".env." + name, "is not a valid environment variable name");
+          } else {
+            spec.env.emplace_back(name, text(var.getValue().getString()));
+          }
+        }
+      }
+    }
+    spec.cwd = text(shell.getCwd());
+    return TaskBody(std::move(spec));
+  }
+
+  std::optional<TaskBody> handler(capnp::Text::Reader name, const std::string& path) {
+    if (name.size() == 0) {
+      problem(path, "names no handler");
+      return std::nullopt;
+    }
+    return TaskBody(HandlerSpec{text(name)});
+  }
+
+  TimeoutsSpec timeouts(schema::Timeouts::Reader t, const std::string& path) {
+    TimeoutsSpec spec;
+    spec.schedule_to_start =
+        duration(t.getScheduleToStart(), t.hasScheduleToStart(), path + ".scheduleToStart");
+    spec.start_to_close = duration(t.getStartToClose(), t.hasStartToClose(), path + ".startToClose");
+    spec.schedule_to_close =
+        duration(t.getScheduleToClose(), t.hasScheduleToClose(), path + ".scheduleToClose");
+    spec.heartbeat = duration(t.getHeartbeat(), t.hasHeartbeat(), path + ".heartbeat");
+    const bool any = t.hasScheduleToStart() || t.hasStartToClose() || t.hasScheduleToClose() ||
+                     t.hasHeartbeat();
+    if (any && !t.hasScheduleToClose() && !(t.hasScheduleToStart() && t.hasStartToClose())) {
+      problem(path, "give scheduleToClose, or both scheduleToStart and startToClose, so every "
+                    "attempt is bounded");
+    }
+    if (auto whole = spec.schedule_to_close) {
+      // Cadence's normalisation: missing parts default to the whole, and none exceeds it.
+      spec.schedule_to_start = std::min(spec.schedule_to_start.value_or(*whole), *whole);
+      spec.start_to_close = std::min(spec.start_to_close.value_or(*whole), *whole);
+    }
+    if (spec.heartbeat && spec.start_to_close && *spec.heartbeat > *spec.start_to_close) {
+      problem(path + ".heartbeat", "is longer than startToClose (" +
+                                       format_duration(*spec.start_to_close) +
+                                       "), so it could never fire");
+    }
+    return spec;
+  }
+
+  RetrySpec retry(schema::RetryPolicy::Reader r, const TimeoutsSpec& timeouts,
+                  const std::string& path) {
+    RetrySpec spec;
+    if (auto d = duration(r.getInitialInterval(), r.hasInitialInterval(), path + ".initialInterval")) {
+      spec.initial_interval = *d;
+    }
+    spec.maximum_interval = spec.initial_interval * 100;
+    if (auto d = duration(r.getMaximumInterval(), r.hasMaximumInterval(), path + ".maximumInterval")) {
+      spec.maximum_interval = *d;
+      if (*d < spec.initial_interval) {
+        problem(path + ".maximumInterval",
+                "is shorter than initialInterval (" + format_duration(spec.initial_interval) + ")");
+      }
+    }
+    if (r.getBackoffCoefficient() != 0) {
+      spec.backoff_coefficient = r.getBackoffCoefficient();
+      if (!(spec.backoff_coefficient >= 1.0) || !std::isfinite(spec.backoff_coefficient)) {
+        problem(path + ".backoffCoefficient", "must be at least 1");
+      }
+    }
+    if (r.getMaximumAttempts() < 0) {
+      problem(path + ".maximumAttempts", "must be 0 (no limit) or more");
+    } else {
+      spec.maximum_attempts = static_cast<uint32_t>(r.getMaximumAttempts());
+    }
+    spec.expiration_interval =
+        duration(r.getExpirationInterval(), r.hasExpirationInterval(), path + ".expirationInterval");
+    for (uint32_t i = 0; i < r.getNonRetryableErrors().size(); ++i) {
+      auto reason = text(r.getNonRetryableErrors()[i]);
+      if (reason.empty()) problem(index_path(path + ".nonRetryableErrors", i), "is empty");
+      spec.non_retryable_errors.push_back(std::move(reason));
+    }
+    if (r.getMaximumAttempts() == 0 && !r.hasExpirationInterval() && !timeouts.schedule_to_close) {
+      problem(path, "never stops retrying: set maximumAttempts, expirationInterval or "
+                    "timeouts.scheduleToClose");
+    }
+    return spec;
+  }
+
+ private:
+  Problems& problems_;
+};
+
+/// Kahn's algorithm; on a cycle, returns the tasks of one cycle in order instead.
+std::variant<std::vector<uint32_t>, std::vector<uint32_t>> topological_order(const WorkflowSpec& spec) {
+  const size_t n = spec.tasks.size();
+  std::vector<uint32_t> waiting(n, 0);
+  std::vector<std::vector<uint32_t>> dependents(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t d : spec.tasks[i].depends_on) {
+      ++waiting[i];
+      dependents[d].push_back(i);
+    }
+  }
+  std::vector<uint32_t> order;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (waiting[i] == 0) order.push_back(i);
+  }
+  for (size_t next = 0; next < order.size(); ++next) {
+    for (uint32_t d : dependents[order[next]]) {
+      if (--waiting[d] == 0) order.push_back(d);
+    }
+  }
+  if (order.size() == n) return std::variant<std::vector<uint32_t>, std::vector<uint32_t>>(std::in_place_index<0>, order);
+  // Every task left waits on another task left: follow dependencies until one repeats.
+  uint32_t at = 0;
+  while (waiting[at] == 0) ++at;
+  std::vector<int> seen_at(n, -1);
+  std::vector<uint32_t> walk;
+  while (seen_at[at] < 0) {
+    seen_at[at] = static_cast<int>(walk.size());
+    walk.push_back(at);
+    for (uint32_t d : spec.tasks[at].depends_on) {
+      if (waiting[d] > 0) {
+        at = d;
+        break;
+      }
+    }
+  }
+  std::vector<uint32_t> cycle(walk.begin() + seen_at[at], walk.end());
+  std::reverse(cycle.begin(), cycle.end());  // dependency first: a -> b means b depends on a
+  return std::variant<std::vector<uint32_t>, std::vector<uint32_t>>(std::in_place_index<1>, cycle);
+}
+
+std::optional<WorkflowSpec> build_spec(schema::WorkflowDefinition::Reader def,
+                                       const capnp::JsonCodec& codec, Problems& problems) {
+  SpecBuilder b(problems);
+  WorkflowSpec spec;
+  spec.name = text(def.getName());
+  spec.description = text(def.getDescription());
+  b.check_name(spec.name, "$.name", "the workflow name");
+
+  auto tasks = def.getTasks();
+  if (tasks.size() == 0) b.problem("$.tasks", "a workflow needs at least one task");
+  std::map<std::string, uint32_t> by_name;
+  for (uint32_t i = 0; i < tasks.size(); ++i) {
+    const std::string path = index_path("$.tasks", i);
+    auto task = tasks[i];
+    TaskSpec t;
+    t.name = text(task.getName());
+    b.check_name(t.name, path + ".name", "the task name");
+    if (!t.name.empty()) {
+      auto [it, inserted] = by_name.emplace(t.name, i);
+      if (!inserted) {
+        b.problem(path + ".name", "duplicate task name '" + t.name + "' (first at " +
+                                      index_path("$.tasks", it->second) + ")");
+      }
+    }
+    spec.tasks.push_back(std::move(t));
+  }
+  for (uint32_t i = 0; i < tasks.size(); ++i) {
+    const std::string path = index_path("$.tasks", i);
+    auto task = tasks[i];
+    TaskSpec& t = spec.tasks[i];
+    auto deps = task.getDependsOn();
+    for (uint32_t j = 0; j < deps.size(); ++j) {
+      const std::string dep = text(deps[j]);
+      const std::string dep_path = index_path(path + ".dependsOn", j);
+      auto it = by_name.find(dep);
+      if (it == by_name.end()) {
+        b.problem(dep_path, "unknown task '" + dep + "'");
+      } else if (it->second == i) {
+        b.problem(dep_path, "a task cannot depend on itself");
+      } else if (std::find(t.depends_on.begin(), t.depends_on.end(), it->second) != t.depends_on.end()) {
+        b.problem(dep_path, "'" + dep + "' is listed twice");
+      } else {
+        t.depends_on.push_back(it->second);
+      }
+    }
+    if (task.hasTaskList()) {
+      t.task_list = text(task.getTaskList());
+      if (t.task_list.empty()) t.task_list = "default";
+      b.check_name(t.task_list, path + ".taskList", "the task list");
+    }
+    t.priority = task.getPriority();
+    std::optional<TaskBody> body;
+    switch (task.which()) {
+      case schema::TaskDefinition::SHELL:
+        if (!task.hasShell()) {
+          b.problem(path, "needs a body: \"shell\" (a command) or \"handler\" (a registered name)");
+        } else {
+          body = b.shell(task.getShell(), path + ".shell");
+        }
+        break;
+      case schema::TaskDefinition::HANDLER:
+        body = b.handler(task.getHandler(), path + ".handler");
+        break;
+    }
+    if (body) t.body = std::move(*body);
+    if (task.hasInput()) {
+      auto encoded = codec.encodeRaw(task.getInput());
+      t.input_json.assign(encoded.cStr(), encoded.size());
+    }
+    if (task.hasTimeouts()) t.timeouts = b.timeouts(task.getTimeouts(), path + ".timeouts");
+    if (task.hasRetry()) t.retry = b.retry(task.getRetry(), t.timeouts, path + ".retry");
+  }
+
+  auto sessions = def.getSessions();
+  std::map<std::string, uint32_t> session_names;
+  for (uint32_t s = 0; s < sessions.size(); ++s) {
+    const std::string path = index_path("$.sessions", s);
+    auto session = sessions[s];
+    SessionSpec ss;
+    ss.name = text(session.getName());
+    b.check_name(ss.name, path + ".name", "the session name");
+    if (!ss.name.empty() && !session_names.emplace(ss.name, s).second) {
+      b.problem(path + ".name", "duplicate session name '" + ss.name + "'");
+    }
+    auto members = session.getTasks();
+    if (members.size() == 0) b.problem(path + ".tasks", "a session needs at least one task");
+    for (uint32_t j = 0; j < members.size(); ++j) {
+      const std::string member = text(members[j]);
+      const std::string member_path = index_path(path + ".tasks", j);
+      auto it = by_name.find(member);
+      if (it == by_name.end()) {
+        b.problem(member_path, "unknown task '" + member + "'");
+        continue;
+      }
+      auto& owner = spec.tasks[it->second].session;
+      if (owner) {
+        b.problem(member_path, "task '" + member + "' is already in session " +
+                                   index_path("$.sessions", *owner));
+        continue;
+      }
+      owner = s;
+      ss.tasks.push_back(it->second);
+    }
+    ss.creation_timeout = b.duration(session.getCreationTimeout(), session.hasCreationTimeout(),
+                                     path + ".creationTimeout");
+    ss.execution_timeout = b.duration(session.getExecutionTimeout(), session.hasExecutionTimeout(),
+                                      path + ".executionTimeout");
+    auto action = [&](schema::SessionAction::Reader a, const std::string& action_path) {
+      std::optional<TaskBody> body;
+      switch (a.which()) {
+        case schema::SessionAction::NONE: break;
+        case schema::SessionAction::SHELL: body = b.shell(a.getShell(), action_path + ".shell"); break;
+        case schema::SessionAction::HANDLER: body = b.handler(a.getHandler(), action_path + ".handler"); break;
+      }
+      return body;
+    };
+    if (session.hasEnvEnter()) ss.env_enter = action(session.getEnvEnter(), path + ".envEnter");
+    if (session.hasEnvExit()) ss.env_exit = action(session.getEnvExit(), path + ".envExit");
+    spec.sessions.push_back(std::move(ss));
+  }
+
+  auto order = topological_order(spec);
+  if (order.index() == 1) {
+    const auto& cycle = std::get<1>(order);
+    std::string names;
+    for (uint32_t i : cycle) names += spec.tasks[i].name + " -> ";
+    names += spec.tasks[cycle.front()].name;
+    b.problem(index_path("$.tasks", cycle.front()) + ".dependsOn", "dependency cycle: " + names);
+  } else {
+    spec.topological_order = std::get<0>(order);
+  }
+  if (!problems.empty()) return std::nullopt;
+  return spec;
+}
+
+}  // namespace
+
+std::optional<uint32_t> WorkflowSpec::find_task(std::string_view name) const {
+  for (uint32_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+DefinitionCheck check_definition(std::string_view json) {
+  DefinitionCheck check;
+  RawJsonHandler raw_json;  // outlives the codec
+  capnp::JsonCodec codec;
+  codec.setRejectUnknownFields(true);
+  codec.addTypeHandler(raw_json);
+  capnp::MallocMessageBuilder raw_message;
+  auto raw = raw_message.initRoot<JsonValue>();
+  try {
+    codec.decodeRaw(kj::arrayPtr(json.data(), json.size()), raw);
+  } catch (const kj::Exception& e) {
+    check.problems.push_back({"$", std::string("is not valid JSON: ") + e.getDescription().cStr()});
+    return check;
+  }
+  walk_struct(capnp::Schema::from<schema::WorkflowDefinition>(), raw.asReader(), "$",
+              check.problems);
+  if (!check.problems.empty()) return check;
+
+  capnp::MallocMessageBuilder message;
+  auto definition = message.initRoot<schema::WorkflowDefinition>();
+  try {
+    codec.decode(raw.asReader(), capnp::toDynamic(definition));
+  } catch (const kj::Exception& e) {
+    // The walk above should have caught whatever the codec refuses; say so if not.
+    check.problems.push_back({"$", std::string("cannot be decoded: ") + e.getDescription().cStr()});
+    return check;
+  }
+  check.spec = build_spec(definition.asReader(), codec, check.problems);
+  return check;
+}
+
+Result<WorkflowSpec> parse_definition(std::string_view json) {
+  auto check = check_definition(json);
+  if (check.spec) return std::move(*check.spec);
+  std::string message = "the workflow definition has " + std::to_string(check.problems.size()) +
+                        (check.problems.size() == 1 ? " problem:" : " problems:");
+  for (const auto& p : check.problems) message += "\n  " + p.path + ": " + p.message;
+  return fail(Errc::INVALID_ARGUMENT, std::move(message));
+}
+
+}  // namespace troupe

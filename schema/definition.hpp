@@ -1,0 +1,118 @@
+// Workflow definitions as troupe runs them: the validated logical graph, in plain C++ types,
+// and the checker that turns definition JSON into one (or into every problem it has, each
+// with its JSON path). Std-only; the Cap'n Proto side is in definition.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "schema/duration.hpp"
+#include "schema/result.hpp"
+
+namespace troupe {
+
+struct ShellSpec {
+  std::vector<std::string> command;                         ///< argv
+  std::vector<std::pair<std::string, std::string>> env;     ///< added to the environment
+  std::string cwd;                                          ///< empty: the worker's default
+
+  friend bool operator==(const ShellSpec&, const ShellSpec&) = default;
+};
+
+struct HandlerSpec {
+  std::string name;  ///< a C++ function registered under this name in the worker
+
+  friend bool operator==(const HandlerSpec&, const HandlerSpec&) = default;
+};
+
+/// What a task (or a session action) runs.
+using TaskBody = std::variant<ShellSpec, HandlerSpec>;
+
+/// Cadence's activity timeouts, normalised: when scheduleToClose is given, a missing
+/// scheduleToStart or startToClose is set to it, and neither exceeds it.
+struct TimeoutsSpec {
+  std::optional<Duration> schedule_to_start;
+  std::optional<Duration> start_to_close;
+  std::optional<Duration> schedule_to_close;
+  std::optional<Duration> heartbeat;
+
+  friend bool operator==(const TimeoutsSpec&, const TimeoutsSpec&) = default;
+};
+
+struct RetrySpec {
+  Duration initial_interval = std::chrono::seconds(1);
+  double backoff_coefficient = 2.0;
+  Duration maximum_interval = std::chrono::seconds(100);
+  uint32_t maximum_attempts = 0;  ///< attempts in all, the first included; 0: no limit
+  std::optional<Duration> expiration_interval;
+  std::vector<std::string> non_retryable_errors;
+
+  friend bool operator==(const RetrySpec&, const RetrySpec&) = default;
+};
+
+struct TaskSpec {
+  std::string name;
+  std::vector<uint32_t> depends_on;  ///< indexes into WorkflowSpec::tasks
+  std::string task_list = "default";
+  int32_t priority = 0;
+  TaskBody body;
+  std::string input_json = "null";
+  TimeoutsSpec timeouts;
+  std::optional<RetrySpec> retry;  ///< nullopt: one attempt, no retry
+  std::optional<uint32_t> session;  ///< index into WorkflowSpec::sessions
+
+  friend bool operator==(const TaskSpec&, const TaskSpec&) = default;
+};
+
+struct SessionSpec {
+  std::string name;
+  std::vector<uint32_t> tasks;  ///< indexes into WorkflowSpec::tasks
+  std::optional<Duration> creation_timeout;
+  std::optional<Duration> execution_timeout;
+  std::optional<TaskBody> env_enter;
+  std::optional<TaskBody> env_exit;
+
+  friend bool operator==(const SessionSpec&, const SessionSpec&) = default;
+};
+
+struct WorkflowSpec {
+  std::string name;
+  std::string description;
+  std::vector<TaskSpec> tasks;
+  std::vector<SessionSpec> sessions;
+  /// Every task index once, each after all of its dependencies.
+  std::vector<uint32_t> topological_order;
+
+  /// The index of the task called `name`.
+  std::optional<uint32_t> find_task(std::string_view name) const;
+
+  friend bool operator==(const WorkflowSpec&, const WorkflowSpec&) = default;
+};
+
+/// One thing wrong with a definition. `path` is a JSON path such as "$.tasks[2].dependsOn[0]".
+struct DefinitionProblem {
+  std::string path;
+  std::string message;
+
+  friend bool operator==(const DefinitionProblem&, const DefinitionProblem&) = default;
+};
+
+/// The outcome of checking a definition: a spec, or every problem found.
+struct DefinitionCheck {
+  std::optional<WorkflowSpec> spec;
+  std::vector<DefinitionProblem> problems;
+};
+
+/// Decodes and validates definition JSON. Never throws for bad input.
+DefinitionCheck check_definition(std::string_view json);
+
+/// check_definition() as a Result: INVALID_ARGUMENT listing every problem, one per line,
+/// "path: message".
+Result<WorkflowSpec> parse_definition(std::string_view json);
+
+}  // namespace troupe

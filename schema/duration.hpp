@@ -1,0 +1,24 @@
+// Durations as people write them in definitions and configs: "250ms", "10s", "5m", "2h",
+// "1h30m", "1.5s". Std-only.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "schema/result.hpp"
+
+namespace troupe {
+
+/// troupe's unit of time for timeouts and intervals.
+using Duration = std::chrono::microseconds;
+
+/// Parses one or more <number><unit> terms, units us, ms, s, m, h, d; numbers may have a
+/// fraction. INVALID_ARGUMENT with what is wrong and an example otherwise. "0s" is a valid
+/// zero; callers that need a positive duration check for it.
+Result<Duration> parse_duration(std::string_view text);
+
+/// The shortest text that parse_duration reads back to `d`: "1h30m", "250ms", "0s".
+std::string format_duration(Duration d);
+
+}  // namespace troupe
