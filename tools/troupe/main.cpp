@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "actors/task/task_machine.hpp"
+#include "actors/workflow/workflow_machine.hpp"
 #include "tools/troupe/args.hpp"
 #include "tools/troupe/bench_store.hpp"
 #include "tools/troupe/version.hpp"
@@ -26,6 +28,9 @@ commands:
                   --sync BOOL        sync every commit (default true)
                   --event-bytes N    stored size of each event (default 200)
                 prints one JSON object on stdout and a table on stderr
+  describe states [--format markdown|dot]
+                the workflow and task state machines: every transition with its actions
+                (Markdown, the default) or as Graphviz graphs (dot)
   version       the build's git revision and type
   help          this text
 )";
@@ -81,6 +86,22 @@ int bench_store(const Args& args) {
   return 0;
 }
 
+int describe_states(const Args& args) {
+  if (auto known = args.only({"format"}); !known) return usage_error(known.error().message);
+  const std::string format = args.get("format").value_or("markdown");
+  if (format == "markdown") {
+    std::cout << "## troupe state machines\n\n"
+              << actors::WorkflowMachine::table().markdown("Workflow") << "\n"
+              << actors::TaskMachine::table().markdown("Task");
+  } else if (format == "dot") {
+    std::cout << actors::WorkflowMachine::table().dot("workflow") << "\n"
+              << actors::TaskMachine::table().dot("task");
+  } else {
+    return usage_error("--format takes markdown or dot, not '" + format + "'");
+  }
+  return 0;
+}
+
 int run(const std::vector<std::string>& words) {
   if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
     std::cout << usage;
@@ -92,6 +113,11 @@ int run(const std::vector<std::string>& words) {
   if (command == "version" || command == "--version") {
     std::cout << "troupe " << git_revision() << " (" << build_type() << ")\n";
     return 0;
+  }
+  if (command == "describe") {
+    const auto& rest = args->positionals();
+    if (rest.size() == 1 && rest[0] == "states") return describe_states(*args);
+    return usage_error("describe takes: states");
   }
   if (command == "bench") {
     const auto& rest = args->positionals();

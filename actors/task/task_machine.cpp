@@ -1,0 +1,150 @@
+// The task state table. Reading guide: START queues the task (DISPATCHING); a slot makes it
+// DISPATCHED and the executor RUNNING; the attempt ends in SUCCESS, in FAILURE, or in
+// DELAY_EXECUTION when it will be retried (DISPATCH queues it again). PAUSE and KILL stop a
+// task that is not on an executor at once; one that is gets a cancellation and stays until
+// the executor confirms (KILLED, PAUSED) or the kill's grace period runs out.
+#include "actors/task/task_machine.hpp"
+
+namespace troupe::actors {
+namespace {
+
+using S = TaskState;
+using E = TaskEvent;
+using A = TaskAction;
+using R = Row<S, E, A>;
+
+/// Rows shared by DISPATCHED and RUNNING: the attempt is on an executor.
+void on_executor(std::vector<R>& rows, S s) {
+  rows.push_back({s, E::SUCCEEDED, S::SUCCESS, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
+  rows.push_back({s, E::FAILED, S::FAILURE,
+                  {A::PERSIST, A::CANCEL_INVOCATION, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
+  rows.push_back({s, E::TIMEOUT, S::FAILURE,
+                  {A::PERSIST, A::CANCEL_INVOCATION, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
+  rows.push_back({s, E::RETRY, S::DELAY_EXECUTION,
+                  {A::PERSIST, A::CANCEL_INVOCATION, A::STOP_ATTEMPT_TIMERS, A::START_BACKOFF_TIMER}});
+  rows.push_back({s, E::KILL, s, {A::PERSIST, A::CANCEL_INVOCATION, A::START_KILL_TIMER}});
+  rows.push_back({s, E::KILLED, S::KILLED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
+  rows.push_back({s, E::PAUSED, S::PAUSED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
+  rows.push_back({s, E::FAILOVER, S::FAILOVER, {A::PERSIST, A::STOP_ATTEMPT_TIMERS}});
+}
+
+std::vector<R> rows() {
+  std::vector<R> rows = {
+      {S::SUBMITTED, E::START, S::DISPATCHING, {A::PERSIST, A::START_TASK_TIMER, A::ENQUEUE}},
+      {S::SUBMITTED, E::PAUSE, S::PAUSED, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::SUBMITTED, E::KILL, S::KILLED, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+
+      {S::DELAY_EXECUTION, E::DISPATCH, S::DISPATCHING, {A::PERSIST, A::ENQUEUE}},
+      {S::DELAY_EXECUTION, E::TIMEOUT, S::FAILURE, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::DELAY_EXECUTION, E::PAUSE, S::PAUSED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::DELAY_EXECUTION, E::KILL, S::KILLED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+
+      {S::DISPATCHING, E::DISPATCHED, S::DISPATCHED, {A::PERSIST, A::STOP_ATTEMPT_TIMERS, A::SEND}},
+      {S::DISPATCHING, E::TIMEOUT, S::FAILURE,
+       {A::PERSIST, A::WITHDRAW, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::DISPATCHING, E::RETRY, S::DELAY_EXECUTION,
+       {A::PERSIST, A::WITHDRAW, A::STOP_ATTEMPT_TIMERS, A::START_BACKOFF_TIMER}},
+      {S::DISPATCHING, E::FAILED, S::FAILURE,
+       {A::PERSIST, A::WITHDRAW, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::DISPATCHING, E::PAUSE, S::PAUSED,
+       {A::PERSIST, A::WITHDRAW, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::DISPATCHING, E::KILL, S::KILLED,
+       {A::PERSIST, A::WITHDRAW, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+
+      {S::DISPATCHED, E::RUNNING, S::RUNNING, {A::PERSIST, A::WATCH_HEARTBEAT}},
+      {S::DISPATCHED, E::HEARTBEAT, S::RUNNING, {A::PERSIST, A::RECORD_PROGRESS, A::WATCH_HEARTBEAT}},
+
+      {S::RUNNING, E::RUNNING, S::RUNNING, {}, true, "already running"},
+      {S::RUNNING, E::HEARTBEAT, S::RUNNING, {A::PERSIST, A::RECORD_PROGRESS, A::WATCH_HEARTBEAT}},
+
+      {S::PAUSED, E::START, S::DISPATCHING, {A::PERSIST, A::START_TASK_TIMER, A::ENQUEUE}},
+      {S::PAUSED, E::PAUSE, S::PAUSED, {}, true, "already paused"},
+      {S::PAUSED, E::KILL, S::KILLED, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::PAUSED, E::SUCCEEDED, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+
+      {S::FAILOVER, E::RETRY, S::DELAY_EXECUTION, {A::PERSIST, A::START_BACKOFF_TIMER}},
+      {S::FAILOVER, E::FAILED, S::FAILURE, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::FAILOVER, E::TIMEOUT, S::FAILURE, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::FAILOVER, E::KILL, S::KILLED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+
+      {S::KILLED, E::KILL, S::KILLED, {}, true, "already killed"},
+      {S::KILLED, E::SUCCEEDED, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::FAILURE, E::SUCCEEDED, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+  };
+  on_executor(rows, S::DISPATCHED);
+  on_executor(rows, S::RUNNING);
+  return rows;
+}
+
+}  // namespace
+
+std::string_view TaskMachineTraits::name(TaskState s) {
+  switch (s) {
+    case S::SUBMITTED: return "SUBMITTED";
+    case S::DELAY_EXECUTION: return "DELAY_EXECUTION";
+    case S::DISPATCHING: return "DISPATCHING";
+    case S::DISPATCHED: return "DISPATCHED";
+    case S::RUNNING: return "RUNNING";
+    case S::PAUSED: return "PAUSED";
+    case S::KILLED: return "KILLED";
+    case S::FAILURE: return "FAILURE";
+    case S::SUCCESS: return "SUCCESS";
+    case S::FORCED_SUCCESS: return "FORCED_SUCCESS";
+    case S::FAILOVER: return "FAILOVER";
+  }
+  return "?";
+}
+
+std::string_view TaskMachineTraits::name(TaskEvent e) {
+  switch (e) {
+    case E::START: return "START";
+    case E::DISPATCH: return "DISPATCH";
+    case E::DISPATCHED: return "DISPATCHED";
+    case E::RUNNING: return "RUNNING";
+    case E::HEARTBEAT: return "HEARTBEAT";
+    case E::TIMEOUT: return "TIMEOUT";
+    case E::RETRY: return "RETRY";
+    case E::PAUSE: return "PAUSE";
+    case E::PAUSED: return "PAUSED";
+    case E::KILL: return "KILL";
+    case E::KILLED: return "KILLED";
+    case E::SUCCEEDED: return "SUCCEEDED";
+    case E::FAILED: return "FAILED";
+    case E::FAILOVER: return "FAILOVER";
+  }
+  return "?";
+}
+
+std::string_view TaskMachineTraits::name(TaskAction a) {
+  switch (a) {
+    case A::PERSIST: return "persist";
+    case A::START_TASK_TIMER: return "start scheduleToClose";
+    case A::ENQUEUE: return "enqueue";
+    case A::WITHDRAW: return "withdraw";
+    case A::SEND: return "send to executor";
+    case A::WATCH_HEARTBEAT: return "watch heartbeat";
+    case A::RECORD_PROGRESS: return "record progress";
+    case A::CANCEL_INVOCATION: return "cancel invocation";
+    case A::START_KILL_TIMER: return "start kill grace";
+    case A::START_BACKOFF_TIMER: return "start backoff";
+    case A::STOP_ATTEMPT_TIMERS: return "stop attempt timers";
+    case A::STOP_ALL_TIMERS: return "stop all timers";
+    case A::NOTIFY_WORKFLOW: return "notify workflow";
+  }
+  return "?";
+}
+
+const StateTable<TaskMachineTraits>& TaskMachine::table() {
+  static const StateTable<TaskMachineTraits> instance(rows());
+  return instance;
+}
+
+bool TaskMachine::is_terminal(TaskState s) {
+  return s == S::KILLED || s == S::FAILURE || s == S::SUCCESS || s == S::FORCED_SUCCESS;
+}
+
+bool TaskMachine::is_success(TaskState s) { return s == S::SUCCESS || s == S::FORCED_SUCCESS; }
+
+bool TaskMachine::is_on_executor(TaskState s) { return s == S::DISPATCHED || s == S::RUNNING; }
+
+}  // namespace troupe::actors

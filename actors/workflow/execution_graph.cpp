@@ -1,0 +1,134 @@
+// Execution graph bookkeeping.
+#include "actors/workflow/execution_graph.hpp"
+
+namespace troupe::actors {
+
+ExecutionGraph::ExecutionGraph(const WorkflowSpec& spec, std::optional<uint32_t> run_from)
+    : spec_(spec), nodes_(spec.tasks.size(), NodeState::WAITING), dependents_(spec.tasks.size()) {
+  for (uint32_t t = 0; t < spec.tasks.size(); ++t) {
+    for (uint32_t d : spec.tasks[t].depends_on) dependents_[d].push_back(t);
+  }
+  if (run_from) {
+    // Everything not reachable from run_from is outside this run.
+    std::vector<bool> inside(nodes_.size(), false);
+    std::vector<uint32_t> stack = {*run_from};
+    inside[*run_from] = true;
+    while (!stack.empty()) {
+      uint32_t t = stack.back();
+      stack.pop_back();
+      for (uint32_t d : dependents_[t]) {
+        if (!inside[d]) {
+          inside[d] = true;
+          stack.push_back(d);
+        }
+      }
+    }
+    for (uint32_t t = 0; t < nodes_.size(); ++t) {
+      if (!inside[t]) nodes_[t] = NodeState::OUTSIDE;
+    }
+  }
+  for (uint32_t t = 0; t < nodes_.size(); ++t) {
+    if (nodes_[t] == NodeState::WAITING && dependencies_succeeded(t)) nodes_[t] = NodeState::READY;
+  }
+}
+
+bool ExecutionGraph::dependencies_succeeded(uint32_t task) const {
+  for (uint32_t d : spec_.tasks[task].depends_on) {
+    if (nodes_[d] != NodeState::SUCCEEDED && nodes_[d] != NodeState::OUTSIDE) return false;
+  }
+  return true;
+}
+
+std::vector<uint32_t> ExecutionGraph::ready() const {
+  std::vector<uint32_t> out;
+  for (uint32_t t : spec_.topological_order) {
+    if (nodes_[t] == NodeState::READY) out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<uint32_t> ExecutionGraph::active() const {
+  std::vector<uint32_t> out;
+  for (uint32_t t = 0; t < nodes_.size(); ++t) {
+    if (nodes_[t] == NodeState::ACTIVE) out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<uint32_t> ExecutionGraph::paused() const {
+  std::vector<uint32_t> out;
+  for (uint32_t t = 0; t < nodes_.size(); ++t) {
+    if (nodes_[t] == NodeState::PAUSED) out.push_back(t);
+  }
+  return out;
+}
+
+bool ExecutionGraph::start(uint32_t task) {
+  if (nodes_[task] != NodeState::READY && nodes_[task] != NodeState::PAUSED) return false;
+  nodes_[task] = NodeState::ACTIVE;
+  return true;
+}
+
+bool ExecutionGraph::finish(uint32_t task, TaskOutcome outcome) {
+  if (nodes_[task] != NodeState::ACTIVE) return false;
+  switch (outcome) {
+    case TaskOutcome::SUCCEEDED:
+      nodes_[task] = NodeState::SUCCEEDED;
+      promote_dependents(task);
+      break;
+    case TaskOutcome::PAUSED:
+      nodes_[task] = NodeState::PAUSED;
+      break;
+    case TaskOutcome::FAILED:
+    case TaskOutcome::KILLED:
+      nodes_[task] = outcome == TaskOutcome::FAILED ? NodeState::FAILED : NodeState::KILLED;
+      block_descendants(task);
+      break;
+  }
+  return true;
+}
+
+void ExecutionGraph::promote_dependents(uint32_t task) {
+  for (uint32_t d : dependents_[task]) {
+    if (nodes_[d] == NodeState::WAITING && dependencies_succeeded(d)) nodes_[d] = NodeState::READY;
+  }
+}
+
+void ExecutionGraph::block_descendants(uint32_t task) {
+  std::vector<uint32_t> stack = {task};
+  while (!stack.empty()) {
+    uint32_t t = stack.back();
+    stack.pop_back();
+    for (uint32_t d : dependents_[t]) {
+      if (nodes_[d] == NodeState::WAITING || nodes_[d] == NodeState::READY) {
+        nodes_[d] = NodeState::BLOCKED;
+        stack.push_back(d);
+      }
+    }
+  }
+}
+
+GraphVerdict ExecutionGraph::verdict() const {
+  bool any_failed = false, any_paused = false;
+  for (NodeState s : nodes_) {
+    switch (s) {
+      case NodeState::ACTIVE:
+      case NodeState::READY:
+        return GraphVerdict::IN_PROGRESS;
+      case NodeState::FAILED:
+      case NodeState::KILLED:
+        any_failed = true;
+        break;
+      case NodeState::PAUSED:
+        any_paused = true;
+        break;
+      default:
+        break;
+    }
+  }
+  // WAITING tasks can only remain behind a paused one: failures block their descendants.
+  if (any_paused) return GraphVerdict::QUIESCENT;
+  return any_failed ? GraphVerdict::FAILED : GraphVerdict::SUCCEEDED;
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,71 @@
+// The execution graph: what this run of a workflow executes and how far it got. The logical
+// graph is the definition (WorkflowSpec); a run executes all of it, or with run-from=T only T
+// and its descendants (the others count as done by an earlier run). Plain code.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "schema/definition.hpp"
+
+namespace troupe::actors {
+
+enum class NodeState : uint8_t {
+  OUTSIDE,    ///< not part of this run (run-from); counts as succeeded for its dependents
+  WAITING,    ///< some dependency has not succeeded yet
+  READY,      ///< every dependency succeeded; not started
+  ACTIVE,     ///< a task instance is working on it
+  PAUSED,
+  SUCCEEDED,  ///< succeeded or forced to
+  FAILED,
+  KILLED,
+  BLOCKED,    ///< an upstream task failed or was killed, so it will not run in this run
+};
+
+/// How a task instance ended, as the workflow sees it.
+enum class TaskOutcome : uint8_t { SUCCEEDED, FAILED, KILLED, PAUSED };
+
+/// What the graph says the workflow should do next (EVALUATE).
+enum class GraphVerdict : uint8_t {
+  IN_PROGRESS,  ///< tasks are active or ready
+  SUCCEEDED,    ///< every task of the run succeeded
+  FAILED,       ///< a task failed or was killed and nothing else can run
+  QUIESCENT,    ///< nothing active, but paused tasks remain (a pause completed)
+};
+
+class ExecutionGraph {
+ public:
+  /// `run_from`: the task whose sub-DAG to run; nullopt runs the whole DAG.
+  ExecutionGraph(const WorkflowSpec& spec, std::optional<uint32_t> run_from);
+
+  NodeState state(uint32_t task) const { return nodes_[task]; }
+  size_t size() const { return nodes_.size(); }
+
+  /// READY tasks in topological order.
+  std::vector<uint32_t> ready() const;
+  /// ACTIVE tasks.
+  std::vector<uint32_t> active() const;
+  /// PAUSED tasks.
+  std::vector<uint32_t> paused() const;
+
+  /// A READY or PAUSED task got a task instance. Returns false if it was in neither state.
+  bool start(uint32_t task);
+  /// An ACTIVE task ended. Successors become READY, or BLOCKED after a failure or kill.
+  /// Returns false if the task was not ACTIVE.
+  bool finish(uint32_t task, TaskOutcome outcome);
+
+  /// The verdict when nothing new is started (a pausing or stopping workflow asks this too).
+  GraphVerdict verdict() const;
+
+ private:
+  void promote_dependents(uint32_t task);
+  void block_descendants(uint32_t task);
+  bool dependencies_succeeded(uint32_t task) const;
+
+  const WorkflowSpec& spec_;
+  std::vector<NodeState> nodes_;
+  std::vector<std::vector<uint32_t>> dependents_;
+};
+
+}  // namespace troupe::actors
