@@ -1,0 +1,49 @@
+// A task instance's state, changed only by applying its history events. The task actor
+// applies each event as it persists it; replay applies the stored ones; both reach the same
+// state, which canonical() prints for comparison.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "actors/history_events.hpp"
+#include "actors/task/task_machine.hpp"
+#include "schema/duration.hpp"
+
+namespace troupe::actors {
+
+struct TaskModel {
+  std::string name;
+  TaskState state = TaskState::SUBMITTED;
+  uint32_t attempt = 0;          ///< the current attempt, from 1 once started
+  std::string invocation_id;     ///< the invocation on an executor, if any
+  std::string executor;          ///< where it was sent
+  std::string input_json;
+  std::string progress;          ///< last heartbeat progress, handed to the next attempt
+  std::string result;            ///< on success
+  std::string failure_reason;    ///< the last failure, retried or not
+  std::string failure_details;
+  bool kill_requested = false;
+  int64_t delay_until_us = 0;    ///< end of the retry backoff
+  // Time since the task was first started, pauses excluded: banked plus the current segment.
+  int64_t banked_us = 0;
+  int64_t segment_start_us = -1;  ///< -1 while not started or paused
+  uint64_t applied = 0;           ///< events applied
+
+  /// Applies one of this task's events. NOT_ALLOWED_IN_STATE if the table refuses it (a
+  /// history that cannot have been written by troupe), INVALID_ARGUMENT for a body that is no
+  /// task event.
+  Result<void> apply(const EventView& event);
+
+  /// Time since first start, pauses excluded.
+  Duration elapsed(int64_t now_us) const;
+
+  /// Every field, in a fixed order: equal strings mean equal models.
+  std::string canonical() const;
+
+  /// The machine event a task body stands for in `state`; nullopt for bodies that are not
+  /// task events.
+  static std::optional<TaskEvent> event_of(schema::EventBody::Which body, TaskState state);
+};
+
+}  // namespace troupe::actors

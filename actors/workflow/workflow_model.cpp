@@ -1,0 +1,128 @@
+// WorkflowModel::apply.
+#include "actors/workflow/workflow_model.hpp"
+
+namespace troupe::actors {
+
+using Body = schema::EventBody;
+
+std::optional<WorkflowEvent> WorkflowModel::event_of(Body::Which body) {
+  switch (body) {
+    case Body::WORKFLOW_STARTED: return WorkflowEvent::START;
+    case Body::WORKFLOW_TASK_FINISHED: return WorkflowEvent::TASK_FINISHED;
+    case Body::WORKFLOW_PAUSE_REQUESTED: return WorkflowEvent::PAUSE;
+    case Body::WORKFLOW_PAUSED: return WorkflowEvent::PAUSED;
+    case Body::WORKFLOW_RESUMED: return WorkflowEvent::RESUME;
+    case Body::WORKFLOW_STOP_REQUESTED: return WorkflowEvent::STOP;
+    case Body::WORKFLOW_STOPPED: return WorkflowEvent::STOPPED;
+    case Body::WORKFLOW_SUCCEEDED: return WorkflowEvent::SUCCEED;
+    case Body::WORKFLOW_FAILED: return WorkflowEvent::FAILED;
+    case Body::WORKFLOW_FINALIZED: return WorkflowEvent::FINALIZE;
+    case Body::WORKFLOW_FAILOVER: return WorkflowEvent::FAILOVER;
+    default: return std::nullopt;
+  }
+}
+
+TaskOutcome WorkflowModel::outcome_of(TaskState state) {
+  switch (state) {
+    case TaskState::SUCCESS:
+    case TaskState::FORCED_SUCCESS: return TaskOutcome::SUCCEEDED;
+    case TaskState::KILLED: return TaskOutcome::KILLED;
+    case TaskState::PAUSED: return TaskOutcome::PAUSED;
+    default: return TaskOutcome::FAILED;
+  }
+}
+
+namespace {
+
+TaskOutcome outcome_from_wire(schema::TaskOutcome outcome) {
+  switch (outcome) {
+    case schema::TaskOutcome::SUCCEEDED:
+    case schema::TaskOutcome::FORCED_SUCCESS: return TaskOutcome::SUCCEEDED;
+    case schema::TaskOutcome::KILLED: return TaskOutcome::KILLED;
+    case schema::TaskOutcome::PAUSED: return TaskOutcome::PAUSED;
+    case schema::TaskOutcome::FAILED: return TaskOutcome::FAILED;
+  }
+  return TaskOutcome::FAILED;
+}
+
+}  // namespace
+
+Result<void> WorkflowModel::apply(const EventView& event) {
+  const auto body = event.body;
+  if (body.isWorkflowSubmitted()) {
+    if (applied != 0) return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' was submitted twice");
+    auto submitted = body.getWorkflowSubmitted();
+    definition_json = to_string(submitted.getDefinitionJson());
+    input = to_string(submitted.getInput());
+    run_from = to_string(submitted.getRunFrom());
+    auto parsed = parse_definition(definition_json);
+    if (!parsed) return parsed.error();
+    spec = std::make_shared<const WorkflowSpec>(std::move(*parsed));
+    std::optional<uint32_t> from;
+    if (!run_from.empty()) {
+      from = spec->find_task(run_from);
+      if (!from) {
+        return fail(Errc::INVALID_ARGUMENT, "run-from names task '" + run_from +
+                                                "', which workflow '" + spec->name + "' does not have");
+      }
+    }
+    graph.emplace(*spec, from);
+    ++applied;
+    return ok();
+  }
+  if (!graph) return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' has no submission");
+  if (body.isTaskScheduled()) {
+    // A task instance this workflow created: its node becomes active.
+    auto index = spec->find_task(event.actor_id);
+    if (!index || !graph->start(*index)) {
+      return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "' scheduled task '" +
+                                              std::string(event.actor_id) + "', which was not ready");
+    }
+    ++applied;
+    return ok();
+  }
+  auto machine_event = event_of(body.which());
+  if (!machine_event) return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "' was given a non-workflow event");
+  auto t = WorkflowMachine::transition(state, *machine_event);
+  if (!t) return fail(t.error().code, "workflow '" + id + "': " + t.error().message);
+  switch (body.which()) {
+    case Body::WORKFLOW_TASK_FINISHED: {
+      auto finished = body.getWorkflowTaskFinished();
+      auto index = spec->find_task(to_string(finished.getTaskName()));
+      if (!index || !graph->finish(*index, outcome_from_wire(finished.getOutcome()))) {
+        return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "': task '" +
+                                                to_string(finished.getTaskName()) +
+                                                "' finished but was not active");
+      }
+      break;
+    }
+    case Body::WORKFLOW_RESUMED:
+      for (uint32_t paused : graph->paused()) graph->start(paused);
+      break;
+    case Body::WORKFLOW_FAILED:
+      failure_reason = to_string(body.getWorkflowFailed().getReason());
+      break;
+    case Body::WORKFLOW_FINALIZED:
+      finalized = true;
+      break;
+    default:
+      break;
+  }
+  state = t->to;
+  ++applied;
+  return ok();
+}
+
+std::string WorkflowModel::canonical() const {
+  std::string out = "id=" + id + ";state=" + std::string(WorkflowMachineTraits::name(state)) +
+                    ";definition=" + std::to_string(definition_json.size()) + ":" + definition_json +
+                    ";input=" + std::to_string(input.size()) + ":" + input + ";run_from=" + run_from +
+                    ";failure=" + failure_reason + ";finalized=" + (finalized ? "1" : "0") +
+                    ";applied=" + std::to_string(applied) + ";graph=";
+  if (graph) {
+    for (uint32_t t = 0; t < graph->size(); ++t) out += std::to_string(static_cast<int>(graph->state(t)));
+  }
+  return out;
+}
+
+}  // namespace troupe::actors

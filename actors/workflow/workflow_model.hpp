@@ -1,0 +1,44 @@
+// A workflow instance's state, changed only by applying its history events: the workflow's
+// own events, and taskScheduled, which the workflow writes when it creates a task instance.
+// Live operation and replay apply the same events and reach the same canonical().
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/history_events.hpp"
+#include "actors/task/task_machine.hpp"
+#include "actors/workflow/execution_graph.hpp"
+#include "actors/workflow/workflow_machine.hpp"
+#include "schema/definition.hpp"
+
+namespace troupe::actors {
+
+struct WorkflowModel {
+  std::string id;
+  WorkflowState state = WorkflowState::SUBMITTED;
+  std::shared_ptr<const WorkflowSpec> spec;  ///< immutable once submitted; shared with tasks
+  std::string definition_json;
+  std::string input;
+  std::string run_from;
+  std::optional<ExecutionGraph> graph;
+  std::string failure_reason;
+  bool finalized = false;
+  uint64_t applied = 0;
+
+  /// Applies one event. Errors as TaskModel::apply; INVALID_ARGUMENT also for a submitted
+  /// definition that does not parse or names an unknown run-from task.
+  Result<void> apply(const EventView& event);
+
+  /// Every field, the graph's node states included, in a fixed order.
+  std::string canonical() const;
+
+  /// The machine event a workflow body stands for; nullopt for other bodies.
+  static std::optional<WorkflowEvent> event_of(schema::EventBody::Which body);
+
+  /// How a task's final state reads to the workflow.
+  static TaskOutcome outcome_of(TaskState state);
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,157 @@
+// The in-memory history store. Events are composed and packed exactly as on disk, so decoding
+// code sees the same bytes.
+#include "storage/memory_history_store.hpp"
+
+#include "storage/codec.hpp"
+#include "storage/keys.hpp"
+
+namespace troupe::storage {
+
+void MemoryHistoryStore::fail_writes(Error error) {
+  std::lock_guard lock(mutex_);
+  failure_ = std::move(error);
+}
+
+Result<void> MemoryHistoryStore::check_writable() {
+  if (failure_) return *failure_;
+  return ok();
+}
+
+void MemoryHistoryStore::append(std::string workflow_id, std::vector<NewEvent> events,
+                                std::optional<WorkflowRecord> record, AppendCallback done) {
+  Result<AppendReceipt> outcome = AppendReceipt{};
+  {
+    std::lock_guard lock(mutex_);
+    if (auto checked = check_id(workflow_id, "workflow id"); !checked) {
+      outcome = checked.error();
+    } else if (auto writable = check_writable(); !writable) {
+      outcome = writable.error();
+    } else {
+      auto& history = events_[workflow_id];
+      const uint64_t first = history.size() + 1;
+      std::vector<StoredEvent> composed;
+      for (size_t i = 0; i < events.size() && outcome; ++i) {
+        auto packed = compose_event(first + i, events[i]);
+        if (!packed) {
+          outcome = fail(packed.error().code, "event " + std::to_string(i) + " appended to workflow '" +
+                                                  workflow_id + "': " + packed.error().message);
+        } else {
+          composed.push_back(StoredEvent{first + i, std::move(*packed)});
+        }
+      }
+      if (outcome) {
+        for (auto& e : composed) {
+          stats_.bytes_written += e.packed.size();
+          history.push_back(std::move(e));
+        }
+        if (record) workflows_[workflow_id] = *record;
+        stats_.batches += 1;
+        stats_.operations += 1;
+        stats_.events += events.size();
+        outcome = AppendReceipt{first, static_cast<uint32_t>(events.size())};
+      }
+    }
+  }
+  done(std::move(outcome));
+}
+
+void MemoryHistoryStore::close(std::string workflow_id, int64_t closed_us, DoneCallback done) {
+  Result<void> outcome = ok();
+  {
+    std::lock_guard lock(mutex_);
+    auto it = workflows_.find(workflow_id);
+    if (auto writable = check_writable(); !writable) {
+      outcome = writable.error();
+    } else if (it == workflows_.end()) {
+      outcome = fail(Errc::NOT_FOUND, "cannot close workflow '" + workflow_id + "': it has no record");
+    } else if (it->second.status == WorkflowStatus::OPEN) {
+      it->second.status = WorkflowStatus::CLOSED;
+      it->second.closed_us = closed_us;
+    }
+  }
+  done(std::move(outcome));
+}
+
+void MemoryHistoryStore::put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) {
+  Result<void> outcome = ok();
+  {
+    std::lock_guard lock(mutex_);
+    if (auto writable = check_writable(); !writable) {
+      outcome = writable.error();
+    } else {
+      workers_[shard_id] = std::move(record);
+    }
+  }
+  done(std::move(outcome));
+}
+
+Result<std::vector<StoredEvent>> MemoryHistoryStore::read(std::string_view workflow_id,
+                                                          uint64_t from_sequence, size_t limit) {
+  std::lock_guard lock(mutex_);
+  std::vector<StoredEvent> out;
+  auto it = events_.find(workflow_id);
+  if (it == events_.end()) return out;
+  for (const auto& e : it->second) {
+    if (e.sequence >= from_sequence && out.size() < limit) out.push_back(e);
+  }
+  return out;
+}
+
+Result<uint64_t> MemoryHistoryStore::last_sequence(std::string_view workflow_id) {
+  std::lock_guard lock(mutex_);
+  auto it = events_.find(workflow_id);
+  return it == events_.end() ? uint64_t{0} : uint64_t{it->second.size()};
+}
+
+Result<std::optional<WorkflowRecord>> MemoryHistoryStore::find_workflow(std::string_view workflow_id) {
+  std::lock_guard lock(mutex_);
+  auto it = workflows_.find(workflow_id);
+  if (it == workflows_.end()) return std::optional<WorkflowRecord>{};
+  return std::optional<WorkflowRecord>(it->second);
+}
+
+Result<std::vector<WorkflowEntry>> MemoryHistoryStore::scan_open(std::string_view after, size_t limit) {
+  std::lock_guard lock(mutex_);
+  std::vector<WorkflowEntry> out;
+  for (auto it = workflows_.upper_bound(after); it != workflows_.end() && out.size() < limit; ++it) {
+    if (it->second.status == WorkflowStatus::OPEN) out.push_back({it->first, it->second});
+  }
+  return out;
+}
+
+Result<uint64_t> MemoryHistoryStore::purge_closed(int64_t closed_before_us) {
+  std::lock_guard lock(mutex_);
+  if (auto writable = check_writable(); !writable) return writable.error();
+  uint64_t purged = 0;
+  for (auto it = workflows_.begin(); it != workflows_.end();) {
+    if (it->second.status == WorkflowStatus::CLOSED && it->second.closed_us < closed_before_us) {
+      events_.erase(it->first);
+      it = workflows_.erase(it);
+      ++purged;
+    } else {
+      ++it;
+    }
+  }
+  return purged;
+}
+
+Result<std::optional<WorkerRecord>> MemoryHistoryStore::find_worker(std::string_view shard_id) {
+  std::lock_guard lock(mutex_);
+  auto it = workers_.find(shard_id);
+  if (it == workers_.end()) return std::optional<WorkerRecord>{};
+  return std::optional<WorkerRecord>(it->second);
+}
+
+Result<std::vector<WorkerEntry>> MemoryHistoryStore::list_workers() {
+  std::lock_guard lock(mutex_);
+  std::vector<WorkerEntry> out;
+  for (const auto& [shard, record] : workers_) out.push_back({shard, record});
+  return out;
+}
+
+StoreStats MemoryHistoryStore::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace troupe::storage

@@ -1,0 +1,45 @@
+// HistoryStore in memory, for actor tests: the same contract as RocksHistoryStore, callbacks
+// run synchronously on the caller's thread (so a deterministic actor test stays on its one
+// thread), and failures can be injected.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "storage/history_store.hpp"
+
+namespace troupe::storage {
+
+class MemoryHistoryStore final : public HistoryStore {
+ public:
+  void append(std::string workflow_id, std::vector<NewEvent> events,
+              std::optional<WorkflowRecord> record, AppendCallback done) override;
+  void close(std::string workflow_id, int64_t closed_us, DoneCallback done) override;
+  void put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) override;
+  Result<std::vector<StoredEvent>> read(std::string_view workflow_id, uint64_t from_sequence,
+                                        size_t limit) override;
+  Result<uint64_t> last_sequence(std::string_view workflow_id) override;
+  Result<std::optional<WorkflowRecord>> find_workflow(std::string_view workflow_id) override;
+  Result<std::vector<WorkflowEntry>> scan_open(std::string_view after, size_t limit) override;
+  Result<uint64_t> purge_closed(int64_t closed_before_us) override;
+  Result<std::optional<WorkerRecord>> find_worker(std::string_view shard_id) override;
+  Result<std::vector<WorkerEntry>> list_workers() override;
+  StoreStats stats() const override;
+
+  /// Every later write fails with `error` and the store stays failed, as a fail-stopped
+  /// RocksHistoryStore does.
+  void fail_writes(Error error);
+
+ private:
+  Result<void> check_writable();
+
+  mutable std::mutex mutex_;
+  std::map<std::string, std::vector<StoredEvent>, std::less<>> events_;
+  std::map<std::string, WorkflowRecord, std::less<>> workflows_;
+  std::map<std::string, WorkerRecord, std::less<>> workers_;
+  std::optional<Error> failure_;
+  StoreStats stats_;
+};
+
+}  // namespace troupe::storage
