@@ -15,6 +15,7 @@ struct AttemptFailure {
   std::string reason;           ///< e.g. "ExitCode:3", "BadInput", "Timeout:startToClose"
   bool non_retryable = false;   ///< the executor said so
   bool task_deadline = false;   ///< scheduleToClose fired: the whole task is out of time
+  std::string details;          ///< the executor's words, kept in the history
 };
 
 struct RetryDecision {

@@ -53,6 +53,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       auto d = body.getTaskDispatched();
       invocation_id = to_string(d.getInvocationId());
       executor = to_string(d.getWorkerShard());
+      ++dispatches;
       break;
     }
     case Body::TASK_HEARTBEAT:
@@ -140,6 +141,7 @@ std::string TaskModel::canonical() const {
   field("delay_until", std::to_string(delay_until_us));
   field("banked", std::to_string(banked_us));
   field("segment_start", std::to_string(segment_start_us));
+  field("dispatches", std::to_string(dispatches));
   field("applied", std::to_string(applied));
   return out;
 }

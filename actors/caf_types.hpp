@@ -1,0 +1,140 @@
+// The vocabulary actors exchange: atoms (at most 10 characters in CAF 0.17), message structs
+// with inspect() so CAF can carry and print them, and the one translation point between
+// troupe::Error and caf::error. Include from actor code only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include "schema/result.hpp"
+#include "storage/history_store.hpp"
+
+namespace troupe::storage {
+// inspect() for the store's value types, found by argument-dependent lookup.
+
+/// Inspects an enum field as its byte and writes it back when the inspection is over (CAF
+/// 0.17 inspectors return void or an error, so the write-back cannot follow a return value).
+template <class Enum>
+struct EnumByte {
+  Enum& field;
+  uint8_t byte = static_cast<uint8_t>(field);
+  ~EnumByte() { field = static_cast<Enum>(byte); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NewEvent& x) {
+  EnumByte<ActorKind> kind{x.actor_kind};
+  return f(caf::meta::type_name("NewEvent"), x.timestamp_us, kind.byte, x.actor_id, x.attempt,
+           x.body);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, WorkflowRecord& x) {
+  EnumByte<WorkflowStatus> status{x.status};
+  return f(caf::meta::type_name("WorkflowRecord"), status.byte, x.definition_name,
+           x.definition_digest, x.created_us, x.closed_us);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, AppendReceipt& x) {
+  return f(caf::meta::type_name("AppendReceipt"), x.first_sequence, x.count);
+}
+
+}  // namespace troupe::storage
+
+namespace troupe::actors {
+
+// --- atoms --------------------------------------------------------------------------------
+using append_atom = caf::atom_constant<caf::atom("append")>;
+using persisted_atom = caf::atom_constant<caf::atom("persisted")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using pause_atom = caf::atom_constant<caf::atom("pause")>;
+using resume_atom = caf::atom_constant<caf::atom("resume")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using kill_atom = caf::atom_constant<caf::atom("kill")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using report_atom = caf::atom_constant<caf::atom("report")>;
+using enqueue_atom = caf::atom_constant<caf::atom("enqueue")>;
+using withdraw_atom = caf::atom_constant<caf::atom("withdraw")>;
+using grant_atom = caf::atom_constant<caf::atom("grant")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
+using finished_atom = caf::atom_constant<caf::atom("finished")>;
+using describe_atom = caf::atom_constant<caf::atom("describe")>;
+using result_atom = caf::atom_constant<caf::atom("result")>;
+using revive_atom = caf::atom_constant<caf::atom("revive")>;
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
+
+// --- errors -------------------------------------------------------------------------------
+
+/// CAF's error category for troupe's Errc codes.
+inline constexpr caf::atom_value troupe_error_category = caf::atom("troupe");
+
+/// Error -> caf::error, keeping code and message.
+caf::error to_caf(const Error& error);
+/// caf::error -> Error: troupe's own errors keep their code and message; CAF's become
+/// INTERNAL (or TIMED_OUT for a request timeout) with CAF's description.
+Error from_caf(const caf::error& error);
+
+// --- messages -----------------------------------------------------------------------------
+
+/// A batch of events for one workflow, with its index record when it changes.
+struct EventBatch {
+  std::vector<storage::NewEvent> events;
+  bool has_record = false;
+  storage::WorkflowRecord record;
+};
+
+/// One execution of one attempt of a task, as sent to an executor.
+struct Invocation {
+  std::string invocation_id;  ///< unique; reports name it
+  std::string workflow_id;
+  std::string task_name;
+  uint32_t attempt = 0;
+  std::string handler;                 ///< a registered handler's name, or empty for shell
+  std::vector<std::string> command;    ///< argv of a shell task
+  std::vector<std::string> env;        ///< NAME=value pairs of a shell task
+  std::string cwd;
+  std::string input_json;
+  std::string progress;                ///< the last heartbeat's progress, from earlier attempts
+};
+
+/// What an executor says about an invocation.
+struct TaskReport {
+  enum Kind : uint8_t { STARTED, HEARTBEAT, SUCCEEDED, FAILED, CANCELLED };
+  std::string invocation_id;
+  uint8_t kind = STARTED;
+  std::string payload;   ///< the result (SUCCEEDED) or the progress (HEARTBEAT)
+  std::string reason;    ///< FAILED: a short reason, e.g. "ExitCode:3"
+  std::string details;
+  bool non_retryable = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, EventBatch& x) {
+  return f(caf::meta::type_name("EventBatch"), x.events, x.has_record, x.record);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Invocation& x) {
+  return f(caf::meta::type_name("Invocation"), x.invocation_id, x.workflow_id, x.task_name,
+           x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TaskReport& x) {
+  return f(caf::meta::type_name("TaskReport"), x.invocation_id, x.kind, x.payload, x.reason,
+           x.details, x.non_retryable);
+}
+
+}  // namespace troupe::actors
+

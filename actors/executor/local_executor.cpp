@@ -1,0 +1,215 @@
+// LocalExecutor: slots with a priority queue of waiting tasks, one handler context per running
+// invocation, timers for TaskContext::after, and cancellation.
+#include "actors/executor/local_executor.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace troupe::actors {
+namespace {
+
+/// Timers of after() calls, shared by the executor and the contexts (which may call from any
+/// thread).
+struct Timers {
+  std::mutex mutex;
+  uint64_t next = 1;
+  std::map<uint64_t, std::function<void()>> pending;
+};
+
+class LocalContext final : public TaskContext {
+ public:
+  LocalContext(Invocation invocation, executor_actor executor, std::shared_ptr<Timers> timers)
+      : invocation_(std::move(invocation)), executor_(std::move(executor)), timers_(std::move(timers)) {}
+
+  const std::string& invocation_id() const override { return invocation_.invocation_id; }
+  const std::string& input_json() const override { return invocation_.input_json; }
+  const std::string& progress() const override { return invocation_.progress; }
+  uint32_t attempt() const override { return invocation_.attempt; }
+
+  bool heartbeat(std::string progress) override {
+    if (!finished_) {
+      TaskReport report{invocation_.invocation_id, TaskReport::HEARTBEAT, std::move(progress)};
+      caf::anon_send(executor_, report_atom::value, std::move(report));
+    }
+    return cancel_requested();
+  }
+  void succeed(std::string result) override {
+    end(TaskReport{invocation_.invocation_id, TaskReport::SUCCEEDED, std::move(result)});
+  }
+  void fail(std::string reason, std::string details, bool non_retryable) override {
+    end(TaskReport{invocation_.invocation_id, TaskReport::FAILED, {}, std::move(reason),
+                   std::move(details), non_retryable});
+  }
+  void cancelled() override { end(TaskReport{invocation_.invocation_id, TaskReport::CANCELLED}); }
+  bool cancel_requested() const override { return cancel_requested_.load(); }
+
+  void after(Duration delay, std::function<void()> then) override {
+    uint64_t id;
+    {
+      std::lock_guard lock(timers_->mutex);
+      id = timers_->next++;
+      timers_->pending.emplace(id, std::move(then));
+    }
+    caf::delayed_anon_send(executor_, delay, wake_atom::value, id);
+  }
+  void on_cancel(std::function<void()> callback) override {
+    std::lock_guard lock(mutex_);
+    on_cancel_ = std::move(callback);
+  }
+
+  /// Called by the executor when the invocation is to be cancelled.
+  void request_cancel() {
+    cancel_requested_ = true;
+    std::function<void()> callback;
+    {
+      std::lock_guard lock(mutex_);
+      callback = std::move(on_cancel_);
+    }
+    if (callback) callback();
+  }
+
+ private:
+  void end(TaskReport report) {
+    if (finished_.exchange(true)) return;
+    caf::anon_send(executor_, report_atom::value, std::move(report));
+  }
+
+  const Invocation invocation_;
+  const executor_actor executor_;
+  const std::shared_ptr<Timers> timers_;
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> cancel_requested_{false};
+  std::mutex mutex_;
+  std::function<void()> on_cancel_;
+};
+
+struct Waiting {
+  int32_t priority;
+  uint64_t order;
+  task_port task;
+};
+
+struct Running {
+  std::shared_ptr<LocalContext> context;
+  task_port task;
+};
+
+struct LocalExecutorState {
+  static inline const char* name = "local_executor";
+  std::shared_ptr<const HandlerRegistry> handlers;
+  LocalExecutorOptions options;
+  std::shared_ptr<Timers> timers = std::make_shared<Timers>();
+  std::vector<Waiting> waiting;  // kept sorted: highest priority, then oldest, first
+  uint64_t next_order = 0;
+  size_t in_use = 0;
+  std::map<std::string, Running> running;
+};
+
+using Self = executor_actor::stateful_pointer<LocalExecutorState>;
+
+void grant_free_slots(Self self) {
+  auto& st = self->state;
+  while (st.in_use < st.options.slots && !st.waiting.empty()) {
+    Waiting next = std::move(st.waiting.front());
+    st.waiting.erase(st.waiting.begin());
+    ++st.in_use;
+    self->send(next.task, grant_atom::value, st.options.name);
+  }
+}
+
+void release_slot(Self self) {
+  if (self->state.in_use > 0) --self->state.in_use;
+  grant_free_slots(self);
+}
+
+executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const HandlerRegistry> handlers,
+                                             LocalExecutorOptions options) {
+  self->state.handlers = std::move(handlers);
+  self->state.options = std::move(options);
+  return {
+      [=](enqueue_atom, task_port task, int32_t priority) {
+        auto& w = self->state.waiting;
+        Waiting entry{priority, self->state.next_order++, std::move(task)};
+        auto at = std::find_if(w.begin(), w.end(), [&](const Waiting& x) {
+          return x.priority < entry.priority;
+        });
+        w.insert(at, std::move(entry));
+        grant_free_slots(self);
+      },
+      [=](withdraw_atom, const task_port& task) {
+        auto& w = self->state.waiting;
+        w.erase(std::remove_if(w.begin(), w.end(), [&](const Waiting& x) { return x.task == task; }),
+                w.end());
+      },
+      [=](release_atom) { release_slot(self); },
+      [=](run_atom, Invocation invocation, task_port task) {
+        const std::string id = invocation.invocation_id;
+        const std::string handler_name = invocation.handler;
+        auto context = std::make_shared<LocalContext>(
+            std::move(invocation), caf::actor_cast<executor_actor>(self), self->state.timers);
+        self->state.running[id] = Running{context, task};
+        self->send(task, report_atom::value, TaskReport{id, TaskReport::STARTED});
+        if (handler_name.empty()) {
+          context->fail("Unsupported",
+                        "shell tasks run on worker nodes; the in-process executor runs handlers only",
+                        true);
+          return;
+        }
+        const Handler* handler = self->state.handlers->find(handler_name);
+        if (handler == nullptr) {
+          context->fail("UnknownHandler", "no handler is registered as '" + handler_name + "'", true);
+          return;
+        }
+        // Each invocation starts in its own short-lived actor, so handlers run in parallel on
+        // CAF's scheduler threads while this actor keeps serving slots and reports.
+        self->spawn([handler, registry = self->state.handlers, context] {
+          try {
+            (*handler)(context);
+          } catch (const std::exception& e) {
+            context->fail("HandlerException", e.what(), false);
+          }
+        });
+      },
+      [=](cancel_atom, const std::string& id) {
+        auto it = self->state.running.find(id);
+        if (it != self->state.running.end()) it->second.context->request_cancel();
+      },
+      [=](report_atom, TaskReport report) {
+        auto it = self->state.running.find(report.invocation_id);
+        if (it == self->state.running.end()) return;  // ended already
+        auto task = it->second.task;
+        const bool ends = report.kind != TaskReport::HEARTBEAT && report.kind != TaskReport::STARTED;
+        if (ends) self->state.running.erase(it);
+        self->send(task, report_atom::value, std::move(report));
+        if (ends) release_slot(self);
+      },
+      [=](wake_atom, uint64_t timer) {
+        std::function<void()> then;
+        {
+          std::lock_guard lock(self->state.timers->mutex);
+          auto it = self->state.timers->pending.find(timer);
+          if (it == self->state.timers->pending.end()) return;
+          then = std::move(it->second);
+          self->state.timers->pending.erase(it);
+        }
+        then();
+      },
+  };
+}
+
+}  // namespace
+
+executor_actor spawn_local_executor(caf::actor_system& system,
+                                    std::shared_ptr<const HandlerRegistry> handlers,
+                                    LocalExecutorOptions options) {
+  return system.spawn(local_executor, std::move(handlers), std::move(options));
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,49 @@
+// The typed interfaces between actors. A typed actor's alias is its protocol: each line says
+// who sends the message and what comes back.
+#pragma once
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/caf_types.hpp"
+
+namespace troupe::actors {
+
+/// What an executor may tell a task actor.
+using task_port = caf::typed_actor<
+    // the executor's report on the invocation it was given
+    caf::reacts_to<report_atom, TaskReport>,
+    // a slot is the task's: it sends run_atom now, or release_atom if it no longer wants it
+    caf::reacts_to<grant_atom, std::string /* executor name */>>;
+
+/// Runs invocations (in-process: LocalExecutor; a worker node later, behind the same protocol).
+using executor_actor = caf::typed_actor<
+    // from a task: wait for a free slot, higher priority first, then first come
+    caf::reacts_to<enqueue_atom, task_port, int32_t /* priority */>,
+    // from a task: stop waiting
+    caf::reacts_to<withdraw_atom, task_port>,
+    // from a task: give back a granted slot unused
+    caf::reacts_to<release_atom>,
+    // from a task holding a granted slot: run this; reports go to the task_port
+    caf::reacts_to<run_atom, Invocation, task_port>,
+    // from a task: cancel the invocation
+    caf::reacts_to<cancel_atom, std::string /* invocation id */>,
+    // from the executor's own handler contexts
+    caf::reacts_to<report_atom, TaskReport>,
+    caf::reacts_to<wake_atom, uint64_t /* timer */>>;
+
+/// Persists event batches through the history store's group commit.
+using history_writer_actor = caf::typed_actor<
+    // from any actor: append; the reply comes once the batch is durable
+    caf::replies_to<append_atom, std::string /* workflow id */, EventBatch>::with<
+        storage::AppendReceipt>,
+    // from the store's callback: the outcome of append number `ticket`
+    caf::reacts_to<persisted_atom, uint64_t /* ticket */, bool /* ok */,
+                   storage::AppendReceipt, std::string /* error */, uint8_t /* Errc */>>;
+
+/// What a task actor tells the workflow actor that owns it.
+using task_owner_port = caf::typed_actor<
+    // a task instance finished or paused: its index, final TaskState, and its result or error
+    caf::reacts_to<finished_atom, uint32_t, uint8_t, std::string>>;
+
+}  // namespace troupe::actors

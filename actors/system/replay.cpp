@@ -1,0 +1,46 @@
+// Replay of stored histories.
+#include "actors/system/replay.hpp"
+
+#include "storage/codec.hpp"
+
+namespace troupe::actors {
+
+Result<ReplayedWorkflow> replay(const std::string& workflow_id,
+                                const std::vector<storage::StoredEvent>& history) {
+  ReplayedWorkflow out;
+  out.workflow.id = workflow_id;
+  for (const auto& stored : history) {
+    const std::string where =
+        "workflow '" + workflow_id + "' event " + std::to_string(stored.sequence) + ": ";
+    auto decoded = storage::DecodedEvent::decode(stored.packed);
+    if (!decoded) return fail(Errc::CORRUPTION, where + decoded.error().message);
+    auto event = decoded->get();
+    const auto view = view_of(event);
+    Result<void> applied = ok();
+    if (event.getActorKind() == schema::ActorKind::TASK) {
+      const std::string name(view.actor_id);
+      auto [it, fresh] = out.tasks.try_emplace(name);
+      if (fresh) it->second.name = name;
+      applied = it->second.apply(view);
+      if (applied && event.getBody().isTaskScheduled()) applied = out.workflow.apply(view);
+    } else if (event.getActorKind() == schema::ActorKind::WORKFLOW) {
+      applied = out.workflow.apply(view);
+    }
+    if (!applied) return fail(Errc::CORRUPTION, where + applied.error().message);
+  }
+  return out;
+}
+
+Result<ReplayedWorkflow> replay(storage::HistoryStore& store, const std::string& workflow_id) {
+  std::vector<storage::StoredEvent> history;
+  for (uint64_t from = 1;;) {
+    auto page = store.read(workflow_id, from, 4096);
+    if (!page) return page.error();
+    if (page->empty()) break;
+    from = page->back().sequence + 1;
+    for (auto& e : *page) history.push_back(std::move(e));
+  }
+  return replay(workflow_id, history);
+}
+
+}  // namespace troupe::actors

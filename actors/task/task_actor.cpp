@@ -1,0 +1,337 @@
+// The task actor. Each message becomes at most one machine event: decide() asks the table,
+// builds the history event, applies it to the model, persists it, and queues the table's
+// actions as effects that run once the event is durable.
+#include "actors/task/task_actor.hpp"
+
+#include <array>
+
+#include <caf/actor_system.hpp>
+#include <caf/local_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/task/retry_policy.hpp"
+
+namespace troupe::actors {
+
+enum class TimerKind : uint8_t {
+  SCHEDULE_TO_START,
+  START_TO_CLOSE,
+  SCHEDULE_TO_CLOSE,
+  HEARTBEAT,
+  BACKOFF,
+  KILL_GRACE,
+};
+constexpr size_t timer_kinds = 6;
+
+struct TaskActorState {
+  static inline const char* name = "task";
+  std::string workflow_id;
+  std::shared_ptr<const WorkflowSpec> spec;
+  uint32_t index = 0;
+  TaskModel model;
+  task_owner_port owner;
+  Wiring wiring;
+  EffectPipeline pipeline;
+  std::array<uint64_t, timer_kinds> generation{};
+  bool ended = false;
+
+  const TaskSpec& task() const { return spec->tasks[index]; }
+};
+
+namespace {
+
+using Self = task_actor::stateful_pointer<TaskActorState>;
+using Body = schema::EventBody::Builder;
+
+schema::TimeoutKind wire_kind(TimerKind kind) {
+  switch (kind) {
+    case TimerKind::SCHEDULE_TO_START: return schema::TimeoutKind::SCHEDULE_TO_START;
+    case TimerKind::START_TO_CLOSE: return schema::TimeoutKind::START_TO_CLOSE;
+    case TimerKind::HEARTBEAT: return schema::TimeoutKind::HEARTBEAT;
+    default: return schema::TimeoutKind::SCHEDULE_TO_CLOSE;
+  }
+}
+
+const char* timeout_reason(TimerKind kind) {
+  switch (kind) {
+    case TimerKind::SCHEDULE_TO_START: return "Timeout:scheduleToStart";
+    case TimerKind::START_TO_CLOSE: return "Timeout:startToClose";
+    case TimerKind::HEARTBEAT: return "Timeout:heartbeat";
+    default: return "Timeout:scheduleToClose";
+  }
+}
+
+void arm(Self self, TimerKind kind, Duration after) {
+  const auto k = static_cast<size_t>(kind);
+  const uint64_t generation = ++self->state.generation[k];
+  if (after.count() < 0) after = Duration(0);
+  self->delayed_send(self, after, timeout_atom::value, static_cast<uint8_t>(kind), generation);
+}
+
+void disarm(Self self, std::initializer_list<TimerKind> kinds) {
+  for (auto kind : kinds) ++self->state.generation[static_cast<size_t>(kind)];
+}
+
+Invocation make_invocation(Self self) {
+  const auto& st = self->state;
+  Invocation inv;
+  inv.invocation_id = st.model.invocation_id;
+  inv.workflow_id = st.workflow_id;
+  inv.task_name = st.model.name;
+  inv.attempt = st.model.attempt;
+  inv.input_json = st.model.input_json;
+  inv.progress = st.model.progress;
+  if (auto* handler = std::get_if<HandlerSpec>(&st.task().body)) {
+    inv.handler = handler->name;
+  } else {
+    const auto& shell = std::get<ShellSpec>(st.task().body);
+    inv.command = shell.command;
+    for (const auto& [name, value] : shell.env) inv.env.push_back(name + "=" + value);
+    inv.cwd = shell.cwd;
+  }
+  return inv;
+}
+
+/// The effects of `t`'s actions, bound to the state after the event was applied.
+/// `invocation` is the invocation the task held before the event (for CANCEL_INVOCATION).
+std::function<void()> effects_of(Self self, const TaskTransition& t, std::string invocation) {
+  return [self, actions = t.actions, invocation = std::move(invocation), to = t.to] {
+    auto& st = self->state;
+    const auto& timeouts = st.task().timeouts;
+    const int64_t now = st.wiring.now_us();
+    for (TaskAction action : actions) {
+      switch (action) {
+        case TaskAction::PERSIST:
+        case TaskAction::RECORD_PROGRESS:
+          break;  // done before the effects run
+        case TaskAction::START_TASK_TIMER:
+          if (timeouts.schedule_to_close) {
+            arm(self, TimerKind::SCHEDULE_TO_CLOSE, *timeouts.schedule_to_close - st.model.elapsed(now));
+          }
+          break;
+        case TaskAction::ENQUEUE:
+          self->send(st.wiring.executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
+                     st.task().priority);
+          if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
+          break;
+        case TaskAction::WITHDRAW:
+          self->send(st.wiring.executor, withdraw_atom::value, caf::actor_cast<task_port>(self));
+          break;
+        case TaskAction::SEND:
+          self->send(st.wiring.executor, run_atom::value, make_invocation(self),
+                     caf::actor_cast<task_port>(self));
+          if (timeouts.start_to_close) arm(self, TimerKind::START_TO_CLOSE, *timeouts.start_to_close);
+          break;
+        case TaskAction::WATCH_HEARTBEAT:
+          if (timeouts.heartbeat) arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
+          break;
+        case TaskAction::CANCEL_INVOCATION:
+          if (!invocation.empty()) self->send(st.wiring.executor, cancel_atom::value, invocation);
+          break;
+        case TaskAction::START_KILL_TIMER:
+          arm(self, TimerKind::KILL_GRACE, st.wiring.kill_grace);
+          break;
+        case TaskAction::START_BACKOFF_TIMER:
+          arm(self, TimerKind::BACKOFF, Duration(st.model.delay_until_us - now));
+          break;
+        case TaskAction::STOP_ATTEMPT_TIMERS:
+          disarm(self, {TimerKind::SCHEDULE_TO_START, TimerKind::START_TO_CLOSE, TimerKind::HEARTBEAT});
+          break;
+        case TaskAction::STOP_ALL_TIMERS:
+          for (auto& g : st.generation) ++g;
+          break;
+        case TaskAction::NOTIFY_WORKFLOW: {
+          std::string detail = TaskMachine::is_success(to) ? st.model.result : st.model.failure_reason;
+          self->send(st.owner, finished_atom::value, st.index, static_cast<uint8_t>(to), std::move(detail));
+          break;
+        }
+      }
+    }
+    if (TaskMachine::is_terminal(to) && !st.ended) {
+      st.ended = true;
+      if (st.wiring.on_task_end) st.wiring.on_task_end(st.workflow_id, st.model.canonical());
+      self->quit();
+    }
+  };
+}
+
+/// Decides `event` with a history body made by `fill`. Returns false when the table refuses
+/// it (the caller decides whether that matters).
+template <class Fill>
+bool decide(Self self, TaskEvent event, Fill&& fill) {
+  auto& st = self->state;
+  auto t = TaskMachine::transition(st.model.state, event);
+  if (!t) return false;
+  if (t->ignored) return true;
+  const std::string held_invocation = st.model.invocation_id;
+  auto new_event = make_event(storage::ActorKind::TASK, st.model.name, st.model.attempt,
+                              st.wiring.now_us(), std::forward<Fill>(fill));
+  NewEventReader reader(new_event);
+  if (auto applied = st.model.apply(reader.view()); !applied) {
+    // The table allowed it, so the model must accept it: anything else is a bug.
+    self->quit(to_caf(fail(Errc::INTERNAL, applied.error().message)));
+    return false;
+  }
+  // The attempt number recorded with the event is the one it happened in.
+  const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation));
+  EventBatch batch;
+  batch.events.push_back(std::move(new_event));
+  self->request(st.wiring.writer, caf::infinite, append_atom::value, st.workflow_id, std::move(batch))
+      .then([self, ticket](const storage::AppendReceipt&) { self->state.pipeline.done(ticket); },
+            [self](const caf::error& error) { self->quit(error); });
+  return true;
+}
+
+/// A failure or non-final timeout: retry if the policy allows, else end the task.
+void attempt_failed(Self self, const AttemptFailure& failure, std::optional<TimerKind> timeout) {
+  auto& st = self->state;
+  const auto decision = decide_retry(st.task().retry, st.task().timeouts, st.model.attempt,
+                                     st.model.elapsed(st.wiring.now_us()), failure);
+  const std::string invocation = st.model.invocation_id;
+  if (decision.retry) {
+    decide(self, TaskEvent::RETRY, [&](Body b) {
+      auto r = b.initTaskRetryScheduled();
+      r.setNextAttempt(st.model.attempt + 1);
+      r.setBackoffUs(decision.backoff.count());
+      auto cause = r.initCause();
+      cause.setReason(failure.reason);
+      cause.setDetails(failure.details);
+      cause.setNonRetryable(failure.non_retryable);
+    });
+  } else if (timeout) {
+    decide(self, TaskEvent::TIMEOUT, [&](Body b) {
+      auto t = b.initTaskTimedOut();
+      t.setKind(wire_kind(*timeout));
+      t.setInvocationId(invocation);
+    });
+  } else {
+    decide(self, TaskEvent::FAILED, [&](Body b) {
+      auto f = b.initTaskFailed();
+      f.setInvocationId(invocation);
+      auto details = f.initFailure();
+      details.setReason(failure.reason);
+      details.setDetails(failure.details.empty() ? "not retried: " + decision.why_not
+                                                 : failure.details + " (not retried: " +
+                                                       decision.why_not + ")");
+      details.setNonRetryable(failure.non_retryable);
+    });
+  }
+}
+
+}  // namespace
+
+task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorState> self,
+                                        TaskSetup setup) {
+  auto& st = self->state;
+  st.workflow_id = std::move(setup.workflow_id);
+  st.spec = std::move(setup.spec);
+  st.index = setup.index;
+  st.model = std::move(setup.model);
+  st.owner = std::move(setup.owner);
+  st.wiring = std::move(setup.wiring);
+  return {
+      [=](start_atom) {
+        auto& s = self->state;
+        decide(self, TaskEvent::START, [&](Body b) {
+          auto d = b.initTaskDispatching();
+          d.setTaskList(s.task().task_list);
+          d.setPriority(s.task().priority);
+        });
+      },
+      [=](pause_atom) { decide(self, TaskEvent::PAUSE, [](Body b) { b.setTaskPauseRequested(); }); },
+      [=](kill_atom) {
+        decide(self, TaskEvent::KILL, [](Body b) { b.initTaskKillRequested().setText("workflow stop"); });
+      },
+      [=](grant_atom, const std::string& executor_name) {
+        auto& s = self->state;
+        if (s.model.state != TaskState::DISPATCHING) {
+          self->send(s.wiring.executor, release_atom::value);  // withdrew meanwhile
+          return;
+        }
+        const std::string id = s.workflow_id + "/" + s.model.name + "/" + std::to_string(s.model.attempt) +
+                               "." + std::to_string(s.model.dispatches + 1);
+        decide(self, TaskEvent::DISPATCHED, [&](Body b) {
+          auto d = b.initTaskDispatched();
+          d.setInvocationId(id);
+          d.setWorkerShard(executor_name);
+        });
+      },
+      [=](report_atom, TaskReport report) {
+        auto& s = self->state;
+        if (report.invocation_id.empty() || report.invocation_id != s.model.invocation_id) {
+          return;  // a report on an invocation this task abandoned (retried, timed out, killed)
+        }
+        switch (report.kind) {
+          case TaskReport::STARTED:
+            decide(self, TaskEvent::RUNNING,
+                   [&](Body b) { b.initTaskRunning().setInvocationId(report.invocation_id); });
+            break;
+          case TaskReport::HEARTBEAT:
+            decide(self, TaskEvent::HEARTBEAT, [&](Body b) {
+              auto h = b.initTaskHeartbeat();
+              h.setInvocationId(report.invocation_id);
+              h.setProgress(as_bytes(report.payload));
+            });
+            break;
+          case TaskReport::SUCCEEDED:
+            decide(self, TaskEvent::SUCCEEDED, [&](Body b) {
+              auto r = b.initTaskSucceeded();
+              r.setInvocationId(report.invocation_id);
+              r.setResult(as_bytes(report.payload));
+            });
+            break;
+          case TaskReport::FAILED:
+            attempt_failed(self,
+                           AttemptFailure{report.reason, report.non_retryable, false, report.details},
+                           std::nullopt);
+            break;
+          case TaskReport::CANCELLED:
+            if (s.model.kill_requested) {
+              decide(self, TaskEvent::KILLED,
+                     [&](Body b) { b.initTaskKilled().setInvocationId(report.invocation_id); });
+            } else {
+              attempt_failed(self, AttemptFailure{"Cancelled", false, false}, std::nullopt);
+            }
+            break;
+        }
+      },
+      [=](timeout_atom, uint8_t raw_kind, uint64_t generation) {
+        auto& s = self->state;
+        const auto kind = static_cast<TimerKind>(raw_kind);
+        if (raw_kind >= timer_kinds || s.generation[raw_kind] != generation) return;  // disarmed
+        switch (kind) {
+          case TimerKind::SCHEDULE_TO_CLOSE:
+            attempt_failed(self, AttemptFailure{timeout_reason(kind), false, true}, kind);
+            break;
+          case TimerKind::SCHEDULE_TO_START:
+          case TimerKind::START_TO_CLOSE:
+          case TimerKind::HEARTBEAT:
+            attempt_failed(self, AttemptFailure{timeout_reason(kind), false, false}, kind);
+            break;
+          case TimerKind::BACKOFF:
+            decide(self, TaskEvent::DISPATCH, [&](Body b) {
+              auto d = b.initTaskDispatching();
+              d.setTaskList(s.task().task_list);
+              d.setPriority(s.task().priority);
+            });
+            break;
+          case TimerKind::KILL_GRACE: {
+            const std::string invocation = s.model.invocation_id;
+            decide(self, TaskEvent::KILLED, [&](Body b) { b.initTaskKilled().setInvocationId(invocation); });
+            break;
+          }
+        }
+      },
+      [=](describe_atom) { return self->state.model.canonical(); },
+  };
+}
+
+task_actor spawn_task(caf::local_actor* parent, TaskSetup setup) {
+  return parent->spawn(task_behavior, std::move(setup));
+}
+
+task_actor spawn_task(caf::actor_system& system, TaskSetup setup) {
+  return system.spawn(task_behavior, std::move(setup));
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,39 @@
+// The task actor: one per task instance, alive until the task reaches a terminal state. Its
+// mailbox serialises everything that happens to the task; each event is persisted before
+// anything it causes is visible outside (persist, then act).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "actors/task/task_model.hpp"
+#include "actors/wiring.hpp"
+#include "schema/definition.hpp"
+
+namespace troupe::actors {
+
+using task_actor = task_port::extend<
+    // from the workflow: start (or start again after a pause); pause; kill
+    caf::reacts_to<start_atom>, caf::reacts_to<pause_atom>, caf::reacts_to<kill_atom>,
+    // from the task itself: a timer of `kind` (TimerKind) and generation fired
+    caf::reacts_to<timeout_atom, uint8_t, uint64_t>,
+    // from anyone: the task's canonical state (TaskModel::canonical)
+    caf::replies_to<describe_atom>::with<std::string>>;
+
+/// Everything a task actor starts from.
+struct TaskSetup {
+  std::string workflow_id;
+  std::shared_ptr<const WorkflowSpec> spec;
+  uint32_t index = 0;
+  TaskModel model;  ///< with taskScheduled applied (or a replayed history)
+  task_owner_port owner;
+  Wiring wiring;
+};
+
+/// Spawns a task actor from another actor (its workflow) or from the system (tests, replay).
+task_actor spawn_task(caf::local_actor* parent, TaskSetup setup);
+task_actor spawn_task(caf::actor_system& system, TaskSetup setup);
+
+}  // namespace troupe::actors

@@ -1,0 +1,60 @@
+// What scheduler-side actors are given at spawn: the actors they talk to and the sources of
+// time. Built by the runtime (or a test fixture) and passed down; no globals.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+
+#include "actors/ports.hpp"
+#include "schema/duration.hpp"
+
+namespace troupe::actors {
+
+struct Wiring {
+  history_writer_actor writer;
+  executor_actor executor;
+  /// Wall-clock time for event timestamps, microseconds since the Unix epoch. Tests derive it
+  /// from the deterministic actor clock.
+  std::function<int64_t()> now_us;
+  /// How long a killed invocation may take to confirm before KILLED is assumed.
+  Duration kill_grace = std::chrono::seconds(10);
+  /// Called with a task's canonical state when its actor ends (tests compare it with replay).
+  std::function<void(const std::string& workflow_id, const std::string& canonical)> on_task_end;
+};
+
+/// Persist, then act: effects of an event wait until its batch is durable, and run in the
+/// order the events were made even if confirmations arrive out of order.
+class EffectPipeline {
+ public:
+  /// Registers effects that wait for batch `ticket` (see open()).
+  uint64_t open(std::function<void()> effects) {
+    queue_.push_back(Entry{next_ticket_, std::move(effects), false});
+    return next_ticket_++;
+  }
+  /// Batch `ticket` is durable: run every effect that no longer waits for an earlier batch.
+  void done(uint64_t ticket) {
+    for (auto& entry : queue_) {
+      if (entry.ticket == ticket) entry.durable = true;
+    }
+    while (!queue_.empty() && queue_.front().durable) {
+      auto effects = std::move(queue_.front().effects);
+      queue_.pop_front();
+      if (effects) effects();
+    }
+  }
+  /// Effects not yet run.
+  size_t waiting() const { return queue_.size(); }
+
+ private:
+  struct Entry {
+    uint64_t ticket;
+    std::function<void()> effects;
+    bool durable;
+  };
+  std::deque<Entry> queue_;
+  uint64_t next_ticket_ = 0;
+};
+
+}  // namespace troupe::actors

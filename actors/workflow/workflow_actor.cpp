@@ -1,0 +1,320 @@
+// The workflow actor. A message becomes one machine event; its actions may add events to the
+// same batch (tasks scheduled, a verdict, the finalisation), which is applied to the model as
+// it is built, persisted as one atomic append, and followed by its effects once durable.
+#include "actors/workflow/workflow_actor.hpp"
+
+#include <map>
+
+#include <caf/actor_system.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "actors/task/task_actor.hpp"
+
+namespace troupe::actors {
+
+struct WorkflowActorState {
+  static inline const char* name = "workflow";
+  WorkflowModel model;
+  WorkflowSetup setup;
+  int64_t created_us = 0;
+  std::map<uint32_t, task_actor> tasks;  // live task actors by task index
+  std::vector<caf::typed_response_promise<WorkflowOutcome>> waiters;
+  EffectPipeline pipeline;
+  std::string failure;  // the first task failure, for the workflow's failure reason
+};
+
+namespace {
+
+using Self = workflow_actor::stateful_pointer<WorkflowActorState>;
+using Body = schema::EventBody::Builder;
+using Reply = std::optional<caf::typed_response_promise<std::string>>;
+
+/// A decision being built: the events of one atomic append and what to do once it is durable.
+struct Batch {
+  EventBatch events;
+  std::vector<std::function<void()>> effects;
+};
+
+WorkflowOutcome outcome_of(const WorkflowModel& model) {
+  return WorkflowOutcome{std::string(WorkflowMachineTraits::name(model.state)), model.failure_reason};
+}
+
+/// Adds an event to `batch` and applies it to the model. False (and the actor quits) if the
+/// model refuses what the table allowed: a bug.
+bool add_event(Self self, Batch& batch, storage::NewEvent event) {
+  NewEventReader reader(event);
+  if (auto applied = self->state.model.apply(reader.view()); !applied) {
+    self->quit(to_caf(fail(Errc::INTERNAL, applied.error().message)));
+    return false;
+  }
+  batch.events.events.push_back(std::move(event));
+  return true;
+}
+
+template <class Fill>
+storage::NewEvent workflow_event(Self self, Fill&& fill) {
+  return make_event(storage::ActorKind::WORKFLOW, self->state.model.id, 0,
+                    self->state.setup.wiring.now_us(), std::forward<Fill>(fill));
+}
+
+void schedule_ready_tasks(Self self, Batch& batch) {
+  auto& st = self->state;
+  for (uint32_t index : st.model.graph->ready()) {
+    const TaskSpec& task = st.model.spec->tasks[index];
+    auto event = make_event(storage::ActorKind::TASK, task.name, 0, st.setup.wiring.now_us(),
+                            [&](Body b) { b.initTaskScheduled().setInput(as_bytes(task.input_json)); });
+    TaskModel initial;
+    initial.name = task.name;
+    {
+      NewEventReader reader(event);
+      (void)initial.apply(reader.view());  // a fresh model always accepts taskScheduled
+    }
+    if (!add_event(self, batch, std::move(event))) return;
+    batch.effects.push_back([self, index, initial = std::move(initial)]() mutable {
+      auto& s = self->state;
+      TaskSetup setup{s.model.id, s.model.spec, index, std::move(initial),
+                      caf::actor_cast<task_owner_port>(self), s.setup.wiring};
+      auto task = spawn_task(self, std::move(setup));
+      s.tasks[index] = task;
+      self->send(task, start_atom::value);
+    });
+  }
+}
+
+bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<void(Body)>& fill,
+            Reply reply = std::nullopt);
+
+/// EVALUATE: the verdict the graph gives in the current state, as a follow-up event.
+void evaluate(Self self, Batch& batch) {
+  auto& st = self->state;
+  const auto& graph = *st.model.graph;
+  const bool quiet = graph.active().empty();
+  const auto verdict = graph.verdict();
+  auto succeed = [&] { decide(self, batch, WorkflowEvent::SUCCEED, [](Body b) { b.setWorkflowSucceeded(); }); };
+  auto failed = [&] {
+    decide(self, batch, WorkflowEvent::FAILED, [&](Body b) {
+      auto f = b.initWorkflowFailed();
+      f.setReason(st.failure.empty() ? "a task failed" : st.failure);
+    });
+  };
+  switch (st.model.state) {
+    case WorkflowState::RUNNING:
+      if (verdict == GraphVerdict::SUCCEEDED) succeed();
+      if (verdict == GraphVerdict::FAILED) failed();
+      break;
+    case WorkflowState::READY_PAUSE:
+      if (!quiet) break;
+      if (verdict == GraphVerdict::SUCCEEDED) {
+        succeed();
+      } else if (verdict == GraphVerdict::FAILED) {
+        failed();
+      } else {
+        decide(self, batch, WorkflowEvent::PAUSED, [](Body b) { b.setWorkflowPaused(); });
+      }
+      break;
+    case WorkflowState::READY_STOP:
+      if (quiet) decide(self, batch, WorkflowEvent::STOPPED, [](Body b) { b.setWorkflowStopped(); });
+      break;
+    default:
+      break;
+  }
+}
+
+bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<void(Body)>& fill,
+            Reply reply) {
+  auto& st = self->state;
+  auto t = WorkflowMachine::transition(st.model.state, event);
+  if (!t) {
+    if (reply) reply->deliver(to_caf(t.error()));
+    return false;
+  }
+  const std::string reached(WorkflowMachineTraits::name(t->to));
+  if (t->ignored) {
+    if (reply) batch.effects.push_back([r = *reply, reached]() mutable { r.deliver(reached); });
+    return true;
+  }
+  const auto paused_before = st.model.graph->paused();
+  if (!add_event(self, batch, workflow_event(self, fill))) return false;
+  for (WorkflowAction action : t->actions) {
+    switch (action) {
+      case WorkflowAction::PERSIST:
+        break;
+      case WorkflowAction::START_READY_TASKS:
+        schedule_ready_tasks(self, batch);
+        break;
+      case WorkflowAction::PAUSE_WAITING_TASKS:
+        batch.effects.push_back([self] {
+          for (auto& [index, task] : self->state.tasks) self->send(task, pause_atom::value);
+        });
+        break;
+      case WorkflowAction::RESUME_PAUSED_TASKS:
+        batch.effects.push_back([self, paused_before] {
+          for (uint32_t index : paused_before) {
+            if (auto it = self->state.tasks.find(index); it != self->state.tasks.end()) {
+              self->send(it->second, start_atom::value);
+            }
+          }
+        });
+        break;
+      case WorkflowAction::KILL_ACTIVE_TASKS:
+        batch.effects.push_back([self] {
+          for (uint32_t index : self->state.model.graph->active()) {
+            if (auto it = self->state.tasks.find(index); it != self->state.tasks.end()) {
+              self->send(it->second, kill_atom::value);
+            }
+          }
+        });
+        break;
+      case WorkflowAction::EVALUATE:
+        evaluate(self, batch);
+        break;
+      case WorkflowAction::REPLY:
+        if (reply) batch.effects.push_back([r = *reply, reached]() mutable { r.deliver(reached); });
+        break;
+      case WorkflowAction::CLOSE: {
+        batch.events.has_record = true;
+        batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::CLOSED, st.model.spec->name,
+                                                      "", st.created_us, st.setup.wiring.now_us()};
+        batch.effects.push_back([self] {
+          auto& s = self->state;
+          for (auto& waiter : s.waiters) waiter.deliver(outcome_of(s.model));
+          s.waiters.clear();
+          // Paused task instances stay paused in the history; their actors are not needed.
+          for (auto& [index, task] : s.tasks) self->send_exit(task, caf::exit_reason::user_shutdown);
+          s.tasks.clear();
+          self->quit();
+        });
+        break;
+      }
+    }
+  }
+  if (WorkflowMachine::is_terminal(t->to) && event != WorkflowEvent::FINALIZE) {
+    decide(self, batch, WorkflowEvent::FINALIZE, [](Body b) { b.setWorkflowFinalized(); });
+  }
+  return true;
+}
+
+/// Persists the batch, then runs its effects in order.
+void commit(Self self, Batch batch) {
+  auto& st = self->state;
+  auto effects = [fns = std::move(batch.effects)] {
+    for (const auto& fn : fns) fn();
+  };
+  const uint64_t ticket = st.pipeline.open(std::move(effects));
+  if (batch.events.events.empty()) {
+    st.pipeline.done(ticket);
+    return;
+  }
+  self->request(st.setup.wiring.writer, caf::infinite, append_atom::value, st.model.id,
+                std::move(batch.events))
+      .then([self, ticket](const storage::AppendReceipt&) { self->state.pipeline.done(ticket); },
+            [self](const caf::error& error) { self->quit(error); });
+}
+
+/// A client request: decide `event` and reply the state it leads to once durable.
+caf::result<std::string> request_event(Self self, WorkflowEvent event,
+                                       const std::function<void(Body)>& fill) {
+  auto promise = self->make_response_promise<std::string>();
+  Batch batch;
+  if (decide(self, batch, event, fill, promise)) commit(self, std::move(batch));
+  return promise;
+}
+
+}  // namespace
+
+workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer<WorkflowActorState> self,
+                                                WorkflowSetup setup) {
+  self->state.model.id = setup.id;
+  self->state.setup = std::move(setup);
+  return {
+      [=](start_atom) -> caf::result<std::string> {
+        auto& st = self->state;
+        auto promise = self->make_response_promise<std::string>();
+        if (st.model.applied != 0) {
+          promise.deliver(to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + st.model.id + "' has started")));
+          return promise;
+        }
+        Batch batch;
+        st.created_us = st.setup.wiring.now_us();
+        auto submitted = workflow_event(self, [&](Body b) {
+          auto s = b.initWorkflowSubmitted();
+          s.setDefinitionJson(st.setup.definition_json);
+          s.setInput(as_bytes(st.setup.input));
+          s.setRunFrom(st.setup.run_from);
+        });
+        NewEventReader reader(submitted);
+        if (auto applied = st.model.apply(reader.view()); !applied) {
+          promise.deliver(to_caf(applied.error()));
+          self->quit();
+          return promise;
+        }
+        batch.events.events.push_back(std::move(submitted));
+        batch.events.has_record = true;
+        batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::OPEN, st.model.spec->name, "",
+                                                      st.created_us, 0};
+        decide(self, batch, WorkflowEvent::START, [](Body b) { b.setWorkflowStarted(); });
+        // Acknowledged once the submission is durable, with the state it reached.
+        batch.effects.insert(batch.effects.begin(), [self, promise]() mutable {
+          promise.deliver(std::string(WorkflowMachineTraits::name(self->state.model.state)));
+        });
+        commit(self, std::move(batch));
+        return promise;
+      },
+      [=](pause_atom) {
+        return request_event(self, WorkflowEvent::PAUSE, [](Body b) { b.setWorkflowPauseRequested(); });
+      },
+      [=](resume_atom) {
+        return request_event(self, WorkflowEvent::RESUME, [](Body b) { b.setWorkflowResumed(); });
+      },
+      [=](stop_atom) {
+        return request_event(self, WorkflowEvent::STOP,
+                             [](Body b) { b.initWorkflowStopRequested().setText("requested by a client"); });
+      },
+      [=](finished_atom, uint32_t index, uint8_t raw_state, const std::string& detail) {
+        auto& st = self->state;
+        const auto task_state = static_cast<TaskState>(raw_state);
+        if (index >= st.model.spec->tasks.size()) return;
+        const auto& name = st.model.spec->tasks[index].name;
+        if (TaskMachine::is_terminal(task_state)) st.tasks.erase(index);
+        const auto outcome = WorkflowModel::outcome_of(task_state);
+        if (outcome == TaskOutcome::FAILED && st.failure.empty()) {
+          st.failure = "task '" + name + "' failed: " + detail;
+        }
+        schema::TaskOutcome wire = schema::TaskOutcome::FAILED;
+        switch (task_state) {
+          case TaskState::SUCCESS: wire = schema::TaskOutcome::SUCCEEDED; break;
+          case TaskState::FORCED_SUCCESS: wire = schema::TaskOutcome::FORCED_SUCCESS; break;
+          case TaskState::KILLED: wire = schema::TaskOutcome::KILLED; break;
+          case TaskState::PAUSED: wire = schema::TaskOutcome::PAUSED; break;
+          default: break;
+        }
+        Batch batch;
+        if (decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
+              auto f = b.initWorkflowTaskFinished();
+              f.setTaskName(name);
+              f.setOutcome(wire);
+            })) {
+          commit(self, std::move(batch));
+        }
+      },
+      [=](result_atom) -> caf::result<WorkflowOutcome> {
+        auto& st = self->state;
+        auto promise = self->make_response_promise<WorkflowOutcome>();
+        if (st.model.finalized) {
+          promise.deliver(outcome_of(st.model));
+        } else {
+          st.waiters.push_back(promise);
+        }
+        return promise;
+      },
+      [=](describe_atom) { return self->state.model.canonical(); },
+  };
+}
+
+workflow_actor spawn_workflow(caf::actor_system& system, WorkflowSetup setup) {
+  return system.spawn(workflow_behavior, std::move(setup));
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,49 @@
+// The workflow actor: one per workflow instance. It owns the execution graph and the
+// workflow state machine, creates a task actor for each task as it becomes ready, and turns
+// their outcomes into the workflow's. Like the task actor, it persists before it acts.
+#pragma once
+
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "actors/wiring.hpp"
+#include "actors/workflow/workflow_model.hpp"
+
+namespace troupe::actors {
+
+/// How a workflow ended.
+struct WorkflowOutcome {
+  std::string state;           ///< SUCCESS, FAILED or STOPPED
+  std::string failure_reason;  ///< for FAILED: which task failed and why
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, WorkflowOutcome& x) {
+  return f(caf::meta::type_name("WorkflowOutcome"), x.state, x.failure_reason);
+}
+
+using workflow_actor = task_owner_port::extend<
+    // from the submitter: persist the submission and start; replies the state once durable
+    caf::replies_to<start_atom>::with<std::string>,
+    // from clients: replies the state the request led to, once durable; NOT_ALLOWED_IN_STATE
+    // when the request does not apply ("PAUSE is not allowed in state SUCCESS")
+    caf::replies_to<pause_atom>::with<std::string>,
+    caf::replies_to<resume_atom>::with<std::string>,
+    caf::replies_to<stop_atom>::with<std::string>,
+    // from clients: replies when the workflow has finished (at once if it has)
+    caf::replies_to<result_atom>::with<WorkflowOutcome>,
+    // from anyone: the workflow's canonical state (WorkflowModel::canonical)
+    caf::replies_to<describe_atom>::with<std::string>>;
+
+struct WorkflowSetup {
+  std::string id;
+  std::string definition_json;  ///< checked by the caller with parse_definition
+  std::string input;
+  std::string run_from;         ///< empty: the whole DAG
+  Wiring wiring;
+};
+
+workflow_actor spawn_workflow(caf::actor_system& system, WorkflowSetup setup);
+
+}  // namespace troupe::actors
