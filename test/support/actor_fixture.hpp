@@ -59,7 +59,12 @@ struct ActorFixture {
     };
   }
 
-  ~ActorFixture() { sched.run(); }
+  /// The executor and writer live as long as the system, and a test may leave a workflow
+  /// paused: the fixture owns them all, so the system does not wait for them to end.
+  ~ActorFixture() {
+    sched.run();
+    sys.await_actors_before_shutdown(false);
+  }
 
   /// Runs every actor until no message is left.
   void run() { sched.run(); }

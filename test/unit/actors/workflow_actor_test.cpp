@@ -127,3 +127,264 @@ TEST_SUITE("actors.workflow") {
     CHECK(kinds.back() == "workflowFinalized:wf-diamond");
   }
 }
+
+namespace {
+
+/// Registers the test's handlers:
+///   fail       fails with reason "Oops"
+///   bad-input  fails with "BadInput"
+///   flaky      fails "Oops" on attempts 1 and 2, succeeds on 3 with "attempt 3"
+///   hang       never reports and ignores cancellation
+///   beat-hang  heartbeats "progress-of-N" for attempt N, then hangs on attempt 1 and
+///              succeeds with the progress it was given on later attempts
+void add_test_handlers(test::ActorFixture& fx) {
+  fx.handlers->add("fail", [](std::shared_ptr<TaskContext> ctx) { ctx->fail("Oops", "it broke"); });
+  fx.handlers->add("bad-input", [](std::shared_ptr<TaskContext> ctx) { ctx->fail("BadInput"); });
+  fx.handlers->add("flaky", [](std::shared_ptr<TaskContext> ctx) {
+    if (ctx->attempt() < 3) {
+      ctx->fail("Oops");
+    } else {
+      ctx->succeed("attempt " + std::to_string(ctx->attempt()));
+    }
+  });
+  fx.handlers->add("hang", [](std::shared_ptr<TaskContext>) {});
+  fx.handlers->add("beat-hang", [](std::shared_ptr<TaskContext> ctx) {
+    const std::string given = ctx->progress();
+    ctx->heartbeat("progress-of-" + std::to_string(ctx->attempt()));
+    if (ctx->attempt() > 1) ctx->succeed(given);
+  });
+}
+
+std::string one_task(const std::string& task_fields) {
+  return R"({"name": "single", "tasks": [{"name": "t", )" + task_fields + "}]}";
+}
+
+}  // namespace
+
+TEST_SUITE("actors.workflow") {
+  TEST_CASE("a failed task stops its successors; an independent branch still finishes") {
+    test::ActorFixture fx;
+    add_test_handlers(fx);
+    Run run(fx, "wf-fail", R"({"name": "w", "tasks": [
+      {"name": "a", "handler": "noop"},
+      {"name": "b", "handler": "fail", "dependsOn": ["a"]},
+      {"name": "c", "handler": "noop", "dependsOn": ["b"]},
+      {"name": "d", "handler": "noop", "dependsOn": ["a"]}]})");
+    auto outcome = run.start_and_run();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "FAILED");
+    CHECK(outcome->failure_reason == "task 'b' failed: Oops");
+    auto replayed = run.replayed();
+    CHECK(replayed.tasks.count("c") == 0);  // never scheduled
+    CHECK(replayed.tasks.at("d").state == TaskState::SUCCESS);
+    CHECK(replayed.tasks.at("b").state == TaskState::FAILURE);
+    CHECK(replayed.tasks.at("b").failure_details == "it broke (not retried: the task has no retry policy)");
+    CHECK(replayed.workflow.graph->state(2) == NodeState::BLOCKED);
+  }
+
+  TEST_CASE("retries wait out their backoff on the actor clock, then succeed") {
+    test::ActorFixture fx;
+    add_test_handlers(fx);
+    Run run(fx, "wf-retry", one_task(R"("handler": "flaky",
+        "retry": {"initialInterval": "1s", "backoffCoefficient": 2.0, "maximumAttempts": 5})"));
+    fx.self->send(run.wf, result_atom::value);
+    REQUIRE(run.start());
+    auto t = run.task("t");
+    CHECK(t.state == TaskState::DELAY_EXECUTION);
+    CHECK(t.attempt == 2);
+    CHECK(t.delay_until_us - test::ActorFixture::epoch_us == 1'000'000);
+
+    fx.advance(999ms);  // not yet
+    CHECK(run.task("t").attempt == 2);
+    CHECK(run.task("t").state == TaskState::DELAY_EXECUTION);
+    fx.advance(1ms);  // attempt 2 runs and fails: the next wait is 2 s
+    t = run.task("t");
+    CHECK(t.attempt == 3);
+    CHECK(t.delay_until_us - test::ActorFixture::epoch_us == 3'000'000);
+    fx.advance(2s);
+    auto outcome = run.collect_result();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+    CHECK(run.task("t").result == "attempt 3");
+    CHECK(fx.elapsed_us() == 3'000'000);
+  }
+
+  TEST_CASE("a non-retryable error ends the task after one attempt") {
+    test::ActorFixture fx;
+    add_test_handlers(fx);
+    Run run(fx, "wf-nonretry", one_task(R"("handler": "bad-input",
+        "retry": {"maximumAttempts": 5, "nonRetryableErrors": ["BadInput"]})"));
+    auto outcome = run.start_and_run();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "FAILED");
+    auto t = run.task("t");
+    CHECK(t.attempt == 1);
+    CHECK(t.failure_details == "not retried: 'BadInput' is listed in nonRetryableErrors");
+  }
+
+  TEST_CASE("a heartbeat timeout retries the task, and the next attempt gets the last progress") {
+    test::ActorFixture fx;
+    add_test_handlers(fx);
+    Run run(fx, "wf-heartbeat", one_task(R"("handler": "beat-hang",
+        "timeouts": {"startToClose": "1m", "scheduleToStart": "1m", "heartbeat": "5s"},
+        "retry": {"initialInterval": "1s", "maximumAttempts": 3})"));
+    fx.self->send(run.wf, result_atom::value);
+    REQUIRE(run.start());
+    CHECK(run.task("t").state == TaskState::RUNNING);
+    CHECK(run.task("t").progress == "progress-of-1");
+    fx.advance(4s);
+    CHECK(run.task("t").state == TaskState::RUNNING);
+    fx.advance(1s);  // heartbeat timeout
+    CHECK(run.task("t").state == TaskState::DELAY_EXECUTION);
+    CHECK(run.task("t").failure_reason == "Timeout:heartbeat");
+    fx.advance(1s);
+    auto outcome = run.collect_result();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+    CHECK(run.task("t").result == "progress-of-1");
+  }
+
+  TEST_CASE("each timeout kind fires at its time and is recorded") {
+    SUBCASE("startToClose") {
+      test::ActorFixture fx;
+      add_test_handlers(fx);
+      Run run(fx, "wf-stc", one_task(R"("handler": "hang", "timeouts": {"scheduleToStart": "1m", "startToClose": "10s"})"));
+      fx.self->send(run.wf, result_atom::value);
+      REQUIRE(run.start());
+      fx.advance(9s);
+      CHECK(run.task("t").state == TaskState::RUNNING);
+      fx.advance(1s);
+      auto outcome = run.collect_result();
+      REQUIRE(outcome);
+      CHECK(outcome->state == "FAILED");
+      CHECK(run.task("t").failure_reason == "Timeout:startToClose");
+    }
+    SUBCASE("scheduleToStart, while no executor slot is free") {
+      test::ActorFixture fx(LocalExecutorOptions{"local", 0});
+      Run run(fx, "wf-sts", one_task(R"("handler": "noop", "timeouts": {"scheduleToStart": "3s", "startToClose": "10s"})"));
+      fx.self->send(run.wf, result_atom::value);
+      REQUIRE(run.start());
+      CHECK(run.task("t").state == TaskState::DISPATCHING);
+      fx.advance(3s);
+      auto outcome = run.collect_result();
+      REQUIRE(outcome);
+      CHECK(outcome->state == "FAILED");
+      CHECK(run.task("t").failure_reason == "Timeout:scheduleToStart");
+    }
+    SUBCASE("scheduleToClose ends retries that would outlast it") {
+      test::ActorFixture fx;
+      add_test_handlers(fx);
+      Run run(fx, "wf-s2c", one_task(R"("handler": "fail", "timeouts": {"scheduleToClose": "10s"},
+          "retry": {"initialInterval": "4s", "backoffCoefficient": 1.0})"));
+      fx.self->send(run.wf, result_atom::value);
+      REQUIRE(run.start());
+      fx.advance(4s);  // attempt 2 fails at 4 s; 4 s + 4 s < 10 s: one more
+      CHECK(run.task("t").attempt == 3);
+      fx.advance(4s);  // attempt 3 fails at 8 s; 8 s + 4 s >= 10 s: no more
+      auto outcome = run.collect_result();
+      REQUIRE(outcome);
+      CHECK(outcome->state == "FAILED");
+      CHECK(run.task("t").failure_details.find("scheduleToClose timeout (10s)") != std::string::npos);
+    }
+    SUBCASE("scheduleToClose fires while an attempt hangs") {
+      test::ActorFixture fx;
+      add_test_handlers(fx);
+      Run run(fx, "wf-s2c-hang", one_task(R"("handler": "hang", "timeouts": {"scheduleToClose": "30s"},
+          "retry": {"maximumAttempts": 10})"));
+      fx.self->send(run.wf, result_atom::value);
+      REQUIRE(run.start());
+      fx.advance(30s);  // startToClose defaults to 30 s too: whichever fires, no retry is left
+      auto outcome = run.collect_result();
+      REQUIRE(outcome);
+      CHECK(outcome->state == "FAILED");
+      CHECK(run.task("t").failure_reason.starts_with("Timeout:"));
+    }
+  }
+
+  TEST_CASE("pause lets the running task finish, dispatches nothing new, and resume continues") {
+    test::ActorFixture fx;
+    Run run(fx, "wf-pause", R"({"name": "w", "tasks": [
+      {"name": "a", "handler": "sleep", "input": {"duration": "10s"}},
+      {"name": "b", "handler": "noop", "dependsOn": ["a"]}]})");
+    fx.self->send(run.wf, result_atom::value);
+    REQUIRE(run.start());
+    fx.advance(1s);
+    auto paused = run.pause();
+    REQUIRE(paused);
+    CHECK(*paused == "READY_PAUSE");
+    CHECK(*run.pause() == "READY_PAUSE");  // a repeated request is answered, not refused
+    fx.advance(9s);  // a finishes; b is not started
+    auto replayed = run.replayed();
+    CHECK(replayed.workflow.state == WorkflowState::PAUSED);
+    CHECK(replayed.tasks.at("a").state == TaskState::SUCCESS);
+    CHECK(replayed.tasks.count("b") == 0);
+    auto resumed = run.resume();
+    REQUIRE(resumed);
+    auto outcome = run.collect_result();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+  }
+
+  TEST_CASE("pausing holds tasks still waiting for a slot, and resume starts them again") {
+    test::ActorFixture fx(LocalExecutorOptions{"local", 0});
+    Run run(fx, "wf-pause-waiting", one_task(R"("handler": "noop")"));
+    fx.self->send(run.wf, result_atom::value);
+    REQUIRE(run.start());
+    auto paused = run.pause();
+    REQUIRE(paused);
+    fx.run();
+    CHECK(run.replayed().workflow.state == WorkflowState::PAUSED);
+    CHECK(run.task("t").state == TaskState::PAUSED);
+    REQUIRE(run.resume());
+    CHECK(run.task("t").state == TaskState::DISPATCHING);
+    auto refused = fx.ask<std::string>(run.wf, resume_atom::value);
+    REQUIRE(refused);  // RESUME while running is answered with the state
+    CHECK(*refused == "RUNNING");
+  }
+
+  TEST_CASE("stop kills a cooperative task at once and a hanging one after the grace period") {
+    test::ActorFixture fx;
+    add_test_handlers(fx);
+    fx.wiring.kill_grace = 5s;
+    Run run(fx, "wf-stop", R"({"name": "w", "tasks": [
+      {"name": "sleepy", "handler": "sleep", "input": {"duration": "1h"}},
+      {"name": "stuck", "handler": "hang"},
+      {"name": "after", "handler": "noop", "dependsOn": ["sleepy", "stuck"]}]})");
+    fx.self->send(run.wf, result_atom::value);
+    REQUIRE(run.start());
+    auto stopping = run.stop();
+    REQUIRE(stopping);
+    CHECK(*stopping == "READY_STOP");
+    CHECK(run.task("sleepy").state == TaskState::KILLED);  // confirmed by the handler
+    CHECK(run.task("stuck").state == TaskState::RUNNING);  // still waiting for its executor
+    fx.advance(5s);
+    auto outcome = run.collect_result();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "STOPPED");
+    CHECK(run.task("stuck").state == TaskState::KILLED);
+    CHECK(run.replayed().tasks.count("after") == 0);
+    auto too_late = fx.ask<std::string>(run.wf, pause_atom::value);
+    CHECK_FALSE(too_late);  // the actor is gone with its finished workflow
+  }
+
+  TEST_CASE("run-from runs only the named task and its descendants") {
+    test::ActorFixture fx;
+    Run run(fx, "wf-run-from", diamond, "c");
+    auto outcome = run.start_and_run();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+    auto replayed = run.replayed();
+    CHECK(replayed.tasks.size() == 2);
+    CHECK(replayed.tasks.count("c") == 1);
+    CHECK(replayed.tasks.count("d") == 1);
+  }
+
+  TEST_CASE("a request the workflow's state does not allow is refused with the reason") {
+    test::ActorFixture fx;
+    Run run(fx, "wf-refuse", one_task(R"("handler": "noop")"));
+    auto refused = run.resume();  // not started yet
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == Errc::NOT_ALLOWED_IN_STATE);
+    CHECK(refused.error().message == "RESUME is not allowed in state SUBMITTED");
+  }
+}
