@@ -22,6 +22,8 @@ struct Wiring {
   Duration kill_grace = std::chrono::seconds(10);
   /// Called with a task's canonical state when its actor ends (tests compare it with replay).
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_task_end;
+  /// Called with a workflow's canonical state when its actor ends.
+  std::function<void(const std::string& workflow_id, const std::string& canonical)> on_workflow_end;
 };
 
 /// Persist, then act: effects of an event wait until its batch is durable, and run in the

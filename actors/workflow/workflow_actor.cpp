@@ -184,6 +184,7 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
           // Paused task instances stay paused in the history; their actors are not needed.
           for (auto& [index, task] : s.tasks) self->send_exit(task, caf::exit_reason::user_shutdown);
           s.tasks.clear();
+          if (s.setup.wiring.on_workflow_end) s.setup.wiring.on_workflow_end(s.model.id, s.model.canonical());
           self->quit();
         });
         break;

@@ -40,6 +40,8 @@ struct ActorFixture {
   actors::Wiring wiring;
   /// Canonical states of task actors that ended, in the order they ended.
   std::vector<std::string> ended_tasks;
+  /// Canonical states of workflow actors that ended, by workflow id.
+  std::map<std::string, std::string> ended_workflows;
   /// Microseconds since the epoch at the test clock's start.
   static constexpr int64_t epoch_us = 1'700'000'000'000'000;
 
@@ -56,6 +58,9 @@ struct ActorFixture {
     wiring.executor = actors::spawn_local_executor(sys, handlers, std::move(executor));
     wiring.on_task_end = [this](const std::string&, const std::string& canonical) {
       ended_tasks.push_back(canonical);
+    };
+    wiring.on_workflow_end = [this](const std::string& id, const std::string& canonical) {
+      ended_workflows[id] = canonical;
     };
   }
 
