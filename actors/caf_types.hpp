@@ -73,6 +73,7 @@ using result_atom = caf::atom_constant<caf::atom("result")>;
 using revive_atom = caf::atom_constant<caf::atom("revive")>;
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
+using recover_atom = caf::atom_constant<caf::atom("recover")>;
 
 // --- errors -------------------------------------------------------------------------------
 

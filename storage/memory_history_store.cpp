@@ -12,6 +12,15 @@ void MemoryHistoryStore::fail_writes(Error error) {
   failure_ = std::move(error);
 }
 
+std::shared_ptr<MemoryHistoryStore> MemoryHistoryStore::snapshot() const {
+  std::lock_guard lock(mutex_);
+  auto copy = std::make_shared<MemoryHistoryStore>();
+  copy->events_ = events_;
+  copy->workflows_ = workflows_;
+  copy->workers_ = workers_;
+  return copy;
+}
+
 Result<void> MemoryHistoryStore::check_writable() {
   if (failure_) return *failure_;
   return ok();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -30,6 +31,10 @@ class MemoryHistoryStore final : public HistoryStore {
   /// Every later write fails with `error` and the store stays failed, as a fail-stopped
   /// RocksHistoryStore does.
   void fail_writes(Error error);
+
+  /// A copy of everything written so far: what a restarted process finds after a crash,
+  /// whatever the crashed one's threads do afterwards.
+  std::shared_ptr<MemoryHistoryStore> snapshot() const;
 
  private:
   Result<void> check_writable();

@@ -25,8 +25,10 @@ struct Timers {
 
 class LocalContext final : public TaskContext {
  public:
-  LocalContext(Invocation invocation, executor_actor executor, std::shared_ptr<Timers> timers)
-      : invocation_(std::move(invocation)), executor_(std::move(executor)), timers_(std::move(timers)) {}
+  LocalContext(Invocation invocation, const executor_actor& executor, std::shared_ptr<Timers> timers)
+      : invocation_(std::move(invocation)),
+        executor_(caf::actor_cast<caf::weak_actor_ptr>(executor)),
+        timers_(std::move(timers)) {}
 
   const std::string& invocation_id() const override { return invocation_.invocation_id; }
   const std::string& input_json() const override { return invocation_.input_json; }
@@ -35,8 +37,7 @@ class LocalContext final : public TaskContext {
 
   bool heartbeat(std::string progress) override {
     if (!finished_) {
-      TaskReport report{invocation_.invocation_id, TaskReport::HEARTBEAT, std::move(progress)};
-      caf::anon_send(executor_, report_atom::value, std::move(report));
+      send(report_atom::value, TaskReport{invocation_.invocation_id, TaskReport::HEARTBEAT, std::move(progress)});
     }
     return cancel_requested();
   }
@@ -57,11 +58,19 @@ class LocalContext final : public TaskContext {
       id = timers_->next++;
       timers_->pending.emplace(id, std::move(then));
     }
-    caf::delayed_anon_send(executor_, delay, wake_atom::value, id);
+    if (auto executor = caf::actor_cast<executor_actor>(executor_.lock())) {
+      caf::delayed_anon_send(executor, delay, wake_atom::value, id);
+    }
   }
   void on_cancel(std::function<void()> callback) override {
     std::lock_guard lock(mutex_);
     on_cancel_ = std::move(callback);
+  }
+
+  /// Drops the callbacks the handler left (they may hold this context).
+  void drop_callbacks() {
+    std::lock_guard lock(mutex_);
+    on_cancel_ = nullptr;
   }
 
   /// Called by the executor when the invocation is to be cancelled.
@@ -78,11 +87,20 @@ class LocalContext final : public TaskContext {
  private:
   void end(TaskReport report) {
     if (finished_.exchange(true)) return;
-    caf::anon_send(executor_, report_atom::value, std::move(report));
+    drop_callbacks();
+    send(report_atom::value, std::move(report));
+  }
+
+  /// To the executor, if it still exists: a context must not keep its executor alive.
+  template <class... Ts>
+  void send(Ts&&... xs) {
+    if (auto executor = caf::actor_cast<executor_actor>(executor_.lock())) {
+      caf::anon_send(executor, std::forward<Ts>(xs)...);
+    }
   }
 
   const Invocation invocation_;
-  const executor_actor executor_;
+  const caf::weak_actor_ptr executor_;
   const std::shared_ptr<Timers> timers_;
   std::atomic<bool> finished_{false};
   std::atomic<bool> cancel_requested_{false};
@@ -103,6 +121,15 @@ struct Running {
 
 struct LocalExecutorState {
   static inline const char* name = "local_executor";
+
+  /// Callbacks of unfinished handlers may hold their contexts, and contexts the timers:
+  /// dropping both breaks the cycles when the executor ends.
+  ~LocalExecutorState() {
+    for (auto& [id, run] : running) run.context->drop_callbacks();
+    std::lock_guard lock(timers->mutex);
+    timers->pending.clear();
+  }
+
   std::shared_ptr<const HandlerRegistry> handlers;
   LocalExecutorOptions options;
   std::shared_ptr<Timers> timers = std::make_shared<Timers>();

@@ -322,12 +322,57 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           }
         }
       },
+      [=](recover_atom) {
+        auto& s = self->state;
+        const auto& timeouts = s.task().timeouts;
+        const int64_t now = s.wiring.now_us();
+        auto rearm_task_timer = [&] {
+          if (timeouts.schedule_to_close) {
+            arm(self, TimerKind::SCHEDULE_TO_CLOSE, *timeouts.schedule_to_close - s.model.elapsed(now));
+          }
+        };
+        switch (s.model.state) {
+          case TaskState::SUBMITTED:
+            self->send(self, start_atom::value);
+            break;
+          case TaskState::DISPATCHING:
+            rearm_task_timer();
+            self->send(s.wiring.executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
+                       s.task().priority);
+            if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
+            break;
+          case TaskState::DELAY_EXECUTION:
+            rearm_task_timer();
+            arm(self, TimerKind::BACKOFF, Duration(s.model.delay_until_us - now));
+            break;
+          case TaskState::DISPATCHED:
+          case TaskState::RUNNING: {
+            rearm_task_timer();
+            const std::string lost = s.model.invocation_id;
+            const std::string executor = s.model.executor;
+            if (decide(self, TaskEvent::FAILOVER, [&](Body b) {
+                  auto f = b.initTaskFailover();
+                  f.setWorkerShard(executor);
+                  f.setInvocationId(lost);
+                  f.setReason("the scheduler restarted and the invocation's executor is gone");
+                })) {
+              attempt_failed(self, AttemptFailure{"Failover", false, false,
+                                                  "invocation " + lost + " was lost with its executor"},
+                             std::nullopt);
+            }
+            break;
+          }
+          default:
+            break;  // paused or finished: nothing to carry on
+        }
+      },
       [=](describe_atom) { return self->state.model.canonical(); },
   };
 }
 
 task_actor spawn_task(caf::local_actor* parent, TaskSetup setup) {
-  return parent->spawn(task_behavior, std::move(setup));
+  // Linked: a task instance does not outlive the workflow actor that owns it.
+  return parent->spawn<caf::linked>(task_behavior, std::move(setup));
 }
 
 task_actor spawn_task(caf::actor_system& system, TaskSetup setup) {

@@ -17,6 +17,9 @@ namespace troupe::actors {
 using task_actor = task_port::extend<
     // from the workflow: start (or start again after a pause); pause; kill
     caf::reacts_to<start_atom>, caf::reacts_to<pause_atom>, caf::reacts_to<kill_atom>,
+    // from the workflow, once after reviving from history: carry on from the replayed state
+    // (an invocation that was on an executor is failed over, as the executor is gone)
+    caf::reacts_to<recover_atom>,
     // from the task itself: a timer of `kind` (TimerKind) and generation fired
     caf::reacts_to<timeout_atom, uint8_t, uint64_t>,
     // from anyone: the task's canonical state (TaskModel::canonical)

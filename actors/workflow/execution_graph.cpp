@@ -4,7 +4,7 @@
 namespace troupe::actors {
 
 ExecutionGraph::ExecutionGraph(const WorkflowSpec& spec, std::optional<uint32_t> run_from)
-    : spec_(spec), nodes_(spec.tasks.size(), NodeState::WAITING), dependents_(spec.tasks.size()) {
+    : spec_(&spec), nodes_(spec.tasks.size(), NodeState::WAITING), dependents_(spec.tasks.size()) {
   for (uint32_t t = 0; t < spec.tasks.size(); ++t) {
     for (uint32_t d : spec.tasks[t].depends_on) dependents_[d].push_back(t);
   }
@@ -33,7 +33,7 @@ ExecutionGraph::ExecutionGraph(const WorkflowSpec& spec, std::optional<uint32_t>
 }
 
 bool ExecutionGraph::dependencies_succeeded(uint32_t task) const {
-  for (uint32_t d : spec_.tasks[task].depends_on) {
+  for (uint32_t d : spec_->tasks[task].depends_on) {
     if (nodes_[d] != NodeState::SUCCEEDED && nodes_[d] != NodeState::OUTSIDE) return false;
   }
   return true;
@@ -41,7 +41,7 @@ bool ExecutionGraph::dependencies_succeeded(uint32_t task) const {
 
 std::vector<uint32_t> ExecutionGraph::ready() const {
   std::vector<uint32_t> out;
-  for (uint32_t t : spec_.topological_order) {
+  for (uint32_t t : spec_->topological_order) {
     if (nodes_[t] == NodeState::READY) out.push_back(t);
   }
   return out;

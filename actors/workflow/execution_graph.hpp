@@ -63,7 +63,7 @@ class ExecutionGraph {
   void block_descendants(uint32_t task);
   bool dependencies_succeeded(uint32_t task) const;
 
-  const WorkflowSpec& spec_;
+  const WorkflowSpec* spec_;  // owned by the caller (WorkflowModel shares it); outlives the graph
   std::vector<NodeState> nodes_;
   std::vector<std::vector<uint32_t>> dependents_;
 };

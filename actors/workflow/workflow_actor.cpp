@@ -3,6 +3,7 @@
 // it is built, persisted as one atomic append, and followed by its effects once durable.
 #include "actors/workflow/workflow_actor.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <caf/actor_system.hpp>
@@ -10,6 +11,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/system/replay.hpp"
 #include "actors/task/task_actor.hpp"
 
 namespace troupe::actors {
@@ -223,12 +225,94 @@ caf::result<std::string> request_event(Self self, WorkflowEvent event,
   return promise;
 }
 
+schema::TaskOutcome wire_outcome(TaskState state) {
+  switch (state) {
+    case TaskState::SUCCESS: return schema::TaskOutcome::SUCCEEDED;
+    case TaskState::FORCED_SUCCESS: return schema::TaskOutcome::FORCED_SUCCESS;
+    case TaskState::KILLED: return schema::TaskOutcome::KILLED;
+    case TaskState::PAUSED: return schema::TaskOutcome::PAUSED;
+    default: return schema::TaskOutcome::FAILED;
+  }
+}
+
+/// A revived workflow: FAILOVER, reconcile, recover tasks, return to the prior state.
+void revive(Self self, const ReplayedWorkflow& replayed) {
+  auto& st = self->state;
+  st.model = replayed.workflow;
+  const WorkflowState prior = st.model.state;
+  Batch batch;
+  if (!decide(self, batch, WorkflowEvent::FAILOVER, [](Body b) {
+        b.initWorkflowFailover().setReason("the scheduler restarted");
+      })) {
+    return;
+  }
+  // Tasks the graph still counts active but whose own history ended (the workflow had not
+  // recorded it before the restart) finish now; the others get actors again.
+  std::vector<std::pair<uint32_t, TaskModel>> revived;
+  for (uint32_t index : st.model.graph->active()) {
+    const auto& name = st.model.spec->tasks[index].name;
+    auto it = replayed.tasks.find(name);
+    if (it == replayed.tasks.end()) continue;
+    const TaskModel& task = it->second;
+    if (TaskMachine::is_terminal(task.state) || task.state == TaskState::PAUSED) {
+      if (WorkflowModel::outcome_of(task.state) == TaskOutcome::FAILED && st.failure.empty()) {
+        st.failure = "task '" + name + "' failed: " + task.failure_reason;
+      }
+      if (task.state == TaskState::PAUSED) revived.emplace_back(index, task);
+      decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
+        auto f = b.initWorkflowTaskFinished();
+        f.setTaskName(name);
+        f.setOutcome(wire_outcome(task.state));
+      });
+    } else {
+      revived.emplace_back(index, task);
+    }
+  }
+  for (uint32_t index : st.model.graph->paused()) {
+    const auto& name = st.model.spec->tasks[index].name;
+    if (auto it = replayed.tasks.find(name); it != replayed.tasks.end()) {
+      if (std::none_of(revived.begin(), revived.end(), [&](auto& r) { return r.first == index; })) {
+        revived.emplace_back(index, it->second);
+      }
+    }
+  }
+  batch.effects.push_back([self, revived = std::move(revived)]() mutable {
+    auto& s = self->state;
+    for (auto& [index, model] : revived) {
+      TaskSetup setup{s.model.id, s.model.spec, index, std::move(model),
+                      caf::actor_cast<task_owner_port>(self), s.setup.wiring};
+      auto task = spawn_task(self, std::move(setup));
+      s.tasks[index] = task;
+      self->send(task, recover_atom::value);
+    }
+  });
+  switch (prior) {
+    case WorkflowState::READY_PAUSE:
+    case WorkflowState::PAUSED:
+      decide(self, batch, WorkflowEvent::PAUSE, [](Body b) { b.setWorkflowPauseRequested(); });
+      break;
+    case WorkflowState::READY_STOP:
+      decide(self, batch, WorkflowEvent::STOP,
+             [](Body b) { b.initWorkflowStopRequested().setText("stop requested before the restart"); });
+      break;
+    default:
+      decide(self, batch, WorkflowEvent::START, [](Body b) { b.setWorkflowStarted(); });
+      break;
+  }
+  commit(self, std::move(batch));
+}
+
 }  // namespace
 
 workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer<WorkflowActorState> self,
                                                 WorkflowSetup setup) {
   self->state.model.id = setup.id;
   self->state.setup = std::move(setup);
+  if (self->state.setup.replayed) {
+    auto replayed = std::move(self->state.setup.replayed);
+    self->state.created_us = self->state.setup.wiring.now_us();
+    revive(self, *replayed);
+  }
   return {
       [=](start_atom) -> caf::result<std::string> {
         auto& st = self->state;
@@ -316,6 +400,10 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
 
 workflow_actor spawn_workflow(caf::actor_system& system, WorkflowSetup setup) {
   return system.spawn(workflow_behavior, std::move(setup));
+}
+
+workflow_actor spawn_workflow(caf::local_actor* parent, WorkflowSetup setup) {
+  return parent->spawn<caf::linked>(workflow_behavior, std::move(setup));
 }
 
 }  // namespace troupe::actors

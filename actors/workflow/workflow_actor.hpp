@@ -36,14 +36,23 @@ using workflow_actor = task_owner_port::extend<
     // from anyone: the workflow's canonical state (WorkflowModel::canonical)
     caf::replies_to<describe_atom>::with<std::string>>;
 
+struct ReplayedWorkflow;
+
 struct WorkflowSetup {
   std::string id;
   std::string definition_json;  ///< checked by the caller with parse_definition
   std::string input;
   std::string run_from;         ///< empty: the whole DAG
   Wiring wiring;
+  /// Set when reviving an open workflow from its history (then the fields above are unused):
+  /// the actor records FAILOVER, reconciles tasks that finished unnoticed, recovers its live
+  /// tasks, and returns to the state the history shows (running, pausing or stopping).
+  std::shared_ptr<const ReplayedWorkflow> replayed;
 };
 
 workflow_actor spawn_workflow(caf::actor_system& system, WorkflowSetup setup);
+/// Spawned by `parent` (the directory) and linked to it: when the directory goes, its
+/// workflows go too, and a restarted one revives them from their histories.
+workflow_actor spawn_workflow(caf::local_actor* parent, WorkflowSetup setup);
 
 }  // namespace troupe::actors

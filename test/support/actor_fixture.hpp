@@ -3,7 +3,9 @@
 // handlers are programmable.
 #pragma once
 
+#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/exit_reason.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <caf/scoped_actor.hpp>
@@ -38,38 +40,57 @@ struct ActorFixture {
   std::shared_ptr<actors::HandlerRegistry> handlers =
       std::make_shared<actors::HandlerRegistry>(actors::HandlerRegistry::with_builtins());
   actors::Wiring wiring;
+  /// What ended actors reported. Shared with the hooks: actors still running while the
+  /// actor system shuts down may report after the fixture's own members are gone.
+  struct Ends {
+    std::vector<std::string> tasks;
+    std::map<std::string, std::string> workflows;
+  };
+  std::shared_ptr<Ends> ends = std::make_shared<Ends>();
   /// Canonical states of task actors that ended, in the order they ended.
-  std::vector<std::string> ended_tasks;
+  std::vector<std::string>& ended_tasks = ends->tasks;
   /// Canonical states of workflow actors that ended, by workflow id.
-  std::map<std::string, std::string> ended_workflows;
+  std::map<std::string, std::string>& ended_workflows = ends->workflows;
   /// Microseconds since the epoch at the test clock's start.
   static constexpr int64_t epoch_us = 1'700'000'000'000'000;
 
-  explicit ActorFixture(actors::LocalExecutorOptions executor = {})
+  explicit ActorFixture(actors::LocalExecutorOptions executor = {},
+                        std::shared_ptr<storage::MemoryHistoryStore> shared_store = nullptr)
       : sys(testing_config(cfg)),
         sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
         self(sys, true) {
+    if (shared_store) store = std::move(shared_store);
     const auto start = sched.clock().now();
-    wiring.now_us = [this, start] {
+    wiring.now_us = [clock = &sched.clock(), start] {
       return epoch_us +
-             std::chrono::duration_cast<std::chrono::microseconds>(sched.clock().now() - start).count();
+             std::chrono::duration_cast<std::chrono::microseconds>(clock->now() - start).count();
     };
     wiring.writer = actors::spawn_history_writer(sys, store);
     wiring.executor = actors::spawn_local_executor(sys, handlers, std::move(executor));
-    wiring.on_task_end = [this](const std::string&, const std::string& canonical) {
-      ended_tasks.push_back(canonical);
+    wiring.on_task_end = [ends = ends](const std::string&, const std::string& canonical) {
+      ends->tasks.push_back(canonical);
     };
-    wiring.on_workflow_end = [this](const std::string& id, const std::string& canonical) {
-      ended_workflows[id] = canonical;
+    wiring.on_workflow_end = [ends = ends](const std::string& id, const std::string& canonical) {
+      ends->workflows[id] = canonical;
     };
   }
 
-  /// The executor and writer live as long as the system, and a test may leave a workflow
-  /// paused: the fixture owns them all, so the system does not wait for them to end.
+  /// Ends every actor the fixture or the test owns (see own()), so nothing outlives the test.
   ~ActorFixture() {
     sched.run();
-    sys.await_actors_before_shutdown(false);
+    owned.push_back(caf::actor_cast<caf::actor>(wiring.writer));
+    owned.push_back(caf::actor_cast<caf::actor>(wiring.executor));
+    for (auto& actor : owned) self->send_exit(actor, caf::exit_reason::user_shutdown);
+    sched.run();
   }
+
+  /// Makes the fixture end `actor` when the test is over; returns it.
+  template <class Handle>
+  Handle own(Handle actor) {
+    owned.push_back(caf::actor_cast<caf::actor>(actor));
+    return actor;
+  }
+  std::vector<caf::actor> owned;
 
   /// Runs every actor until no message is left.
   void run() { sched.run(); }

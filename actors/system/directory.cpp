@@ -1,0 +1,132 @@
+// The directory actor.
+#include "actors/system/directory.hpp"
+
+#include <map>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/system/replay.hpp"
+#include "storage/keys.hpp"
+
+namespace troupe::actors {
+namespace {
+
+/// Open workflows revived per page of the recovery scan.
+constexpr size_t revive_page = 256;
+
+struct DirectoryState {
+  static inline const char* name = "directory";
+  std::shared_ptr<storage::HistoryStore> store;
+  Wiring wiring;
+  std::map<std::string, workflow_actor> live;
+  std::map<caf::actor_addr, std::string> ids;
+};
+
+using Self = directory_actor::stateful_pointer<DirectoryState>;
+
+void track(Self self, const std::string& id, const workflow_actor& wf) {
+  self->state.live[id] = wf;
+  self->state.ids[wf.address()] = id;
+  self->monitor(wf);
+}
+
+/// The live actor of `id`, reviving an open workflow from its history.
+Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
+  auto& st = self->state;
+  if (auto it = st.live.find(id); it != st.live.end()) return it->second;
+  auto record = st.store->find_workflow(id);
+  if (!record) return record.error();
+  if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
+  if ((*record)->status == storage::WorkflowStatus::CLOSED) {
+    return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' has finished");
+  }
+  auto replayed = replay(*st.store, id);
+  if (!replayed) return replayed.error();
+  WorkflowSetup setup;
+  setup.id = id;
+  setup.wiring = st.wiring;
+  setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
+  auto wf = spawn_workflow(self, std::move(setup));
+  track(self, id, wf);
+  return wf;
+}
+
+}  // namespace
+
+directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::HistoryStore> store,
+                                         Wiring wiring) {
+  self->state.store = std::move(store);
+  self->state.wiring = std::move(wiring);
+  self->set_down_handler([=](const caf::down_msg& down) {
+    auto it = self->state.ids.find(down.source);
+    if (it == self->state.ids.end()) return;
+    self->state.live.erase(it->second);
+    self->state.ids.erase(it);
+  });
+  return {
+      [=](submit_atom, const std::string& id, const std::string& json, const std::string& input,
+          const std::string& run_from) -> caf::result<std::string> {
+        auto& st = self->state;
+        if (auto checked = storage::check_id(id, "workflow id"); !checked) return to_caf(checked.error());
+        auto spec = parse_definition(json);
+        if (!spec) return to_caf(spec.error());
+        if (!run_from.empty() && !spec->find_task(run_from)) {
+          return to_caf(fail(Errc::INVALID_ARGUMENT, "run-from names task '" + run_from +
+                                                         "', which the definition does not have"));
+        }
+        auto existing = st.store->find_workflow(id);
+        if (!existing) return to_caf(existing.error());
+        if (st.live.count(id) || *existing) {
+          return to_caf(fail(Errc::ALREADY_EXISTS, "a workflow with id '" + id + "' exists already"));
+        }
+        auto wf = spawn_workflow(self, WorkflowSetup{id, json, input, run_from, st.wiring, nullptr});
+        track(self, id, wf);
+        return self->delegate(wf, start_atom::value);
+      },
+      [=](lookup_atom, const std::string& id) -> caf::result<workflow_actor> {
+        auto wf = find_or_revive(self, id);
+        if (!wf) return to_caf(wf.error());
+        return *wf;
+      },
+      [=](result_atom, const std::string& id) -> caf::result<WorkflowOutcome> {
+        auto& st = self->state;
+        if (auto it = st.live.find(id); it != st.live.end()) return self->delegate(it->second, result_atom::value);
+        auto record = st.store->find_workflow(id);
+        if (!record) return to_caf(record.error());
+        if (*record && (*record)->status == storage::WorkflowStatus::CLOSED) {
+          auto replayed = replay(*st.store, id);
+          if (!replayed) return to_caf(replayed.error());
+          return WorkflowOutcome{std::string(WorkflowMachineTraits::name(replayed->workflow.state)),
+                                 replayed->workflow.failure_reason};
+        }
+        auto wf = find_or_revive(self, id);
+        if (!wf) return to_caf(wf.error());
+        return self->delegate(*wf, result_atom::value);
+      },
+      [=](revive_atom) -> caf::result<uint64_t> {
+        uint64_t revived = 0;
+        std::string after;
+        for (;;) {
+          auto page = self->state.store->scan_open(after, revive_page);
+          if (!page) return to_caf(page.error());
+          if (page->empty()) break;
+          for (const auto& entry : *page) {
+            if (self->state.live.count(entry.id)) continue;
+            auto wf = find_or_revive(self, entry.id);
+            if (!wf) return to_caf(wf.error());
+            ++revived;
+          }
+          after = page->back().id;
+        }
+        return revived;
+      },
+  };
+}
+
+directory_actor spawn_directory(caf::actor_system& system, std::shared_ptr<storage::HistoryStore> store,
+                                Wiring wiring) {
+  return system.spawn(directory, std::move(store), std::move(wiring));
+}
+
+}  // namespace troupe::actors

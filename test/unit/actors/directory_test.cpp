@@ -1,0 +1,146 @@
+// The directory: admission, results of closed workflows, and recovery after a restart.
+#include <doctest/doctest.h>
+
+#include "actors/system/directory.hpp"
+#include "actors/system/replay.hpp"
+#include "test/support/actor_fixture.hpp"
+
+using namespace troupe;
+using namespace troupe::actors;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* chain = R"({"name": "chain", "tasks": [
+  {"name": "a", "handler": "noop"},
+  {"name": "b", "handler": "sleep", "input": {"duration": "10s"}, "dependsOn": ["a"],
+   "retry": {"initialInterval": "1s", "maximumAttempts": 3}},
+  {"name": "c", "handler": "noop", "dependsOn": ["b"]}]})";
+
+std::vector<std::string> body_kinds(storage::HistoryStore& store, const std::string& id) {
+  std::vector<std::string> out;
+  auto history = store.read(id, 1, 100000);
+  REQUIRE(history);
+  for (const auto& e : *history) {
+    auto d = storage::DecodedEvent::decode(e.packed);
+    auto body = d->get().getBody();
+    if (body.isWorkflowFailover()) out.push_back("workflowFailover");
+    if (body.isTaskFailover()) out.push_back("taskFailover:" + std::string(d->get().getActorId().cStr()));
+    if (body.isTaskRetryScheduled()) out.push_back("taskRetryScheduled");
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("actors.directory") {
+  TEST_CASE("submissions are validated, and ids are not reused") {
+    test::ActorFixture fx;
+    auto dir = fx.own(spawn_directory(fx.sys, fx.store, fx.wiring));
+    auto bad = fx.ask<std::string>(dir, submit_atom::value, std::string("wf"),
+                                   std::string(R"({"name": "x", "tasks": [{"name": "a"}]})"),
+                                   std::string("{}"), std::string());
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().code == Errc::INVALID_ARGUMENT);
+    CHECK(bad.error().message.find("$.tasks[0]: needs a body") != std::string::npos);
+
+    auto ok = fx.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
+                                  std::string("{}"), std::string());
+    REQUIRE(ok);
+    CHECK(*ok == "RUNNING");
+    auto again = fx.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
+                                     std::string("{}"), std::string());
+    REQUIRE_FALSE(again);
+    CHECK(again.error().code == Errc::ALREADY_EXISTS);
+
+    auto unknown = fx.ask<WorkflowOutcome>(dir, result_atom::value, std::string("nope"));
+    REQUIRE_FALSE(unknown);
+    CHECK(unknown.error().code == Errc::NOT_FOUND);
+  }
+
+  TEST_CASE("the result of a closed workflow comes from its history") {
+    test::ActorFixture fx;
+    auto dir = fx.own(spawn_directory(fx.sys, fx.store, fx.wiring));
+    REQUIRE(fx.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
+                                std::string("{}"), std::string()));
+    fx.advance(10s);
+    auto record = fx.store->find_workflow("wf");
+    REQUIRE((*record)->status == storage::WorkflowStatus::CLOSED);
+    auto outcome = fx.ask<WorkflowOutcome>(dir, result_atom::value, std::string("wf"));
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+    auto lookup = fx.ask<workflow_actor>(dir, lookup_atom::value, std::string("wf"));
+    REQUIRE_FALSE(lookup);
+    CHECK(lookup.error().code == Errc::NOT_ALLOWED_IN_STATE);
+  }
+
+  TEST_CASE("after a restart, open workflows are revived and carry on; lost invocations fail over") {
+    auto store = std::make_shared<storage::MemoryHistoryStore>();
+    std::shared_ptr<storage::MemoryHistoryStore> at_crash;
+    {
+      test::ActorFixture before(LocalExecutorOptions{}, store);
+      auto dir = before.own(spawn_directory(before.sys, store, before.wiring));
+      REQUIRE(before.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
+                                      std::string("{}"), std::string()));
+      before.advance(3s);  // b sleeps on an executor that is about to vanish
+      auto b = replay(*store, "wf")->tasks.at("b");
+      REQUIRE(b.state == TaskState::RUNNING);
+      at_crash = store->snapshot();  // the scheduler dies here: nothing after this is durable
+    }
+    store = at_crash;
+
+    test::ActorFixture after(LocalExecutorOptions{}, store);
+    auto dir = after.own(spawn_directory(after.sys, store, after.wiring));
+    auto revived = after.ask<uint64_t>(dir, revive_atom::value);
+    REQUIRE(revived);
+    CHECK(*revived == 1);
+    auto b = replay(*store, "wf")->tasks.at("b");
+    CHECK(b.state == TaskState::DELAY_EXECUTION);
+    CHECK(b.attempt == 2);
+    CHECK(b.failure_reason == "Failover");
+    after.self->send(dir, result_atom::value, std::string("wf"));
+    after.advance(1s);   // the backoff
+    after.advance(10s);  // the 10 s sleep of attempt 2
+    std::optional<WorkflowOutcome> outcome;
+    after.self->receive([&](WorkflowOutcome& o) { outcome = o; }, caf::after(0s) >> [] {});
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+    CHECK(body_kinds(*store, "wf") ==
+          std::vector<std::string>{"workflowFailover", "taskFailover:b", "taskRetryScheduled"});
+    auto final_state = replay(*store, "wf");
+    REQUIRE(final_state);
+    CHECK(final_state->workflow.canonical() == after.ended_workflows.at("wf"));
+  }
+
+  TEST_CASE("a paused workflow is revived paused and resumes") {
+    auto store = std::make_shared<storage::MemoryHistoryStore>();
+    std::shared_ptr<storage::MemoryHistoryStore> at_crash;
+    {
+      test::ActorFixture before(LocalExecutorOptions{"local", 0}, store);
+      auto dir = before.own(spawn_directory(before.sys, store, before.wiring));
+      REQUIRE(before.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
+                                      std::string("{}"), std::string()));
+      auto wf = before.ask<workflow_actor>(dir, lookup_atom::value, std::string("wf"));
+      REQUIRE(wf);
+      auto paused = before.ask<std::string>(*wf, pause_atom::value);
+      REQUIRE(paused);
+      before.run();
+      REQUIRE(replay(*store, "wf")->workflow.state == WorkflowState::PAUSED);
+      at_crash = store->snapshot();
+    }
+    store = at_crash;
+    test::ActorFixture after(LocalExecutorOptions{}, store);
+    auto dir = after.own(spawn_directory(after.sys, store, after.wiring));
+    auto wf = after.ask<workflow_actor>(dir, lookup_atom::value, std::string("wf"));
+    REQUIRE(wf);
+    CHECK(replay(*store, "wf")->workflow.state == WorkflowState::PAUSED);
+    after.self->send(dir, result_atom::value, std::string("wf"));
+    REQUIRE(after.ask<std::string>(*wf, resume_atom::value));
+    after.advance(10s);
+    std::optional<WorkflowOutcome> outcome;
+    after.self->receive([&](std::string&) {}, caf::after(0s) >> [] {});
+    after.self->receive([&](WorkflowOutcome& o) { outcome = o; }, caf::after(0s) >> [] {});
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+  }
+}
