@@ -8,6 +8,7 @@
 #include <string>
 
 #include "actors/ports.hpp"
+#include "schema/definition_cache.hpp"
 #include "schema/duration.hpp"
 
 namespace troupe::actors {
@@ -18,6 +19,8 @@ struct Wiring {
   /// Wall-clock time for event timestamps, microseconds since the Unix epoch. Tests derive it
   /// from the deterministic actor clock.
   std::function<int64_t()> now_us;
+  /// Parsed definitions shared by workflows of the same definition (nullptr: parse each).
+  std::shared_ptr<DefinitionCache> definitions;
   /// How long a killed invocation may take to confirm before KILLED is assumed.
   Duration kill_grace = std::chrono::seconds(10);
   /// Called with a task's canonical state when its actor ends (tests compare it with replay).

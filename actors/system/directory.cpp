@@ -41,7 +41,7 @@ Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
   if ((*record)->status == storage::WorkflowStatus::CLOSED) {
     return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' has finished");
   }
-  auto replayed = replay(*st.store, id);
+  auto replayed = replay(*st.store, id, st.wiring.definitions.get());
   if (!replayed) return replayed.error();
   WorkflowSetup setup;
   setup.id = id;
@@ -69,8 +69,16 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
           const std::string& run_from) -> caf::result<std::string> {
         auto& st = self->state;
         if (auto checked = storage::check_id(id, "workflow id"); !checked) return to_caf(checked.error());
-        auto spec = parse_definition(json);
-        if (!spec) return to_caf(spec.error());
+        std::shared_ptr<const WorkflowSpec> spec;
+        if (st.wiring.definitions) {
+          auto shared = st.wiring.definitions->get(json);
+          if (!shared) return to_caf(shared.error());
+          spec = std::move(shared->spec);
+        } else {
+          auto parsed = parse_definition(json);
+          if (!parsed) return to_caf(parsed.error());
+          spec = std::make_shared<const WorkflowSpec>(std::move(*parsed));
+        }
         if (!run_from.empty() && !spec->find_task(run_from)) {
           return to_caf(fail(Errc::INVALID_ARGUMENT, "run-from names task '" + run_from +
                                                          "', which the definition does not have"));

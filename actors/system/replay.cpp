@@ -6,9 +6,11 @@
 namespace troupe::actors {
 
 Result<ReplayedWorkflow> replay(const std::string& workflow_id,
-                                const std::vector<storage::StoredEvent>& history) {
+                                const std::vector<storage::StoredEvent>& history,
+                                DefinitionCache* definitions) {
   ReplayedWorkflow out;
   out.workflow.id = workflow_id;
+  out.workflow.definitions = definitions;
   for (const auto& stored : history) {
     const std::string where =
         "workflow '" + workflow_id + "' event " + std::to_string(stored.sequence) + ": ";
@@ -31,7 +33,8 @@ Result<ReplayedWorkflow> replay(const std::string& workflow_id,
   return out;
 }
 
-Result<ReplayedWorkflow> replay(storage::HistoryStore& store, const std::string& workflow_id) {
+Result<ReplayedWorkflow> replay(storage::HistoryStore& store, const std::string& workflow_id,
+                                DefinitionCache* definitions) {
   std::vector<storage::StoredEvent> history;
   for (uint64_t from = 1;;) {
     auto page = store.read(workflow_id, from, 4096);
@@ -40,7 +43,7 @@ Result<ReplayedWorkflow> replay(storage::HistoryStore& store, const std::string&
     from = page->back().sequence + 1;
     for (auto& e : *page) history.push_back(std::move(e));
   }
-  return replay(workflow_id, history);
+  return replay(workflow_id, history, definitions);
 }
 
 }  // namespace troupe::actors

@@ -19,10 +19,13 @@ struct ReplayedWorkflow {
 
 /// Applies `history` (in sequence order) to fresh models. CORRUPTION naming the sequence if an
 /// event does not decode or does not apply: a history troupe could not have written.
+/// `definitions`, if given, supplies (and shares) the parsed definition.
 Result<ReplayedWorkflow> replay(const std::string& workflow_id,
-                                const std::vector<storage::StoredEvent>& history);
+                                const std::vector<storage::StoredEvent>& history,
+                                DefinitionCache* definitions = nullptr);
 
 /// Reads the whole history of `workflow_id` from `store` and replays it.
-Result<ReplayedWorkflow> replay(storage::HistoryStore& store, const std::string& workflow_id);
+Result<ReplayedWorkflow> replay(storage::HistoryStore& store, const std::string& workflow_id,
+                                DefinitionCache* definitions = nullptr);
 
 }  // namespace troupe::actors

@@ -239,6 +239,7 @@ schema::TaskOutcome wire_outcome(TaskState state) {
 void revive(Self self, const ReplayedWorkflow& replayed) {
   auto& st = self->state;
   st.model = replayed.workflow;
+  st.model.definitions = st.setup.wiring.definitions.get();
   const WorkflowState prior = st.model.state;
   Batch batch;
   if (!decide(self, batch, WorkflowEvent::FAILOVER, [](Body b) {
@@ -308,6 +309,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
                                                 WorkflowSetup setup) {
   self->state.model.id = setup.id;
   self->state.setup = std::move(setup);
+  self->state.model.definitions = self->state.setup.wiring.definitions.get();
   if (self->state.setup.replayed) {
     auto replayed = std::move(self->state.setup.replayed);
     self->state.created_us = self->state.setup.wiring.now_us();

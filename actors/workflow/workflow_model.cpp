@@ -52,12 +52,20 @@ Result<void> WorkflowModel::apply(const EventView& event) {
   if (body.isWorkflowSubmitted()) {
     if (applied != 0) return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' was submitted twice");
     auto submitted = body.getWorkflowSubmitted();
-    definition_json = to_string(submitted.getDefinitionJson());
+    auto text = submitted.getDefinitionJson();
     input = to_string(submitted.getInput());
     run_from = to_string(submitted.getRunFrom());
-    auto parsed = parse_definition(definition_json);
-    if (!parsed) return parsed.error();
-    spec = std::make_shared<const WorkflowSpec>(std::move(*parsed));
+    if (definitions != nullptr) {
+      auto shared = definitions->get(std::string_view(text.cStr(), text.size()));
+      if (!shared) return shared.error();
+      definition_json = std::move(shared->json);
+      spec = std::move(shared->spec);
+    } else {
+      auto parsed = parse_definition(std::string_view(text.cStr(), text.size()));
+      if (!parsed) return parsed.error();
+      definition_json = std::make_shared<const std::string>(text.cStr(), text.size());
+      spec = std::make_shared<const WorkflowSpec>(std::move(*parsed));
+    }
     std::optional<uint32_t> from;
     if (!run_from.empty()) {
       from = spec->find_task(run_from);
@@ -115,7 +123,7 @@ Result<void> WorkflowModel::apply(const EventView& event) {
 
 std::string WorkflowModel::canonical() const {
   std::string out = "id=" + id + ";state=" + std::string(WorkflowMachineTraits::name(state)) +
-                    ";definition=" + std::to_string(definition_json.size()) + ":" + definition_json +
+                    ";definition=" + (definition_json ? *definition_json : std::string()) +
                     ";input=" + std::to_string(input.size()) + ":" + input + ";run_from=" + run_from +
                     ";failure=" + failure_reason + ";finalized=" + (finalized ? "1" : "0") +
                     ";applied=" + std::to_string(applied) + ";graph=";

@@ -12,6 +12,7 @@
 #include "actors/workflow/execution_graph.hpp"
 #include "actors/workflow/workflow_machine.hpp"
 #include "schema/definition.hpp"
+#include "schema/definition_cache.hpp"
 
 namespace troupe::actors {
 
@@ -19,13 +20,16 @@ struct WorkflowModel {
   std::string id;
   WorkflowState state = WorkflowState::SUBMITTED;
   std::shared_ptr<const WorkflowSpec> spec;  ///< immutable once submitted; shared with tasks
-  std::string definition_json;
+  std::shared_ptr<const std::string> definition_json;  ///< shared by instances of one definition
   std::string input;
   std::string run_from;
   std::optional<ExecutionGraph> graph;
   std::string failure_reason;
   bool finalized = false;
   uint64_t applied = 0;
+  /// Where submitted definitions are parsed (shared across workflows); nullptr parses each.
+  /// Not part of the state.
+  DefinitionCache* definitions = nullptr;
 
   /// Applies one event. Errors as TaskModel::apply; INVALID_ARGUMENT also for a submitted
   /// definition that does not parse or names an unknown run-from task.

@@ -65,6 +65,7 @@ struct ActorFixture {
       return epoch_us +
              std::chrono::duration_cast<std::chrono::microseconds>(clock->now() - start).count();
     };
+    wiring.definitions = std::make_shared<DefinitionCache>();
     wiring.writer = actors::spawn_history_writer(sys, store);
     wiring.executor = actors::spawn_local_executor(sys, handlers, std::move(executor));
     wiring.on_task_end = [ends = ends](const std::string&, const std::string& canonical) {

@@ -11,6 +11,7 @@
 #include "actors/task/task_machine.hpp"
 #include "actors/workflow/workflow_machine.hpp"
 #include "tools/troupe/args.hpp"
+#include "tools/troupe/bench_inprocess.hpp"
 #include "tools/troupe/bench_store.hpp"
 #include "tools/troupe/version.hpp"
 
@@ -28,6 +29,12 @@ commands:
                   --sync BOOL        sync every commit (default true)
                   --event-bytes N    stored size of each event (default 200)
                 prints one JSON object on stdout and a table on stderr
+  bench chain   the CHAIN workload on the in-process actor core (local executor, durable
+                RocksDB history, no RPC): W workflows of K chained noop tasks, C in flight
+                  --workflows W (5000)  --tasks K (10)  --in-flight C (64)  --dir DIR  --sync BOOL
+  bench idle    the IDLE workload in-process: A workflows whose task sleeps 10 minutes;
+                RSS per running workflow and start rate
+                  --workflows A (100000)  --dir DIR  --sync BOOL
   describe states [--format markdown|dot]
                 the workflow and task state machines: every transition with its actions
                 (Markdown, the default) or as Graphviz graphs (dot)
@@ -102,6 +109,66 @@ int describe_states(const Args& args) {
   return 0;
 }
 
+/// The scratch directory of a benchmark: --dir, or one of ours removed afterwards.
+struct BenchDirectory {
+  std::string path;
+  bool owned;
+  explicit BenchDirectory(const Args& args)
+      : path(args.get("dir").value_or(".troupe/bench-" + std::to_string(getpid()))), owned(!args.has("dir")) {}
+  ~BenchDirectory() {
+    std::error_code ec;
+    if (owned) std::filesystem::remove_all(path, ec);
+  }
+};
+
+/// Prints a benchmark's report or its error.
+int report_or_fail(Result<Json> report, bool sync) {
+  if (!report) return failed(report.error());
+  add_build_facts(*report, sync);
+  std::cout << report->dump() << std::endl;
+  return 0;
+}
+
+int bench_chain(const Args& args) {
+  if (auto known = args.only({"workflows", "tasks", "in-flight", "dir", "sync"}); !known) {
+    return usage_error(known.error().message);
+  }
+  ChainBenchOptions options;
+  auto workflows = args.number("workflows", options.workflows);
+  auto tasks = args.number("tasks", options.tasks);
+  auto in_flight = args.number("in-flight", options.in_flight);
+  auto sync = args.boolean("sync", options.sync);
+  for (const Error* error : {workflows ? nullptr : &workflows.error(), tasks ? nullptr : &tasks.error(),
+                             in_flight ? nullptr : &in_flight.error(), sync ? nullptr : &sync.error()}) {
+    if (error) return usage_error(error->message);
+  }
+  options.workflows = static_cast<int>(*workflows);
+  options.tasks = static_cast<int>(*tasks);
+  options.in_flight = static_cast<int>(*in_flight);
+  options.sync = *sync;
+  if (options.workflows < 1 || options.tasks < 1 || options.in_flight < 1) {
+    return usage_error("--workflows, --tasks and --in-flight must be at least 1");
+  }
+  BenchDirectory dir(args);
+  options.directory = dir.path;
+  return report_or_fail(run_chain_bench(options, std::cerr), options.sync);
+}
+
+int bench_idle(const Args& args) {
+  if (auto known = args.only({"workflows", "dir", "sync"}); !known) return usage_error(known.error().message);
+  IdleBenchOptions options;
+  auto workflows = args.number("workflows", options.workflows);
+  auto sync = args.boolean("sync", options.sync);
+  if (!workflows) return usage_error(workflows.error().message);
+  if (!sync) return usage_error(sync.error().message);
+  options.workflows = static_cast<int>(*workflows);
+  options.sync = *sync;
+  if (options.workflows < 1) return usage_error("--workflows must be at least 1");
+  BenchDirectory dir(args);
+  options.directory = dir.path;
+  return report_or_fail(run_idle_bench(options, std::cerr), options.sync);
+}
+
 int run(const std::vector<std::string>& words) {
   if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
     std::cout << usage;
@@ -122,6 +189,8 @@ int run(const std::vector<std::string>& words) {
   if (command == "bench") {
     const auto& rest = args->positionals();
     if (rest.size() == 1 && rest[0] == "store") return bench_store(*args);
+    if (rest.size() == 1 && rest[0] == "chain") return bench_chain(*args);
+    if (rest.size() == 1 && rest[0] == "idle") return bench_idle(*args);
     return usage_error(rest.empty() ? "bench needs a workload" : "unknown workload '" + rest[0] + "'");
   }
   return usage_error("unknown command '" + command + "'");

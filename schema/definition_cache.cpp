@@ -1,0 +1,34 @@
+// The definition cache.
+#include "schema/definition_cache.hpp"
+
+namespace troupe {
+
+Result<SharedDefinition> DefinitionCache::get(std::string_view json) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = index_.find(json); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return *it->second;
+    }
+  }
+  auto parsed = parse_definition(json);  // outside the lock: parsing is the expensive part
+  if (!parsed) return parsed.error();
+  SharedDefinition entry{std::make_shared<const std::string>(json),
+                         std::make_shared<const WorkflowSpec>(std::move(*parsed))};
+  std::lock_guard lock(mutex_);
+  if (auto it = index_.find(json); it != index_.end()) return *it->second;  // parsed meanwhile
+  lru_.push_front(entry);
+  index_.emplace(std::string_view(*lru_.front().json), lru_.begin());
+  while (lru_.size() > capacity_) {
+    index_.erase(std::string_view(*lru_.back().json));
+    lru_.pop_back();
+  }
+  return entry;
+}
+
+size_t DefinitionCache::size() const {
+  std::lock_guard lock(mutex_);
+  return lru_.size();
+}
+
+}  // namespace troupe

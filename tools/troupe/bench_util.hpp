@@ -1,0 +1,18 @@
+// Small helpers shared by the benchmarks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe::cli {
+
+/// The p-quantile (0..1) of `values`, which must be sorted; 0 when empty.
+double quantile(const std::vector<double>& sorted, double p);
+
+/// This process's peak resident set size (VmHWM), in bytes; 0 if unknown.
+uint64_t peak_rss_bytes();
+/// This process's current resident set size (VmRSS), in bytes; 0 if unknown.
+uint64_t rss_bytes();
+
+}  // namespace troupe::cli
