@@ -3,7 +3,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <vector>
 #include <functional>
 #include <string>
 
@@ -31,6 +31,9 @@ struct Wiring {
 
 /// Persist, then act: effects of an event wait until its batch is durable, and run in the
 /// order the events were made even if confirmations arrive out of order.
+///
+/// A vector rather than a deque: an idle actor's empty pipeline then costs no allocation, and
+/// an actor rarely has more than a few batches in flight.
 class EffectPipeline {
  public:
   /// Registers effects that wait for batch `ticket` (see open()).
@@ -43,11 +46,13 @@ class EffectPipeline {
     for (auto& entry : queue_) {
       if (entry.ticket == ticket) entry.durable = true;
     }
+    // Effects may open new entries; take each ready one out before running it.
     while (!queue_.empty() && queue_.front().durable) {
       auto effects = std::move(queue_.front().effects);
-      queue_.pop_front();
+      queue_.erase(queue_.begin());
       if (effects) effects();
     }
+    if (queue_.empty()) queue_.shrink_to_fit();
   }
   /// Effects not yet run.
   size_t waiting() const { return queue_.size(); }
@@ -58,7 +63,7 @@ class EffectPipeline {
     std::function<void()> effects;
     bool durable;
   };
-  std::deque<Entry> queue_;
+  std::vector<Entry> queue_;
   uint64_t next_ticket_ = 0;
 };
 

@@ -426,6 +426,8 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
 
   auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   const auto cf_options = column_family_options(options, cache);
+  auto index_options = cf_options;
+  index_options.write_buffer_size = options.index_write_buffer_bytes;
 
   // Open every column family that exists, so a store written by a newer build with more of
   // them still opens far enough to read its format version and refuse it clearly.
@@ -440,7 +442,9 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
     }
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  for (const auto& name : names) descriptors.emplace_back(name, cf_options);
+  for (const auto& name : names) {
+    descriptors.emplace_back(name, name == cf_events ? cf_options : index_options);
+  }
 
   rocksdb::DB* raw_db = nullptr;
   auto status = rocksdb::DB::Open(db_options, directory, descriptors, &impl->handles, &raw_db);

@@ -25,9 +25,13 @@ struct StoreOptions {
   /// that are not in memtables are served from here. Default: 32 MiB.
   size_t block_cache_bytes = size_t{32} << 20;
 
-  /// Size of each memtable, in bytes. Larger memtables flush less often and cost that much
-  /// memory per column family. Default: 32 MiB.
-  size_t write_buffer_bytes = size_t{32} << 20;
+  /// Size of each memtable of the events column family, in bytes. Larger memtables flush less
+  /// often and cost that much memory (twice, while one flushes). Default: 16 MiB.
+  size_t write_buffer_bytes = size_t{16} << 20;
+
+  /// Size of each memtable of the small index column families (workflows, open, workers,
+  /// meta), in bytes. Default: 4 MiB.
+  size_t index_write_buffer_bytes = size_t{4} << 20;
 };
 
 }  // namespace troupe::storage

@@ -179,6 +179,13 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
       [=](run_atom, Invocation invocation, task_port task) {
         const std::string id = invocation.invocation_id;
         const std::string handler_name = invocation.handler;
+        // A running invocation may wait for a long time: keep only what its handler reads.
+        invocation.workflow_id.clear();
+        invocation.workflow_id.shrink_to_fit();
+        invocation.task_name.clear();
+        invocation.task_name.shrink_to_fit();
+        invocation.handler.clear();
+        invocation.handler.shrink_to_fit();
         auto context = std::make_shared<LocalContext>(
             std::move(invocation), caf::actor_cast<executor_actor>(self), self->state.timers);
         self->state.running[id] = Running{context, task};

@@ -18,7 +18,7 @@ constexpr size_t revive_page = 256;
 struct DirectoryState {
   static inline const char* name = "directory";
   std::shared_ptr<storage::HistoryStore> store;
-  Wiring wiring;
+  std::shared_ptr<const Wiring> wiring;
   std::map<std::string, workflow_actor> live;
   std::map<caf::actor_addr, std::string> ids;
 };
@@ -41,7 +41,7 @@ Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
   if ((*record)->status == storage::WorkflowStatus::CLOSED) {
     return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' has finished");
   }
-  auto replayed = replay(*st.store, id, st.wiring.definitions.get());
+  auto replayed = replay(*st.store, id, st.wiring->definitions.get());
   if (!replayed) return replayed.error();
   WorkflowSetup setup;
   setup.id = id;
@@ -57,7 +57,7 @@ Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
 directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::HistoryStore> store,
                                          Wiring wiring) {
   self->state.store = std::move(store);
-  self->state.wiring = std::move(wiring);
+  self->state.wiring = std::make_shared<const Wiring>(std::move(wiring));
   self->set_down_handler([=](const caf::down_msg& down) {
     auto it = self->state.ids.find(down.source);
     if (it == self->state.ids.end()) return;
@@ -70,8 +70,8 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
         auto& st = self->state;
         if (auto checked = storage::check_id(id, "workflow id"); !checked) return to_caf(checked.error());
         std::shared_ptr<const WorkflowSpec> spec;
-        if (st.wiring.definitions) {
-          auto shared = st.wiring.definitions->get(json);
+        if (st.wiring->definitions) {
+          auto shared = st.wiring->definitions->get(json);
           if (!shared) return to_caf(shared.error());
           spec = std::move(shared->spec);
         } else {

@@ -30,7 +30,7 @@ struct TaskActorState {
   uint32_t index = 0;
   TaskModel model;
   task_owner_port owner;
-  Wiring wiring;
+  std::shared_ptr<const Wiring> wiring;
   EffectPipeline pipeline;
   std::array<uint64_t, timer_kinds> generation{};
   bool ended = false;
@@ -98,7 +98,7 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
   return [self, actions = t.actions, invocation = std::move(invocation), to = t.to] {
     auto& st = self->state;
     const auto& timeouts = st.task().timeouts;
-    const int64_t now = st.wiring.now_us();
+    const int64_t now = st.wiring->now_us();
     for (TaskAction action : actions) {
       switch (action) {
         case TaskAction::PERSIST:
@@ -110,15 +110,15 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
           }
           break;
         case TaskAction::ENQUEUE:
-          self->send(st.wiring.executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
+          self->send(st.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
                      st.task().priority);
           if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
           break;
         case TaskAction::WITHDRAW:
-          self->send(st.wiring.executor, withdraw_atom::value, caf::actor_cast<task_port>(self));
+          self->send(st.wiring->executor, withdraw_atom::value, caf::actor_cast<task_port>(self));
           break;
         case TaskAction::SEND:
-          self->send(st.wiring.executor, run_atom::value, make_invocation(self),
+          self->send(st.wiring->executor, run_atom::value, make_invocation(self),
                      caf::actor_cast<task_port>(self));
           if (timeouts.start_to_close) arm(self, TimerKind::START_TO_CLOSE, *timeouts.start_to_close);
           break;
@@ -126,10 +126,10 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
           if (timeouts.heartbeat) arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
           break;
         case TaskAction::CANCEL_INVOCATION:
-          if (!invocation.empty()) self->send(st.wiring.executor, cancel_atom::value, invocation);
+          if (!invocation.empty()) self->send(st.wiring->executor, cancel_atom::value, invocation);
           break;
         case TaskAction::START_KILL_TIMER:
-          arm(self, TimerKind::KILL_GRACE, st.wiring.kill_grace);
+          arm(self, TimerKind::KILL_GRACE, st.wiring->kill_grace);
           break;
         case TaskAction::START_BACKOFF_TIMER:
           arm(self, TimerKind::BACKOFF, Duration(st.model.delay_until_us - now));
@@ -149,7 +149,7 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
     }
     if (TaskMachine::is_terminal(to) && !st.ended) {
       st.ended = true;
-      if (st.wiring.on_task_end) st.wiring.on_task_end(st.workflow_id, st.model.canonical());
+      if (st.wiring->on_task_end) st.wiring->on_task_end(st.workflow_id, st.model.canonical());
       self->quit();
     }
   };
@@ -165,7 +165,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   if (t->ignored) return true;
   const std::string held_invocation = st.model.invocation_id;
   auto new_event = make_event(storage::ActorKind::TASK, st.model.name, st.model.attempt,
-                              st.wiring.now_us(), std::forward<Fill>(fill));
+                              st.wiring->now_us(), std::forward<Fill>(fill));
   NewEventReader reader(new_event);
   if (auto applied = st.model.apply(reader.view()); !applied) {
     // The table allowed it, so the model must accept it: anything else is a bug.
@@ -176,7 +176,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation));
   EventBatch batch;
   batch.events.push_back(std::move(new_event));
-  self->request(st.wiring.writer, caf::infinite, append_atom::value, st.workflow_id, std::move(batch))
+  self->request(st.wiring->writer, caf::infinite, append_atom::value, st.workflow_id, std::move(batch))
       .then([self, ticket](const storage::AppendReceipt&) { self->state.pipeline.done(ticket); },
             [self](const caf::error& error) { self->quit(error); });
   return true;
@@ -186,7 +186,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
 void attempt_failed(Self self, const AttemptFailure& failure, std::optional<TimerKind> timeout) {
   auto& st = self->state;
   const auto decision = decide_retry(st.task().retry, st.task().timeouts, st.model.attempt,
-                                     st.model.elapsed(st.wiring.now_us()), failure);
+                                     st.model.elapsed(st.wiring->now_us()), failure);
   const std::string invocation = st.model.invocation_id;
   if (decision.retry) {
     decide(self, TaskEvent::RETRY, [&](Body b) {
@@ -245,7 +245,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
       [=](grant_atom, const std::string& executor_name) {
         auto& s = self->state;
         if (s.model.state != TaskState::DISPATCHING) {
-          self->send(s.wiring.executor, release_atom::value);  // withdrew meanwhile
+          self->send(s.wiring->executor, release_atom::value);  // withdrew meanwhile
           return;
         }
         const std::string id = s.workflow_id + "/" + s.model.name + "/" + std::to_string(s.model.attempt) +
@@ -325,7 +325,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
       [=](recover_atom) {
         auto& s = self->state;
         const auto& timeouts = s.task().timeouts;
-        const int64_t now = s.wiring.now_us();
+        const int64_t now = s.wiring->now_us();
         auto rearm_task_timer = [&] {
           if (timeouts.schedule_to_close) {
             arm(self, TimerKind::SCHEDULE_TO_CLOSE, *timeouts.schedule_to_close - s.model.elapsed(now));
@@ -337,7 +337,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
             break;
           case TaskState::DISPATCHING:
             rearm_task_timer();
-            self->send(s.wiring.executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
+            self->send(s.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
                        s.task().priority);
             if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
             break;

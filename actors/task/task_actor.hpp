@@ -32,7 +32,7 @@ struct TaskSetup {
   uint32_t index = 0;
   TaskModel model;  ///< with taskScheduled applied (or a replayed history)
   task_owner_port owner;
-  Wiring wiring;
+  std::shared_ptr<const Wiring> wiring;  ///< shared by every actor of the system
 };
 
 /// Spawns a task actor from another actor (its workflow) or from the system (tests, replay).

@@ -58,14 +58,14 @@ bool add_event(Self self, Batch& batch, storage::NewEvent event) {
 template <class Fill>
 storage::NewEvent workflow_event(Self self, Fill&& fill) {
   return make_event(storage::ActorKind::WORKFLOW, self->state.model.id, 0,
-                    self->state.setup.wiring.now_us(), std::forward<Fill>(fill));
+                    self->state.setup.wiring->now_us(), std::forward<Fill>(fill));
 }
 
 void schedule_ready_tasks(Self self, Batch& batch) {
   auto& st = self->state;
   for (uint32_t index : st.model.graph->ready()) {
     const TaskSpec& task = st.model.spec->tasks[index];
-    auto event = make_event(storage::ActorKind::TASK, task.name, 0, st.setup.wiring.now_us(),
+    auto event = make_event(storage::ActorKind::TASK, task.name, 0, st.setup.wiring->now_us(),
                             [&](Body b) { b.initTaskScheduled().setInput(as_bytes(task.input_json)); });
     TaskModel initial;
     initial.name = task.name;
@@ -178,7 +178,7 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
       case WorkflowAction::CLOSE: {
         batch.events.has_record = true;
         batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::CLOSED, st.model.spec->name,
-                                                      "", st.created_us, st.setup.wiring.now_us()};
+                                                      "", st.created_us, st.setup.wiring->now_us()};
         batch.effects.push_back([self] {
           auto& s = self->state;
           for (auto& waiter : s.waiters) waiter.deliver(outcome_of(s.model));
@@ -186,7 +186,7 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
           // Paused task instances stay paused in the history; their actors are not needed.
           for (auto& [index, task] : s.tasks) self->send_exit(task, caf::exit_reason::user_shutdown);
           s.tasks.clear();
-          if (s.setup.wiring.on_workflow_end) s.setup.wiring.on_workflow_end(s.model.id, s.model.canonical());
+          if (s.setup.wiring->on_workflow_end) s.setup.wiring->on_workflow_end(s.model.id, s.model.canonical());
           self->quit();
         });
         break;
@@ -210,7 +210,7 @@ void commit(Self self, Batch batch) {
     st.pipeline.done(ticket);
     return;
   }
-  self->request(st.setup.wiring.writer, caf::infinite, append_atom::value, st.model.id,
+  self->request(st.setup.wiring->writer, caf::infinite, append_atom::value, st.model.id,
                 std::move(batch.events))
       .then([self, ticket](const storage::AppendReceipt&) { self->state.pipeline.done(ticket); },
             [self](const caf::error& error) { self->quit(error); });
@@ -239,7 +239,7 @@ schema::TaskOutcome wire_outcome(TaskState state) {
 void revive(Self self, const ReplayedWorkflow& replayed) {
   auto& st = self->state;
   st.model = replayed.workflow;
-  st.model.definitions = st.setup.wiring.definitions.get();
+  st.model.definitions = st.setup.wiring->definitions.get();
   const WorkflowState prior = st.model.state;
   Batch batch;
   if (!decide(self, batch, WorkflowEvent::FAILOVER, [](Body b) {
@@ -309,10 +309,10 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
                                                 WorkflowSetup setup) {
   self->state.model.id = setup.id;
   self->state.setup = std::move(setup);
-  self->state.model.definitions = self->state.setup.wiring.definitions.get();
+  self->state.model.definitions = self->state.setup.wiring->definitions.get();
   if (self->state.setup.replayed) {
     auto replayed = std::move(self->state.setup.replayed);
-    self->state.created_us = self->state.setup.wiring.now_us();
+    self->state.created_us = self->state.setup.wiring->now_us();
     revive(self, *replayed);
   }
   return {
@@ -324,7 +324,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
           return promise;
         }
         Batch batch;
-        st.created_us = st.setup.wiring.now_us();
+        st.created_us = st.setup.wiring->now_us();
         auto submitted = workflow_event(self, [&](Body b) {
           auto s = b.initWorkflowSubmitted();
           s.setDefinitionJson(st.setup.definition_json);
@@ -338,6 +338,9 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
           return promise;
         }
         batch.events.events.push_back(std::move(submitted));
+        // The submission lives on in the history and the shared definition; drop the copies.
+        std::string().swap(st.setup.definition_json);
+        std::string().swap(st.setup.input);
         batch.events.has_record = true;
         batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::OPEN, st.model.spec->name, "",
                                                       st.created_us, 0};

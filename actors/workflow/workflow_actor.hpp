@@ -43,7 +43,7 @@ struct WorkflowSetup {
   std::string definition_json;  ///< checked by the caller with parse_definition
   std::string input;
   std::string run_from;         ///< empty: the whole DAG
-  Wiring wiring;
+  std::shared_ptr<const Wiring> wiring;  ///< shared by every actor of the system
   /// Set when reviving an open workflow from its history (then the fields above are unused):
   /// the actor records FAILOVER, reconciles tasks that finished unnoticed, recovers its live
   /// tasks, and returns to the state the history shows (running, pausing or stopping).

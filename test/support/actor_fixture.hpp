@@ -85,6 +85,11 @@ struct ActorFixture {
     sched.run();
   }
 
+  /// The wiring as actors take it: shared, fixed at the time of the call.
+  std::shared_ptr<const actors::Wiring> shared_wiring() const {
+    return std::make_shared<const actors::Wiring>(wiring);
+  }
+
   /// Makes the fixture end `actor` when the test is over; returns it.
   template <class Handle>
   Handle own(Handle actor) {
