@@ -37,18 +37,18 @@ class LocalContext final : public TaskContext {
 
   bool heartbeat(std::string progress) override {
     if (!finished_) {
-      send(report_atom::value, TaskReport{invocation_.invocation_id, TaskReport::HEARTBEAT, std::move(progress)});
+      send(report_atom::value, TaskReport{invocation_.invocation_id, TaskReport::HEARTBEAT, std::move(progress), {}, {}, false});
     }
     return cancel_requested();
   }
   void succeed(std::string result) override {
-    end(TaskReport{invocation_.invocation_id, TaskReport::SUCCEEDED, std::move(result)});
+    end(TaskReport{invocation_.invocation_id, TaskReport::SUCCEEDED, std::move(result), {}, {}, false});
   }
   void fail(std::string reason, std::string details, bool non_retryable) override {
     end(TaskReport{invocation_.invocation_id, TaskReport::FAILED, {}, std::move(reason),
                    std::move(details), non_retryable});
   }
-  void cancelled() override { end(TaskReport{invocation_.invocation_id, TaskReport::CANCELLED}); }
+  void cancelled() override { end(TaskReport{invocation_.invocation_id, TaskReport::CANCELLED, {}, {}, {}, false}); }
   bool cancel_requested() const override { return cancel_requested_.load(); }
 
   void after(Duration delay, std::function<void()> then) override {
@@ -189,7 +189,7 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         auto context = std::make_shared<LocalContext>(
             std::move(invocation), caf::actor_cast<executor_actor>(self), self->state.timers);
         self->state.running[id] = Running{context, task};
-        self->send(task, report_atom::value, TaskReport{id, TaskReport::STARTED});
+        self->send(task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
         if (handler_name.empty()) {
           context->fail("Unsupported",
                         "shell tasks run on worker nodes; the in-process executor runs handlers only",

@@ -290,7 +290,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
               decide(self, TaskEvent::KILLED,
                      [&](Body b) { b.initTaskKilled().setInvocationId(report.invocation_id); });
             } else {
-              attempt_failed(self, AttemptFailure{"Cancelled", false, false}, std::nullopt);
+              attempt_failed(self, AttemptFailure{"Cancelled", false, false, {}}, std::nullopt);
             }
             break;
         }
@@ -301,12 +301,12 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
         if (raw_kind >= timer_kinds || s.generation[raw_kind] != generation) return;  // disarmed
         switch (kind) {
           case TimerKind::SCHEDULE_TO_CLOSE:
-            attempt_failed(self, AttemptFailure{timeout_reason(kind), false, true}, kind);
+            attempt_failed(self, AttemptFailure{timeout_reason(kind), false, true, {}}, kind);
             break;
           case TimerKind::SCHEDULE_TO_START:
           case TimerKind::START_TO_CLOSE:
           case TimerKind::HEARTBEAT:
-            attempt_failed(self, AttemptFailure{timeout_reason(kind), false, false}, kind);
+            attempt_failed(self, AttemptFailure{timeout_reason(kind), false, false, {}}, kind);
             break;
           case TimerKind::BACKOFF:
             decide(self, TaskEvent::DISPATCH, [&](Body b) {

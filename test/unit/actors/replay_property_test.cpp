@@ -79,7 +79,7 @@ TEST_SUITE("actors.replay_property") {
       const std::string json = random_definition(rng);
       CAPTURE(json);
       const std::string id = "wf-" + std::to_string(round);
-      auto wf = fx.own(spawn_workflow(fx.sys, WorkflowSetup{id, json, "{}", "", fx.shared_wiring()}));
+      auto wf = fx.own(spawn_workflow(fx.sys, WorkflowSetup{id, json, "{}", "", fx.shared_wiring(), nullptr}));
       REQUIRE(fx.ask<std::string>(wf, start_atom::value));
 
       bool stopped = false;

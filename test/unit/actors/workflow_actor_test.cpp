@@ -25,7 +25,7 @@ struct Run {
       std::string run_from = {})
       : fx(fixture), id(std::move(workflow_id)) {
     REQUIRE_MESSAGE(parse_definition(json), "the test's definition must be valid");
-    wf = fx.own(spawn_workflow(fx.sys, WorkflowSetup{id, json, "{}", std::move(run_from), fx.shared_wiring()}));
+    wf = fx.own(spawn_workflow(fx.sys, WorkflowSetup{id, json, "{}", std::move(run_from), fx.shared_wiring(), nullptr}));
   }
 
   Result<std::string> start() { return fx.ask<std::string>(wf, start_atom::value); }
