@@ -203,13 +203,18 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         }
         // Each invocation starts in its own short-lived actor, so handlers run in parallel on
         // CAF's scheduler threads while this actor keeps serving slots and reports.
-        self->spawn([handler, registry = self->state.handlers, context] {
-          try {
-            (*handler)(context);
-          } catch (const std::exception& e) {
-            context->fail("HandlerException", e.what(), false);
-          }
-        });
+        // (Arguments, not captures: CAF 0.17 spawns an argument-less function through a null
+        // tuple, which UBSan rightly reports.)
+        self->spawn(
+            [](std::shared_ptr<LocalContext> ctx, const Handler* run,
+               std::shared_ptr<const HandlerRegistry>) {
+              try {
+                (*run)(ctx);
+              } catch (const std::exception& e) {
+                ctx->fail("HandlerException", e.what(), false);
+              }
+            },
+            context, handler, self->state.handlers);
       },
       [=](cancel_atom, const std::string& id) {
         auto it = self->state.running.find(id);
