@@ -23,6 +23,8 @@ struct WorkflowActorState {
   int64_t created_us = 0;
   std::map<uint32_t, task_actor> tasks;  // live task actors by task index
   std::vector<caf::typed_response_promise<WorkflowOutcome>> waiters;
+  /// Client requests not answered yet (answered by effects once durable, or by fail_stop).
+  std::vector<caf::typed_response_promise<std::string>> replies;
   EffectPipeline pipeline;
   std::string failure;  // the first task failure, for the workflow's failure reason
 };
@@ -199,6 +201,19 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
   return true;
 }
 
+/// The history could not be written: nothing more may take effect. Every request still
+/// waiting is answered with the error (CAF 0.17 would leave them waiting), then the actor ends.
+void fail_stop(Self self, const caf::error& error) {
+  auto& st = self->state;
+  for (auto& reply : st.replies) {
+    if (reply.pending()) reply.deliver(error);
+  }
+  st.replies.clear();
+  for (auto& waiter : st.waiters) waiter.deliver(error);
+  st.waiters.clear();
+  self->quit(error);
+}
+
 /// Persists the batch, then runs its effects in order.
 void commit(Self self, Batch batch) {
   auto& st = self->state;
@@ -212,14 +227,20 @@ void commit(Self self, Batch batch) {
   }
   self->request(st.setup.wiring->writer, caf::infinite, append_atom::value, st.model.id,
                 std::move(batch.events))
-      .then([self, ticket](const storage::AppendReceipt&) { self->state.pipeline.done(ticket); },
-            [self](const caf::error& error) { self->quit(error); });
+      .then(
+          [self, ticket](const storage::AppendReceipt&) {
+            auto& s = self->state;
+            s.pipeline.done(ticket);
+            std::erase_if(s.replies, [](auto& reply) { return !reply.pending(); });
+          },
+          [self](const caf::error& error) { fail_stop(self, error); });
 }
 
 /// A client request: decide `event` and reply the state it leads to once durable.
 caf::result<std::string> request_event(Self self, WorkflowEvent event,
                                        const std::function<void(Body)>& fill) {
   auto promise = self->make_response_promise<std::string>();
+  self->state.replies.push_back(promise);
   Batch batch;
   if (decide(self, batch, event, fill, promise)) commit(self, std::move(batch));
   return promise;
@@ -310,6 +331,11 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
   self->state.model.id = setup.id;
   self->state.setup = std::move(setup);
   self->state.model.definitions = self->state.setup.wiring->definitions.get();
+  // Task actors are linked: one that ended normally is no news; one that failed (its history
+  // could not be written) fail-stops the workflow; so does the directory going away.
+  self->set_exit_handler([self](const caf::exit_msg& exit) {
+    if (exit.reason) fail_stop(self, exit.reason);
+  });
   if (self->state.setup.replayed) {
     auto replayed = std::move(self->state.setup.replayed);
     self->state.created_us = self->state.setup.wiring->now_us();
@@ -319,6 +345,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
       [=](start_atom) -> caf::result<std::string> {
         auto& st = self->state;
         auto promise = self->make_response_promise<std::string>();
+        st.replies.push_back(promise);
         if (st.model.applied != 0) {
           promise.deliver(to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + st.model.id + "' has started")));
           return promise;

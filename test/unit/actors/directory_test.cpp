@@ -144,3 +144,39 @@ TEST_SUITE("actors.directory") {
     CHECK(outcome->state == "SUCCESS");
   }
 }
+
+TEST_SUITE("actors.directory") {
+  TEST_CASE("when the history cannot be written, nothing takes effect and callers get the error") {
+    test::ActorFixture fx;
+    fx.handlers->add("count", [](std::shared_ptr<TaskContext> ctx) { ctx->succeed("ran"); });
+    auto dir = fx.own(spawn_directory(fx.sys, fx.store, fx.wiring));
+    fx.store->fail_writes(fail(Errc::UNAVAILABLE, "disk on fire (injected)"));
+    auto refused = fx.ask<std::string>(dir, submit_atom::value, std::string("wf"),
+                                       std::string(R"({"name": "w", "tasks": [{"name": "a", "handler": "count"}]})"),
+                                       std::string("{}"), std::string());
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message == "disk on fire (injected)");
+    CHECK(fx.store->read("wf", 1, 10)->empty());
+    CHECK(fx.ended_tasks.empty());  // no task instance was ever started
+  }
+
+  TEST_CASE("a write that fails mid-run ends the workflow's actors without reporting success") {
+    test::ActorFixture fx;
+    auto dir = fx.own(spawn_directory(fx.sys, fx.store, fx.wiring));
+    REQUIRE(fx.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
+                                std::string("{}"), std::string()));
+    fx.self->send(dir, result_atom::value, std::string("wf"));
+    fx.run();
+    fx.store->fail_writes(fail(Errc::UNAVAILABLE, "disk on fire (injected)"));
+    fx.advance(10s);  // b's sleep ends, but its success cannot be persisted
+    std::optional<WorkflowOutcome> outcome;
+    std::optional<caf::error> error;
+    fx.self->receive([&](WorkflowOutcome& o) { outcome = o; }, [&](caf::error& e) { error = e; },
+                     caf::after(0s) >> [] {});
+    CHECK_FALSE(outcome);
+    CHECK(error);
+    auto b = replay(*fx.store, "wf")->tasks.at("b");
+    CHECK(b.state == TaskState::RUNNING);  // what is durable is all that counts
+    CHECK(fx.ended_workflows.empty());
+  }
+}
