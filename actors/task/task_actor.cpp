@@ -109,13 +109,10 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
             arm(self, TimerKind::SCHEDULE_TO_CLOSE, *timeouts.schedule_to_close - st.model.elapsed(now));
           }
           break;
-        case TaskAction::ENQUEUE:
-          self->send(st.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
-                     st.task().priority);
+        case TaskAction::ENQUEUE:  // the queue itself was joined eagerly (see run_eager)
           if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
           break;
-        case TaskAction::WITHDRAW:
-          self->send(st.wiring->executor, withdraw_atom::value, caf::actor_cast<task_port>(self));
+        case TaskAction::WITHDRAW:  // done eagerly
           break;
         case TaskAction::SEND:
           self->send(st.wiring->executor, run_atom::value, make_invocation(self),
@@ -155,6 +152,23 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
   };
 }
 
+/// The actions that need not wait for durability: joining or leaving the executor's queue is
+/// internal to the scheduler, and anything it leads to outside (a run on an executor) waits for
+/// taskDispatched, which this actor appends after the event that enqueued it. Timers are not
+/// among them: arming one ahead of an earlier event's pending effects could resurrect a timer
+/// that event stops.
+void run_eager(Self self, const TaskTransition& t) {
+  auto& st = self->state;
+  for (TaskAction action : t.actions) {
+    if (action == TaskAction::ENQUEUE) {
+      self->send(st.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
+                 st.task().priority);
+    } else if (action == TaskAction::WITHDRAW) {
+      self->send(st.wiring->executor, withdraw_atom::value, caf::actor_cast<task_port>(self));
+    }
+  }
+}
+
 /// Decides `event` with a history body made by `fill`. Returns false when the table refuses
 /// it (the caller decides whether that matters).
 template <class Fill>
@@ -172,7 +186,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
     self->quit(to_caf(fail(Errc::INTERNAL, applied.error().message)));
     return false;
   }
-  // The attempt number recorded with the event is the one it happened in.
+  run_eager(self, *t);
   const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation));
   EventBatch batch;
   batch.events.push_back(std::move(new_event));
