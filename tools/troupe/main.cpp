@@ -52,61 +52,20 @@ int failed(const Error& error) {
   return error.code == Errc::INVALID_ARGUMENT ? 2 : 1;
 }
 
+/// The first error among parsed options, or nullptr.
+template <class... Results>
+const Error* first_error(const Results&... results) {
+  const Error* found = nullptr;
+  ((found = found != nullptr || results ? found : &results.error()), ...);
+  return found;
+}
+
 /// Fields every benchmark report carries.
 void add_build_facts(Json& report, bool sync) {
   report.set("build_type", build_type());
   report.set("storage_sync", sync);
   report.set("cores", static_cast<int>(std::thread::hardware_concurrency()));
   report.set("git_revision", git_revision());
-}
-
-int bench_store(const Args& args) {
-  if (auto known = args.only({"seconds", "appenders", "dir", "sync", "event-bytes"}); !known) {
-    return usage_error(known.error().message);
-  }
-  StoreBenchOptions options;
-  auto seconds = args.number("seconds", options.seconds);
-  auto appenders = args.int_list("appenders", options.appenders);
-  auto sync = args.boolean("sync", options.sync);
-  auto event_bytes = args.number("event-bytes", static_cast<double>(options.event_bytes));
-  for (const Error* error : {seconds ? nullptr : &seconds.error(),
-                             appenders ? nullptr : &appenders.error(),
-                             sync ? nullptr : &sync.error(),
-                             event_bytes ? nullptr : &event_bytes.error()}) {
-    if (error) return usage_error(error->message);
-  }
-  options.seconds = *seconds;
-  options.appenders = *appenders;
-  options.sync = *sync;
-  options.event_bytes = static_cast<size_t>(*event_bytes);
-  const bool own_directory = !args.has("dir");
-  options.directory = own_directory ? ".troupe/bench-" + std::to_string(getpid()) : *args.get("dir");
-
-  auto report = run_store_bench(options, std::cerr);
-  if (own_directory) {
-    std::error_code ec;
-    std::filesystem::remove_all(options.directory, ec);
-  }
-  if (!report) return failed(report.error());
-  add_build_facts(*report, options.sync);
-  std::cout << report->dump() << std::endl;
-  return 0;
-}
-
-int describe_states(const Args& args) {
-  if (auto known = args.only({"format"}); !known) return usage_error(known.error().message);
-  const std::string format = args.get("format").value_or("markdown");
-  if (format == "markdown") {
-    std::cout << "## troupe state machines\n\n"
-              << actors::WorkflowMachine::table().markdown("Workflow") << "\n"
-              << actors::TaskMachine::table().markdown("Task");
-  } else if (format == "dot") {
-    std::cout << actors::WorkflowMachine::table().dot("workflow") << "\n"
-              << actors::TaskMachine::table().dot("task");
-  } else {
-    return usage_error("--format takes markdown or dot, not '" + format + "'");
-  }
-  return 0;
 }
 
 /// The scratch directory of a benchmark: --dir, or one of ours removed afterwards.
@@ -129,6 +88,27 @@ int report_or_fail(Result<Json> report, bool sync) {
   return 0;
 }
 
+int bench_store(const Args& args) {
+  if (auto known = args.only({"seconds", "appenders", "dir", "sync", "event-bytes"}); !known) {
+    return usage_error(known.error().message);
+  }
+  StoreBenchOptions options;
+  auto seconds = args.number("seconds", options.seconds);
+  auto appenders = args.int_list("appenders", options.appenders);
+  auto sync = args.boolean("sync", options.sync);
+  auto event_bytes = args.number("event-bytes", static_cast<double>(options.event_bytes));
+  if (const Error* error = first_error(seconds, appenders, sync, event_bytes)) {
+    return usage_error(error->message);
+  }
+  options.seconds = *seconds;
+  options.appenders = *appenders;
+  options.sync = *sync;
+  options.event_bytes = static_cast<size_t>(*event_bytes);
+  BenchDirectory dir(args);
+  options.directory = dir.path;
+  return report_or_fail(run_store_bench(options, std::cerr), options.sync);
+}
+
 int bench_chain(const Args& args) {
   if (auto known = args.only({"workflows", "tasks", "in-flight", "dir", "sync"}); !known) {
     return usage_error(known.error().message);
@@ -138,9 +118,8 @@ int bench_chain(const Args& args) {
   auto tasks = args.number("tasks", options.tasks);
   auto in_flight = args.number("in-flight", options.in_flight);
   auto sync = args.boolean("sync", options.sync);
-  for (const Error* error : {workflows ? nullptr : &workflows.error(), tasks ? nullptr : &tasks.error(),
-                             in_flight ? nullptr : &in_flight.error(), sync ? nullptr : &sync.error()}) {
-    if (error) return usage_error(error->message);
+  if (const Error* error = first_error(workflows, tasks, in_flight, sync)) {
+    return usage_error(error->message);
   }
   options.workflows = static_cast<int>(*workflows);
   options.tasks = static_cast<int>(*tasks);
@@ -159,14 +138,29 @@ int bench_idle(const Args& args) {
   IdleBenchOptions options;
   auto workflows = args.number("workflows", options.workflows);
   auto sync = args.boolean("sync", options.sync);
-  if (!workflows) return usage_error(workflows.error().message);
-  if (!sync) return usage_error(sync.error().message);
+  if (const Error* error = first_error(workflows, sync)) return usage_error(error->message);
   options.workflows = static_cast<int>(*workflows);
   options.sync = *sync;
   if (options.workflows < 1) return usage_error("--workflows must be at least 1");
   BenchDirectory dir(args);
   options.directory = dir.path;
   return report_or_fail(run_idle_bench(options, std::cerr), options.sync);
+}
+
+int describe_states(const Args& args) {
+  if (auto known = args.only({"format"}); !known) return usage_error(known.error().message);
+  const std::string format = args.get("format").value_or("markdown");
+  if (format == "markdown") {
+    std::cout << "## troupe state machines\n\n"
+              << actors::WorkflowMachine::table().markdown("Workflow") << "\n"
+              << actors::TaskMachine::table().markdown("Task");
+  } else if (format == "dot") {
+    std::cout << actors::WorkflowMachine::table().dot("workflow") << "\n"
+              << actors::TaskMachine::table().dot("task");
+  } else {
+    return usage_error("--format takes markdown or dot, not '" + format + "'");
+  }
+  return 0;
 }
 
 int run(const std::vector<std::string>& words) {
