@@ -95,6 +95,7 @@ enum TaskOutcome {
 struct TaskFinished {
   taskName @0 :Text;
   outcome @1 :TaskOutcome;
+  detail @2 :Text;              # for a failed task, its failure reason
 }
 
 struct TaskScheduled {

@@ -282,14 +282,19 @@ struct RocksHistoryStore::Impl {
   }
 
   Outcome prepare(PurgeOp& op, rocksdb::WriteBatch& batch, PendingRecords& pending) {
-    uint64_t purged = 0;
+    // Check every candidate before deleting any, so a failed read leaves no partial purge.
+    std::vector<const std::string*> eligible;
     for (const auto& id : op.workflow_ids) {
       auto current = effective_record(id, pending);
       if (!current) return current.error();
-      if (!*current || (*current)->status != WorkflowStatus::CLOSED ||
-          (*current)->closed_us >= op.closed_before_us) {
-        continue;  // reopened or gone since it was picked
+      if (*current && (*current)->status == WorkflowStatus::CLOSED &&
+          (*current)->closed_us < op.closed_before_us) {
+        eligible.push_back(&id);  // not reopened or gone since it was picked
       }
+    }
+    uint64_t purged = 0;
+    for (const std::string* candidate : eligible) {
+      const std::string& id = *candidate;
       std::string end = id;
       end.push_back('\x01');  // just past every key of event_prefix(id)
       (void)batch.DeleteRange(events, slice(event_prefix(id)), slice(end));

@@ -58,6 +58,12 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
                                          Wiring wiring) {
   self->state.store = std::move(store);
   self->state.wiring = std::make_shared<const Wiring>(std::move(wiring));
+  // Workflows are linked to the directory so that they end with it; one workflow ending, even
+  // with an error, must not end the directory and every other workflow.
+  self->set_exit_handler([=](const caf::exit_msg& exit) {
+    if (self->state.ids.count(exit.source)) return;  // a workflow: the down handler tidies up
+    if (exit.reason) self->quit(exit.reason);
+  });
   self->set_down_handler([=](const caf::down_msg& down) {
     auto it = self->state.ids.find(down.source);
     if (it == self->state.ids.end()) return;

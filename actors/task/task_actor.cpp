@@ -196,9 +196,30 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   return true;
 }
 
+/// Whether a timer of `kind` still concerns the task in its current state.
+bool timer_applies(TimerKind kind, const TaskModel& model) {
+  switch (kind) {
+    case TimerKind::SCHEDULE_TO_START: return model.state == TaskState::DISPATCHING;
+    case TimerKind::START_TO_CLOSE:
+    case TimerKind::HEARTBEAT: return TaskMachine::is_on_executor(model.state) && !model.kill_requested;
+    case TimerKind::BACKOFF: return model.state == TaskState::DELAY_EXECUTION;
+    case TimerKind::KILL_GRACE: return TaskMachine::is_on_executor(model.state) && model.kill_requested;
+    case TimerKind::SCHEDULE_TO_CLOSE:
+      return !TaskMachine::is_terminal(model.state) && model.state != TaskState::PAUSED;
+  }
+  return false;
+}
+
 /// A failure or non-final timeout: retry if the policy allows, else end the task.
 void attempt_failed(Self self, const AttemptFailure& failure, std::optional<TimerKind> timeout) {
   auto& st = self->state;
+  if (st.model.kill_requested && TaskMachine::is_on_executor(st.model.state)) {
+    // A kill is under way: whatever ended the attempt, it ends the task as KILLED, never as a
+    // retry that would run it again.
+    const std::string invocation = st.model.invocation_id;
+    decide(self, TaskEvent::KILLED, [&](Body b) { b.initTaskKilled().setInvocationId(invocation); });
+    return;
+  }
   const auto decision = decide_retry(st.task().retry, st.task().timeouts, st.model.attempt,
                                      st.model.elapsed(st.wiring->now_us()), failure);
   const std::string invocation = st.model.invocation_id;
@@ -313,6 +334,9 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
         auto& s = self->state;
         const auto kind = static_cast<TimerKind>(raw_kind);
         if (raw_kind >= timer_kinds || s.generation[raw_kind] != generation) return;  // disarmed
+        // Disarming happens once the event that stops a timer is durable; until then the state
+        // already says whether the timer still means anything.
+        if (!timer_applies(kind, s.model)) return;
         switch (kind) {
           case TimerKind::SCHEDULE_TO_CLOSE:
             attempt_failed(self, AttemptFailure{timeout_reason(kind), false, true, {}}, kind);
@@ -347,7 +371,19 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
         };
         switch (s.model.state) {
           case TaskState::SUBMITTED:
-            self->send(self, start_atom::value);
+            // Decided here, not sent to itself: a pause the workflow sends right after the
+            // recovery must find the task started, not overtake the start.
+            decide(self, TaskEvent::START, [&](Body b) {
+              auto d = b.initTaskDispatching();
+              d.setTaskList(s.task().task_list);
+              d.setPriority(s.task().priority);
+            });
+            break;
+          case TaskState::FAILOVER:
+            // The restart came between FAILOVER and its retry decision.
+            rearm_task_timer();
+            attempt_failed(self, AttemptFailure{"Failover", false, false, "the executor was lost"},
+                           std::nullopt);
             break;
           case TaskState::DISPATCHING:
             rearm_task_timer();

@@ -22,7 +22,7 @@ void on_executor(std::vector<R>& rows, S s) {
                   {A::PERSIST, A::CANCEL_INVOCATION, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
   rows.push_back({s, E::RETRY, S::DELAY_EXECUTION,
                   {A::PERSIST, A::CANCEL_INVOCATION, A::STOP_ATTEMPT_TIMERS, A::START_BACKOFF_TIMER}});
-  rows.push_back({s, E::KILL, s, {A::PERSIST, A::CANCEL_INVOCATION, A::START_KILL_TIMER}});
+  rows.push_back({s, E::KILL, s, {A::PERSIST, A::CANCEL_INVOCATION, A::STOP_ATTEMPT_TIMERS, A::START_KILL_TIMER}});
   rows.push_back({s, E::KILLED, S::KILLED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
   rows.push_back({s, E::PAUSED, S::PAUSED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
   rows.push_back({s, E::FAILOVER, S::FAILOVER, {A::PERSIST, A::STOP_ATTEMPT_TIMERS}});

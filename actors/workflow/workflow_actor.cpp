@@ -20,13 +20,11 @@ struct WorkflowActorState {
   static inline const char* name = "workflow";
   WorkflowModel model;
   WorkflowSetup setup;
-  int64_t created_us = 0;
   std::map<uint32_t, task_actor> tasks;  // live task actors by task index
   std::vector<caf::typed_response_promise<WorkflowOutcome>> waiters;
   /// Client requests not answered yet (answered by effects once durable, or by fail_stop).
   std::vector<caf::typed_response_promise<std::string>> replies;
   EffectPipeline pipeline;
-  std::string failure;  // the first task failure, for the workflow's failure reason
 };
 
 namespace {
@@ -45,12 +43,14 @@ WorkflowOutcome outcome_of(const WorkflowModel& model) {
   return WorkflowOutcome{std::string(WorkflowMachineTraits::name(model.state)), model.failure_reason};
 }
 
-/// Adds an event to `batch` and applies it to the model. False (and the actor quits) if the
-/// model refuses what the table allowed: a bug.
+void fail_stop(Self self, const caf::error& error);
+
+/// Adds an event to `batch` and applies it to the model. False (and the actor fail-stops) if
+/// the model refuses what the table allowed: a bug.
 bool add_event(Self self, Batch& batch, storage::NewEvent event) {
   NewEventReader reader(event);
   if (auto applied = self->state.model.apply(reader.view()); !applied) {
-    self->quit(to_caf(fail(Errc::INTERNAL, applied.error().message)));
+    fail_stop(self, to_caf(fail(Errc::INTERNAL, applied.error().message)));
     return false;
   }
   batch.events.events.push_back(std::move(event));
@@ -100,7 +100,7 @@ void evaluate(Self self, Batch& batch) {
   auto failed = [&] {
     decide(self, batch, WorkflowEvent::FAILED, [&](Body b) {
       auto f = b.initWorkflowFailed();
-      f.setReason(st.failure.empty() ? "a task failed" : st.failure);
+      f.setReason(st.model.first_task_failure.empty() ? "a task failed" : st.model.first_task_failure);
     });
   };
   switch (st.model.state) {
@@ -180,7 +180,7 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
       case WorkflowAction::CLOSE: {
         batch.events.has_record = true;
         batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::CLOSED, st.model.spec->name,
-                                                      "", st.created_us, st.setup.wiring->now_us()};
+                                                      "", st.model.submitted_us, st.setup.wiring->now_us()};
         batch.effects.push_back([self] {
           auto& s = self->state;
           for (auto& waiter : s.waiters) waiter.deliver(outcome_of(s.model));
@@ -277,14 +277,12 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
     if (it == replayed.tasks.end()) continue;
     const TaskModel& task = it->second;
     if (TaskMachine::is_terminal(task.state) || task.state == TaskState::PAUSED) {
-      if (WorkflowModel::outcome_of(task.state) == TaskOutcome::FAILED && st.failure.empty()) {
-        st.failure = "task '" + name + "' failed: " + task.failure_reason;
-      }
       if (task.state == TaskState::PAUSED) revived.emplace_back(index, task);
       decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
         auto f = b.initWorkflowTaskFinished();
         f.setTaskName(name);
         f.setOutcome(wire_outcome(task.state));
+        f.setDetail(task.failure_reason);
       });
     } else {
       revived.emplace_back(index, task);
@@ -338,7 +336,6 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
   });
   if (self->state.setup.replayed) {
     auto replayed = std::move(self->state.setup.replayed);
-    self->state.created_us = self->state.setup.wiring->now_us();
     revive(self, *replayed);
   }
   return {
@@ -351,7 +348,6 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
           return promise;
         }
         Batch batch;
-        st.created_us = st.setup.wiring->now_us();
         auto submitted = workflow_event(self, [&](Body b) {
           auto s = b.initWorkflowSubmitted();
           s.setDefinitionJson(st.setup.definition_json);
@@ -370,7 +366,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         std::string().swap(st.setup.input);
         batch.events.has_record = true;
         batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::OPEN, st.model.spec->name, "",
-                                                      st.created_us, 0};
+                                                      st.model.submitted_us, 0};
         decide(self, batch, WorkflowEvent::START, [](Body b) { b.setWorkflowStarted(); });
         // Acknowledged once the submission is durable, with the state it reached.
         batch.effects.insert(batch.effects.begin(), [self, promise]() mutable {
@@ -395,10 +391,6 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         if (index >= st.model.spec->tasks.size()) return;
         const auto& name = st.model.spec->tasks[index].name;
         if (TaskMachine::is_terminal(task_state)) st.tasks.erase(index);
-        const auto outcome = WorkflowModel::outcome_of(task_state);
-        if (outcome == TaskOutcome::FAILED && st.failure.empty()) {
-          st.failure = "task '" + name + "' failed: " + detail;
-        }
         schema::TaskOutcome wire = schema::TaskOutcome::FAILED;
         switch (task_state) {
           case TaskState::SUCCESS: wire = schema::TaskOutcome::SUCCEEDED; break;
@@ -412,6 +404,9 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
               auto f = b.initWorkflowTaskFinished();
               f.setTaskName(name);
               f.setOutcome(wire);
+              if (wire == schema::TaskOutcome::FAILED || wire == schema::TaskOutcome::KILLED) {
+                f.setDetail(detail);
+              }
             })) {
           commit(self, std::move(batch));
         }

@@ -52,6 +52,7 @@ Result<void> WorkflowModel::apply(const EventView& event) {
   if (body.isWorkflowSubmitted()) {
     if (applied != 0) return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' was submitted twice");
     auto submitted = body.getWorkflowSubmitted();
+    submitted_us = event.timestamp_us;
     auto text = submitted.getDefinitionJson();
     input = to_string(submitted.getInput());
     run_from = to_string(submitted.getRunFrom());
@@ -97,10 +98,15 @@ Result<void> WorkflowModel::apply(const EventView& event) {
     case Body::WORKFLOW_TASK_FINISHED: {
       auto finished = body.getWorkflowTaskFinished();
       auto index = spec->find_task(to_string(finished.getTaskName()));
-      if (!index || !graph->finish(*index, outcome_from_wire(finished.getOutcome()))) {
+      const auto outcome = outcome_from_wire(finished.getOutcome());
+      if (!index || !graph->finish(*index, outcome)) {
         return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "': task '" +
                                                 to_string(finished.getTaskName()) +
                                                 "' finished but was not active");
+      }
+      if (outcome == TaskOutcome::FAILED && first_task_failure.empty()) {
+        first_task_failure = "task '" + to_string(finished.getTaskName()) + "' failed: " +
+                             to_string(finished.getDetail());
       }
       break;
     }
@@ -125,7 +131,8 @@ std::string WorkflowModel::canonical() const {
   std::string out = "id=" + id + ";state=" + std::string(WorkflowMachineTraits::name(state)) +
                     ";definition=" + (definition_json ? *definition_json : std::string()) +
                     ";input=" + std::to_string(input.size()) + ":" + input + ";run_from=" + run_from +
-                    ";failure=" + failure_reason + ";finalized=" + (finalized ? "1" : "0") +
+                    ";failure=" + failure_reason + ";first_task_failure=" + first_task_failure +
+                    ";submitted=" + std::to_string(submitted_us) + ";finalized=" + (finalized ? "1" : "0") +
                     ";applied=" + std::to_string(applied) + ";graph=";
   if (graph) {
     for (uint32_t t = 0; t < graph->size(); ++t) out += std::to_string(static_cast<int>(graph->state(t)));

@@ -25,6 +25,9 @@ struct WorkflowModel {
   std::string run_from;
   std::optional<ExecutionGraph> graph;
   std::string failure_reason;
+  /// The first task failure, "task 'x' failed: reason": becomes the workflow's failure reason.
+  std::string first_task_failure;
+  int64_t submitted_us = 0;  ///< when the submission was recorded
   bool finalized = false;
   uint64_t applied = 0;
   /// Where submitted definitions are parsed (shared across workflows); nullptr parses each.
