@@ -388,3 +388,26 @@ TEST_SUITE("actors.workflow") {
     CHECK(refused.error().message == "RESUME is not allowed in state SUBMITTED");
   }
 }
+
+TEST_SUITE("actors.workflow") {
+  TEST_CASE("a kill under way is not undone by a timeout firing before the kill is confirmed") {
+    test::ActorFixture fx;
+    add_test_handlers(fx);  // beat-hang: heartbeats once, then ignores everything on attempt 1
+    fx.wiring.kill_grace = 5s;
+    Run run(fx, "wf-kill-race", one_task(R"("handler": "beat-hang",
+        "timeouts": {"scheduleToStart": "1m", "startToClose": "1m", "heartbeat": "2s"},
+        "retry": {"initialInterval": "1s", "maximumAttempts": 10})"));
+    fx.self->send(run.wf, result_atom::value);
+    REQUIRE(run.start());
+    REQUIRE(run.stop());
+    fx.advance(2s);  // the heartbeat timeout falls due while the kill waits for confirmation
+    CHECK(run.task("t").state == TaskState::RUNNING);
+    CHECK(run.task("t").attempt == 1);
+    fx.advance(3s);  // the kill's grace period ends
+    auto outcome = run.collect_result();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "STOPPED");
+    CHECK(run.task("t").state == TaskState::KILLED);
+    CHECK(run.task("t").attempt == 1);
+  }
+}

@@ -1,0 +1,62 @@
+// The local executor's slots, driven directly.
+#include <doctest/doctest.h>
+
+#include <caf/event_based_actor.hpp>
+
+#include "test/support/actor_fixture.hpp"
+
+using namespace troupe;
+using namespace troupe::actors;
+using namespace std::chrono_literals;
+
+TEST_SUITE("actors.local_executor") {
+  TEST_CASE("a task that ends before its grant arrives does not keep the slot") {
+    test::ActorFixture fx(LocalExecutorOptions{"local", 1});
+    auto executor = fx.wiring.executor;
+    // A task that asks for a slot and ends at once: the grant finds no one.
+    fx.sys.spawn([executor](caf::event_based_actor* self) {
+      self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0});
+    });
+    fx.run();
+    // The next task must still get the one slot.
+    fx.self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(fx.self), int32_t{0});
+    fx.run();
+    std::optional<std::string> granted;
+    fx.self->receive([&](grant_atom, const std::string& name) { granted = name; },
+                     caf::after(0s) >> [] {});
+    REQUIRE(granted);
+    CHECK(*granted == "local");
+  }
+
+  TEST_CASE("slots are granted by priority, then in arrival order, and come back on release") {
+    test::ActorFixture fx(LocalExecutorOptions{"local", 1});
+    auto executor = fx.wiring.executor;
+    auto order = std::make_shared<std::vector<std::string>>();
+    // The holder takes the only slot and gives it back when told (release_atom from the test).
+    auto holder = fx.own(fx.sys.spawn([executor, order](caf::event_based_actor* self) -> caf::behavior {
+      self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0});
+      return {
+          [=](grant_atom, const std::string&) { order->push_back("holder"); },
+          [=](release_atom) { self->send(executor, release_atom::value); },
+      };
+    }));
+    fx.run();
+    auto waiter = [&](std::string name, int32_t priority) {
+      fx.own(fx.sys.spawn([executor, name, priority, order](caf::event_based_actor* self) -> caf::behavior {
+        self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(self), priority);
+        return {[=](grant_atom, const std::string&) {
+          order->push_back(name);
+          self->send(executor, release_atom::value);
+        }};
+      }));
+      fx.run();
+    };
+    waiter("low", 1);
+    waiter("high-1", 5);
+    waiter("high-2", 5);
+    CHECK(*order == std::vector<std::string>{"holder"});  // the slot is taken
+    fx.self->send(holder, release_atom::value);
+    fx.run();
+    CHECK(*order == std::vector<std::string>{"holder", "high-1", "high-2", "low"});
+  }
+}
