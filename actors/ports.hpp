@@ -13,8 +13,9 @@ namespace troupe::actors {
 using task_port = caf::typed_actor<
     // the executor's report on the invocation it was given
     caf::reacts_to<report_atom, TaskReport>,
-    // a slot is the task's: it sends run_atom now, or release_atom if it no longer wants it
-    caf::reacts_to<grant_atom, std::string /* executor name */>>;
+    // a slot is the task's: it replies true and sends run_atom, or false if it no longer wants
+    // it. A grant to a task that has ended bounces as an error, which frees the slot too.
+    caf::replies_to<grant_atom, std::string /* executor name */>::with<bool>>;
 
 /// Runs invocations (in-process: LocalExecutor; a worker node later, behind the same protocol).
 using executor_actor = caf::typed_actor<
@@ -22,7 +23,7 @@ using executor_actor = caf::typed_actor<
     caf::reacts_to<enqueue_atom, task_port, int32_t /* priority */>,
     // from a task: stop waiting
     caf::reacts_to<withdraw_atom, task_port>,
-    // from a task: give back a granted slot unused
+    // from a task that accepted a grant: give the slot back without running anything
     caf::reacts_to<release_atom>,
     // from a task holding a granted slot: run this; reports go to the task_port
     caf::reacts_to<run_atom, Invocation, task_port>,

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <set>
 #include <mutex>
 
 #include <caf/actor_system.hpp>
@@ -137,14 +136,12 @@ struct LocalExecutorState {
   std::vector<Waiting> waiting;  // kept sorted: highest priority, then oldest, first
   uint64_t next_order = 0;
   size_t in_use = 0;
-  /// Tasks granted a slot they have not used (run) or given back (release) yet.
-  std::multiset<caf::actor_addr> granted;
-  /// Tasks monitored, so that one that ends gives back its place in the queue and its slot.
-  std::set<caf::actor_addr> monitored;
   std::map<std::string, Running> running;
 };
 
 using Self = executor_actor::stateful_pointer<LocalExecutorState>;
+
+void release_slot(Self self);
 
 void grant_free_slots(Self self) {
   auto& st = self->state;
@@ -152,15 +149,14 @@ void grant_free_slots(Self self) {
     Waiting next = std::move(st.waiting.front());
     st.waiting.erase(st.waiting.begin());
     ++st.in_use;
-    st.granted.insert(next.task.address());
-    self->send(next.task, grant_atom::value, st.options.name);
+    // A request, not a message: a task that ended meanwhile (killed, timed out) cannot answer,
+    // and the bounced request gives the slot back instead of holding it for ever.
+    self->request(next.task, caf::infinite, grant_atom::value, st.options.name)
+        .then([self](bool taken) {
+                if (!taken) release_slot(self);
+              },
+              [self](const caf::error&) { release_slot(self); });
   }
-}
-
-/// A grant to `task` was used or given back.
-void grant_settled(Self self, const caf::actor_addr& task) {
-  auto& granted = self->state.granted;
-  if (auto it = granted.find(task); it != granted.end()) granted.erase(it);
 }
 
 void release_slot(Self self) {
@@ -172,21 +168,8 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
                                              LocalExecutorOptions options) {
   self->state.handlers = std::move(handlers);
   self->state.options = std::move(options);
-  // A task that ends while queued, or before it used a grant, would otherwise hold its place
-  // or its slot for ever: a grant sent to an actor that is gone is never answered.
-  self->set_down_handler([=](const caf::down_msg& down) {
-    auto& st = self->state;
-    st.monitored.erase(down.source);
-    st.waiting.erase(std::remove_if(st.waiting.begin(), st.waiting.end(),
-                                    [&](const Waiting& x) { return x.task.address() == down.source; }),
-                     st.waiting.end());
-    const size_t unused = st.granted.count(down.source);
-    st.granted.erase(down.source);
-    for (size_t i = 0; i < unused; ++i) release_slot(self);
-  });
   return {
       [=](enqueue_atom, task_port task, int32_t priority) {
-        if (self->state.monitored.insert(task.address()).second) self->monitor(task);
         auto& w = self->state.waiting;
         Waiting entry{priority, self->state.next_order++, std::move(task)};
         auto at = std::find_if(w.begin(), w.end(), [&](const Waiting& x) {
@@ -200,12 +183,8 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         w.erase(std::remove_if(w.begin(), w.end(), [&](const Waiting& x) { return x.task == task; }),
                 w.end());
       },
-      [=](release_atom) {
-        grant_settled(self, caf::actor_cast<caf::actor_addr>(self->current_sender()));
-        release_slot(self);
-      },
+      [=](release_atom) { release_slot(self); },
       [=](run_atom, Invocation invocation, task_port task) {
-        grant_settled(self, task.address());
         const std::string id = invocation.invocation_id;
         const std::string handler_name = invocation.handler;
         // A running invocation may wait for a long time: keep only what its handler reads.

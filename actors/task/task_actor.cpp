@@ -277,15 +277,12 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
       [=](kill_atom) {
         decide(self, TaskEvent::KILL, [](Body b) { b.initTaskKillRequested().setText("workflow stop"); });
       },
-      [=](grant_atom, const std::string& executor_name) {
+      [=](grant_atom, const std::string& executor_name) -> bool {
         auto& s = self->state;
-        if (s.model.state != TaskState::DISPATCHING) {
-          self->send(s.wiring->executor, release_atom::value);  // withdrew meanwhile
-          return;
-        }
+        if (s.model.state != TaskState::DISPATCHING) return false;  // withdrew meanwhile
         const std::string id = s.workflow_id + "/" + s.model.name + "/" + std::to_string(s.model.attempt) +
                                "." + std::to_string(s.model.dispatches + 1);
-        decide(self, TaskEvent::DISPATCHED, [&](Body b) {
+        return decide(self, TaskEvent::DISPATCHED, [&](Body b) {
           auto d = b.initTaskDispatched();
           d.setInvocationId(id);
           d.setWorkerShard(executor_name);

@@ -107,7 +107,9 @@ Result<Json> run_chain_bench(const ChainBenchOptions& options, std::ostream& pro
   auto directory = (*runtime)->directory;
   const int total = options.workflows;
 
-  (*runtime)->system->spawn([=, &all_done](caf::event_based_actor* self) {
+  // The stats travel as an argument: CAF 0.17 spawns argument-less functions through a null
+  // tuple (undefined behaviour).
+  (*runtime)->system->spawn([=, &all_done](caf::event_based_actor* self, std::shared_ptr<Stats>) {
     auto next = std::make_shared<int>(0);
     auto launch = std::make_shared<std::function<void()>>();
     auto finish_one = [=, &all_done](bool ok, const std::string& error) {
@@ -137,7 +139,7 @@ Result<Json> run_chain_bench(const ChainBenchOptions& options, std::ostream& pro
               [=](const caf::error& error) { finish_one(false, from_caf(error).message); });
     };
     for (int c = 0; c < options.in_flight && *next < total; ++c) (*launch)();
-  });
+  }, stats);
   done_future.wait();
   const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   if (stats->failed > 0) {

@@ -14,16 +14,22 @@ TEST_SUITE("actors.local_executor") {
     test::ActorFixture fx(LocalExecutorOptions{"local", 1});
     auto executor = fx.wiring.executor;
     // A task that asks for a slot and ends at once: the grant finds no one.
-    fx.sys.spawn([executor](caf::event_based_actor* self) {
-      self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0});
-    });
+    fx.sys.spawn(
+        [](caf::event_based_actor* self, executor_actor to) {
+          self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0});
+        },
+        executor);
     fx.run();
     // The next task must still get the one slot.
     fx.self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(fx.self), int32_t{0});
     fx.run();
     std::optional<std::string> granted;
-    fx.self->receive([&](grant_atom, const std::string& name) { granted = name; },
-                     caf::after(0s) >> [] {});
+    fx.self->receive(
+        [&](grant_atom, const std::string& name) {
+          granted = name;
+          return true;
+        },
+        caf::after(0s) >> [] {});
     REQUIRE(granted);
     CHECK(*granted == "local");
   }
@@ -33,22 +39,32 @@ TEST_SUITE("actors.local_executor") {
     auto executor = fx.wiring.executor;
     auto order = std::make_shared<std::vector<std::string>>();
     // The holder takes the only slot and gives it back when told (release_atom from the test).
-    auto holder = fx.own(fx.sys.spawn([executor, order](caf::event_based_actor* self) -> caf::behavior {
-      self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0});
-      return {
-          [=](grant_atom, const std::string&) { order->push_back("holder"); },
-          [=](release_atom) { self->send(executor, release_atom::value); },
-      };
-    }));
+    auto holder = fx.own(fx.sys.spawn(
+        [](caf::event_based_actor* self, executor_actor to,
+           std::shared_ptr<std::vector<std::string>> seen) -> caf::behavior {
+          self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0});
+          return {
+              [=](grant_atom, const std::string&) {
+                seen->push_back("holder");
+                return true;
+              },
+              [=](release_atom) { self->send(to, release_atom::value); },
+          };
+        },
+        executor, order));
     fx.run();
     auto waiter = [&](std::string name, int32_t priority) {
-      fx.own(fx.sys.spawn([executor, name, priority, order](caf::event_based_actor* self) -> caf::behavior {
-        self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(self), priority);
-        return {[=](grant_atom, const std::string&) {
-          order->push_back(name);
-          self->send(executor, release_atom::value);
-        }};
-      }));
+      fx.own(fx.sys.spawn(
+          [](caf::event_based_actor* self, executor_actor to, std::string me, int32_t rank,
+             std::shared_ptr<std::vector<std::string>> seen) -> caf::behavior {
+            self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), rank);
+            return {[=](grant_atom, const std::string&) {
+              seen->push_back(me);
+              self->send(to, release_atom::value);  // took it, then gives it back unused
+              return true;
+            }};
+          },
+          executor, name, priority, order));
       fx.run();
     };
     waiter("low", 1);
