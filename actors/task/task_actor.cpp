@@ -224,6 +224,7 @@ void attempt_failed(Self self, const AttemptFailure& failure, std::optional<Time
                                      st.model.elapsed(st.wiring->now_us()), failure);
   const std::string invocation = st.model.invocation_id;
   if (decision.retry) {
+    const bool pause_instead = st.model.pause_requested;
     decide(self, TaskEvent::RETRY, [&](Body b) {
       auto r = b.initTaskRetryScheduled();
       r.setNextAttempt(st.model.attempt + 1);
@@ -233,6 +234,8 @@ void attempt_failed(Self self, const AttemptFailure& failure, std::optional<Time
       cause.setDetails(failure.details);
       cause.setNonRetryable(failure.non_retryable);
     });
+    // A pause was asked for while the attempt ran: the next attempt waits for a resume.
+    if (pause_instead) decide(self, TaskEvent::PAUSE, [](Body b) { b.setTaskPauseRequested(); });
   } else if (timeout) {
     decide(self, TaskEvent::TIMEOUT, [&](Body b) {
       auto t = b.initTaskTimedOut();

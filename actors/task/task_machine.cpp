@@ -26,6 +26,9 @@ void on_executor(std::vector<R>& rows, S s) {
   rows.push_back({s, E::KILLED, S::KILLED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
   rows.push_back({s, E::PAUSED, S::PAUSED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}});
   rows.push_back({s, E::FAILOVER, S::FAILOVER, {A::PERSIST, A::STOP_ATTEMPT_TIMERS}});
+  // A running attempt finishes; the pause is recorded and taken when the attempt ends without
+  // success (instead of a retry running it again).
+  rows.push_back({s, E::PAUSE, s, {A::PERSIST}});
 }
 
 std::vector<R> rows() {

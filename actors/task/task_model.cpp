@@ -82,6 +82,9 @@ Result<void> TaskModel::apply(const EventView& event) {
     case Body::TASK_KILL_REQUESTED:
       kill_requested = true;
       break;
+    case Body::TASK_PAUSE_REQUESTED:
+      if (TaskMachine::is_on_executor(state)) pause_requested = true;
+      break;
     case Body::TASK_SUCCEEDED:
       result = to_string(body.getTaskSucceeded().getResult());
       invocation_id.clear();
@@ -108,6 +111,7 @@ Result<void> TaskModel::apply(const EventView& event) {
     segment_start_us = -1;
   }
   if (t->to == TaskState::KILLED || t->to == TaskState::PAUSED) invocation_id.clear();
+  if (t->to == TaskState::PAUSED || TaskMachine::is_terminal(t->to)) pause_requested = false;
   state = t->to;
   ++applied;
   return ok();
@@ -138,6 +142,7 @@ std::string TaskModel::canonical() const {
   field("failure_reason", failure_reason);
   field("failure_details", failure_details);
   field("kill_requested", kill_requested ? "1" : "0");
+  field("pause_requested", pause_requested ? "1" : "0");
   field("delay_until", std::to_string(delay_until_us));
   field("banked", std::to_string(banked_us));
   field("segment_start", std::to_string(segment_start_us));

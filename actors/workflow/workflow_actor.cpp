@@ -105,6 +105,12 @@ void evaluate(Self self, Batch& batch) {
   };
   switch (st.model.state) {
     case WorkflowState::RUNNING:
+      if (!graph.paused().empty()) {
+        // A task paused after a resume overtook its pause: a running workflow has no paused
+        // tasks, so it resumes them.
+        decide(self, batch, WorkflowEvent::RESUME, [](Body b) { b.setWorkflowResumed(); });
+        break;
+      }
       if (verdict == GraphVerdict::SUCCEEDED) succeed();
       if (verdict == GraphVerdict::FAILED) failed();
       break;

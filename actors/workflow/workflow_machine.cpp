@@ -19,7 +19,9 @@ std::vector<R> rows() {
 
       {S::RUNNING, E::TASK_FINISHED, S::RUNNING, {A::PERSIST, A::START_READY_TASKS, A::EVALUATE}},
       {S::RUNNING, E::PAUSE, S::READY_PAUSE, {A::PERSIST, A::REPLY, A::PAUSE_WAITING_TASKS, A::EVALUATE}},
-      {S::RUNNING, E::RESUME, S::RUNNING, {A::REPLY}, true, "the workflow is running"},
+      // Also raised by EVALUATE when a task paused after the workflow had resumed.
+      {S::RUNNING, E::RESUME, S::RUNNING,
+       {A::PERSIST, A::REPLY, A::RESUME_PAUSED_TASKS, A::START_READY_TASKS, A::EVALUATE}},
       {S::RUNNING, E::STOP, S::READY_STOP, {A::PERSIST, A::REPLY, A::KILL_ACTIVE_TASKS, A::EVALUATE}},
       {S::RUNNING, E::SUCCEED, S::SUCCESS, {A::PERSIST}},
       {S::RUNNING, E::FAILED, S::FAILED, {A::PERSIST}},

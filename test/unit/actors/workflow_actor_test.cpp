@@ -411,3 +411,42 @@ TEST_SUITE("actors.workflow") {
     CHECK(run.task("t").attempt == 1);
   }
 }
+
+TEST_SUITE("actors.workflow") {
+  TEST_CASE("a pause that reaches a running task holds back its retry instead of being lost") {
+    test::ActorFixture fx;
+    fx.handlers->add("fail-later", [](std::shared_ptr<TaskContext> ctx) {
+      ctx->after(std::chrono::seconds(2), [ctx] { ctx->fail("Oops"); });
+    });
+    Run run(fx, "wf-pause-running", one_task(R"("handler": "fail-later",
+        "retry": {"initialInterval": "1s", "maximumAttempts": 3})"));
+    REQUIRE(run.start());
+    fx.advance(1s);
+    REQUIRE(run.pause());
+    CHECK(run.task("t").state == TaskState::RUNNING);
+    CHECK(run.task("t").pause_requested);
+    fx.advance(1s);  // the attempt fails: the retry is scheduled, then held by the pause
+    CHECK(run.task("t").state == TaskState::PAUSED);
+    CHECK(run.task("t").attempt == 2);
+    CHECK(run.replayed().workflow.state == WorkflowState::PAUSED);
+    fx.advance(10s);  // nothing runs while paused
+    CHECK(run.task("t").state == TaskState::PAUSED);
+    REQUIRE(run.resume());
+    CHECK(run.task("t").state == TaskState::RUNNING);
+    CHECK(run.task("t").attempt == 2);
+  }
+
+  TEST_CASE("a resume that overtakes a task's pause leaves no paused task under a running workflow") {
+    test::ActorFixture fx(LocalExecutorOptions{"local", 0});  // the task waits in its queue
+    Run run(fx, "wf-pause-race", one_task(R"("handler": "noop")"));
+    REQUIRE(run.start());
+    // Both requests are decided before the pause reaches the task.
+    fx.self->send(run.wf, pause_atom::value);
+    fx.self->send(run.wf, resume_atom::value);
+    fx.run();
+    auto replayed = run.replayed();
+    CHECK(replayed.workflow.state == WorkflowState::RUNNING);
+    CHECK(replayed.workflow.graph->state(0) == NodeState::ACTIVE);
+    CHECK(replayed.tasks.at("t").state == TaskState::DISPATCHING);
+  }
+}
