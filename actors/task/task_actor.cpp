@@ -196,6 +196,15 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   return true;
 }
 
+/// The body of taskDispatching: the task joins its task list (START or DISPATCH).
+auto dispatching(Self self) {
+  return [self](Body b) {
+    auto d = b.initTaskDispatching();
+    d.setTaskList(self->state.task().task_list);
+    d.setPriority(self->state.task().priority);
+  };
+}
+
 /// Whether a timer of `kind` still concerns the task in its current state.
 bool timer_applies(TimerKind kind, const TaskModel& model) {
   switch (kind) {
@@ -268,14 +277,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
   st.owner = std::move(setup.owner);
   st.wiring = std::move(setup.wiring);
   return {
-      [=](start_atom) {
-        auto& s = self->state;
-        decide(self, TaskEvent::START, [&](Body b) {
-          auto d = b.initTaskDispatching();
-          d.setTaskList(s.task().task_list);
-          d.setPriority(s.task().priority);
-        });
-      },
+      [=](start_atom) { decide(self, TaskEvent::START, dispatching(self)); },
       [=](pause_atom) { decide(self, TaskEvent::PAUSE, [](Body b) { b.setTaskPauseRequested(); }); },
       [=](kill_atom) {
         decide(self, TaskEvent::KILL, [](Body b) { b.initTaskKillRequested().setText("workflow stop"); });
@@ -347,11 +349,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
             attempt_failed(self, AttemptFailure{timeout_reason(kind), false, false, {}}, kind);
             break;
           case TimerKind::BACKOFF:
-            decide(self, TaskEvent::DISPATCH, [&](Body b) {
-              auto d = b.initTaskDispatching();
-              d.setTaskList(s.task().task_list);
-              d.setPriority(s.task().priority);
-            });
+            decide(self, TaskEvent::DISPATCH, dispatching(self));
             break;
           case TimerKind::KILL_GRACE: {
             const std::string invocation = s.model.invocation_id;
@@ -373,11 +371,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           case TaskState::SUBMITTED:
             // Decided here, not sent to itself: a pause the workflow sends right after the
             // recovery must find the task started, not overtake the start.
-            decide(self, TaskEvent::START, [&](Body b) {
-              auto d = b.initTaskDispatching();
-              d.setTaskList(s.task().task_list);
-              d.setPriority(s.task().priority);
-            });
+            decide(self, TaskEvent::START, dispatching(self));
             break;
           case TaskState::FAILOVER:
             // The restart came between FAILOVER and its retry decision.
