@@ -74,6 +74,7 @@ using revive_atom = caf::atom_constant<caf::atom("revive")>;
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
 using recover_atom = caf::atom_constant<caf::atom("recover")>;
+using update_atom = caf::atom_constant<caf::atom("update")>;
 
 // --- errors -------------------------------------------------------------------------------
 
@@ -100,6 +101,8 @@ struct Invocation {
   std::string invocation_id;  ///< unique; reports name it
   std::string workflow_id;
   std::string task_name;
+  std::string task_list;
+  std::string executor;                ///< the executor (worker shard) that granted the slot
   uint32_t attempt = 0;
   std::string handler;                 ///< a registered handler's name, or empty for shell
   std::vector<std::string> command;    ///< argv of a shell task
@@ -111,7 +114,14 @@ struct Invocation {
 
 /// What an executor says about an invocation.
 struct TaskReport {
-  enum Kind : uint8_t { STARTED, HEARTBEAT, SUCCEEDED, FAILED, CANCELLED };
+  enum Kind : uint8_t {
+    STARTED,
+    HEARTBEAT,
+    SUCCEEDED,
+    FAILED,
+    CANCELLED,
+    LOST,  ///< the executor running it was lost (a worker declared MUST_DIE)
+  };
   std::string invocation_id;
   uint8_t kind = STARTED;
   std::string payload;   ///< the result (SUCCEEDED) or the progress (HEARTBEAT)
@@ -128,7 +138,7 @@ typename Inspector::result_type inspect(Inspector& f, EventBatch& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Invocation& x) {
   return f(caf::meta::type_name("Invocation"), x.invocation_id, x.workflow_id, x.task_name,
-           x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress);
+           x.task_list, x.executor, x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress);
 }
 
 template <class Inspector>

@@ -13,22 +13,26 @@ namespace troupe::actors {
 using task_port = caf::typed_actor<
     // the executor's report on the invocation it was given
     caf::reacts_to<report_atom, TaskReport>,
+    // the same, from a remote worker that needs to know when the report is durable: true once
+    // it is (or once the task no longer needs it), false if the invocation is not this task's
+    caf::replies_to<update_atom, TaskReport>::with<bool>,
     // a slot is the task's: it replies true and sends run_atom, or false if it no longer wants
     // it. A grant to a task that has ended bounces as an error, which frees the slot too.
     caf::replies_to<grant_atom, std::string /* executor name */>::with<bool>>;
 
-/// Runs invocations (in-process: LocalExecutor; a worker node later, behind the same protocol).
+/// Runs invocations: in-process the LocalExecutor; on a scheduler node the dispatcher, which
+/// matches tasks to remote workers by task list.
 using executor_actor = caf::typed_actor<
     // from a task: wait for a free slot, higher priority first, then first come
-    caf::reacts_to<enqueue_atom, task_port, int32_t /* priority */>,
+    caf::reacts_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */>,
     // from a task: stop waiting
-    caf::reacts_to<withdraw_atom, task_port>,
+    caf::reacts_to<withdraw_atom, task_port, std::string /* task list */>,
     // from a task that accepted a grant: give the slot back without running anything
     caf::reacts_to<release_atom>,
     // from a task holding a granted slot: run this; reports go to the task_port
     caf::reacts_to<run_atom, Invocation, task_port>,
     // from a task: cancel the invocation
-    caf::reacts_to<cancel_atom, std::string /* invocation id */>,
+    caf::reacts_to<cancel_atom, std::string /* invocation id */, std::string /* executor */>,
     // from the executor's own handler contexts
     caf::reacts_to<report_atom, TaskReport>,
     caf::reacts_to<wake_atom, uint64_t /* timer */>>;

@@ -54,6 +54,14 @@ class EffectPipeline {
     }
     if (queue_.empty()) queue_.shrink_to_fit();
   }
+  /// Runs `then` once every effect registered so far has run (now, if none waits).
+  void after_pending(std::function<void()> then) {
+    if (queue_.empty()) {
+      then();
+    } else {
+      queue_.push_back(Entry{next_ticket_++, std::move(then), true});
+    }
+  }
   /// Effects not yet run.
   size_t waiting() const { return queue_.size(); }
 

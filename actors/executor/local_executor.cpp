@@ -6,6 +6,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -169,7 +170,7 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
   self->state.handlers = std::move(handlers);
   self->state.options = std::move(options);
   return {
-      [=](enqueue_atom, task_port task, int32_t priority) {
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string&) {
         auto& w = self->state.waiting;
         Waiting entry{priority, self->state.next_order++, std::move(task)};
         auto at = std::find_if(w.begin(), w.end(), [&](const Waiting& x) {
@@ -178,7 +179,7 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         w.insert(at, std::move(entry));
         grant_free_slots(self);
       },
-      [=](withdraw_atom, const task_port& task) {
+      [=](withdraw_atom, const task_port& task, const std::string&) {
         auto& w = self->state.waiting;
         w.erase(std::remove_if(w.begin(), w.end(), [&](const Waiting& x) { return x.task == task; }),
                 w.end());
@@ -187,6 +188,9 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
       [=](run_atom, Invocation invocation, task_port task) {
         const std::string id = invocation.invocation_id;
         const std::string handler_name = invocation.handler;
+        const ShellRunner& shell = self->state.options.shell;
+        std::optional<Invocation> shell_invocation;
+        if (handler_name.empty() && shell) shell_invocation = invocation;
         // A running invocation may wait for a long time: keep only what its handler reads.
         invocation.workflow_id.clear();
         invocation.workflow_id.shrink_to_fit();
@@ -198,6 +202,14 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
             std::move(invocation), caf::actor_cast<executor_actor>(self), self->state.timers);
         self->state.running[id] = Running{context, task};
         self->send(task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+        if (shell_invocation) {
+          try {
+            shell(*shell_invocation, context);
+          } catch (const std::exception& e) {
+            context->fail("ShellException", e.what(), false);
+          }
+          return;
+        }
         if (handler_name.empty()) {
           context->fail("Unsupported",
                         "shell tasks run on worker nodes; the in-process executor runs handlers only",
@@ -224,7 +236,7 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
             },
             context, handler, self->state.handlers);
       },
-      [=](cancel_atom, const std::string& id) {
+      [=](cancel_atom, const std::string& id, const std::string&) {
         auto it = self->state.running.find(id);
         if (it != self->state.running.end()) it->second.context->request_cancel();
       },

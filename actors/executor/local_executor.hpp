@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -14,11 +15,17 @@
 
 namespace troupe::actors {
 
+/// Starts a shell invocation (argv, env, cwd in `invocation`) and reports through `context`.
+using ShellRunner = std::function<void(const Invocation& invocation, std::shared_ptr<TaskContext> context)>;
+
 struct LocalExecutorOptions {
   /// Its name, reported as the worker an invocation ran on. Default: "local".
   std::string name = "local";
   /// Invocations running at once; tasks wait in priority order for a slot. Default: no limit.
   size_t slots = std::numeric_limits<size_t>::max();
+  /// Runs shell invocations (those without a handler); it must only start the process and
+  /// report through the context later. Default: none, and shell invocations fail as Unsupported.
+  ShellRunner shell;
 };
 
 /// Spawns the executor. Handlers run on the executor actor itself: they must only start work

@@ -78,6 +78,8 @@ Invocation make_invocation(Self self) {
   inv.invocation_id = st.model.invocation_id;
   inv.workflow_id = st.workflow_id;
   inv.task_name = st.model.name;
+  inv.task_list = st.task().task_list;
+  inv.executor = st.model.executor;
   inv.attempt = st.model.attempt;
   inv.input_json = st.model.input_json;
   inv.progress = st.model.progress;
@@ -93,9 +95,11 @@ Invocation make_invocation(Self self) {
 }
 
 /// The effects of `t`'s actions, bound to the state after the event was applied.
-/// `invocation` is the invocation the task held before the event (for CANCEL_INVOCATION).
-std::function<void()> effects_of(Self self, const TaskTransition& t, std::string invocation) {
-  return [self, actions = t.actions, invocation = std::move(invocation), to = t.to] {
+/// `invocation` and `executor` are what the task held before the event (for CANCEL_INVOCATION).
+std::function<void()> effects_of(Self self, const TaskTransition& t, std::string invocation,
+                                 std::string executor) {
+  return [self, actions = t.actions, invocation = std::move(invocation),
+          executor = std::move(executor), to = t.to] {
     auto& st = self->state;
     const auto& timeouts = st.task().timeouts;
     const int64_t now = st.wiring->now_us();
@@ -123,7 +127,9 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
           if (timeouts.heartbeat) arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
           break;
         case TaskAction::CANCEL_INVOCATION:
-          if (!invocation.empty()) self->send(st.wiring->executor, cancel_atom::value, invocation);
+          if (!invocation.empty()) {
+            self->send(st.wiring->executor, cancel_atom::value, invocation, executor);
+          }
           break;
         case TaskAction::START_KILL_TIMER:
           arm(self, TimerKind::KILL_GRACE, st.wiring->kill_grace);
@@ -162,9 +168,10 @@ void run_eager(Self self, const TaskTransition& t) {
   for (TaskAction action : t.actions) {
     if (action == TaskAction::ENQUEUE) {
       self->send(st.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
-                 st.task().priority);
+                 st.task().priority, st.task().task_list);
     } else if (action == TaskAction::WITHDRAW) {
-      self->send(st.wiring->executor, withdraw_atom::value, caf::actor_cast<task_port>(self));
+      self->send(st.wiring->executor, withdraw_atom::value, caf::actor_cast<task_port>(self),
+                 st.task().task_list);
     }
   }
 }
@@ -178,6 +185,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   if (!t) return false;
   if (t->ignored) return true;
   const std::string held_invocation = st.model.invocation_id;
+  const std::string held_executor = st.model.executor;
   auto new_event = make_event(storage::ActorKind::TASK, st.model.name, st.model.attempt,
                               st.wiring->now_us(), std::forward<Fill>(fill));
   NewEventReader reader(new_event);
@@ -187,7 +195,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
     return false;
   }
   run_eager(self, *t);
-  const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation));
+  const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation, held_executor));
   EventBatch batch;
   batch.events.push_back(std::move(new_event));
   self->request(st.wiring->writer, caf::infinite, append_atom::value, st.workflow_id, std::move(batch))
@@ -265,6 +273,73 @@ void attempt_failed(Self self, const AttemptFailure& failure, std::optional<Time
   }
 }
 
+/// The current invocation was lost with its executor: FAILOVER, then retry or fail per policy.
+void fail_over(Self self, const std::string& why) {
+  auto& s = self->state;
+  const std::string lost = s.model.invocation_id;
+  const std::string executor = s.model.executor;
+  if (s.model.kill_requested) {
+    // Nothing runs it any more: the kill is done.
+    decide(self, TaskEvent::KILLED, [&](Body b) { b.initTaskKilled().setInvocationId(lost); });
+    return;
+  }
+  if (decide(self, TaskEvent::FAILOVER, [&](Body b) {
+        auto f = b.initTaskFailover();
+        f.setWorkerShard(executor);
+        f.setInvocationId(lost);
+        f.setReason(why);
+      })) {
+    attempt_failed(self,
+                   AttemptFailure{"Failover", false, false,
+                                  "invocation " + lost + " was lost with its executor " + executor},
+                   std::nullopt);
+  }
+}
+
+/// A report from the executor on this task's current invocation.
+void on_report(Self self, const TaskReport& report) {
+  auto& s = self->state;
+  if (report.invocation_id.empty() || report.invocation_id != s.model.invocation_id) {
+    return;  // a report on an invocation this task abandoned (retried, timed out, killed)
+  }
+  switch (report.kind) {
+    case TaskReport::STARTED:
+      decide(self, TaskEvent::RUNNING,
+             [&](Body b) { b.initTaskRunning().setInvocationId(report.invocation_id); });
+      break;
+    case TaskReport::HEARTBEAT:
+      decide(self, TaskEvent::HEARTBEAT, [&](Body b) {
+        auto h = b.initTaskHeartbeat();
+        h.setInvocationId(report.invocation_id);
+        h.setProgress(as_bytes(report.payload));
+      });
+      break;
+    case TaskReport::SUCCEEDED:
+      decide(self, TaskEvent::SUCCEEDED, [&](Body b) {
+        auto r = b.initTaskSucceeded();
+        r.setInvocationId(report.invocation_id);
+        r.setResult(as_bytes(report.payload));
+      });
+      break;
+    case TaskReport::FAILED:
+      attempt_failed(self,
+                     AttemptFailure{report.reason, report.non_retryable, false, report.details},
+                     std::nullopt);
+      break;
+    case TaskReport::CANCELLED:
+      if (s.model.kill_requested) {
+        decide(self, TaskEvent::KILLED,
+               [&](Body b) { b.initTaskKilled().setInvocationId(report.invocation_id); });
+      } else {
+        attempt_failed(self, AttemptFailure{"Cancelled", false, false, {}}, std::nullopt);
+      }
+      break;
+    case TaskReport::LOST:
+      fail_over(self, report.details.empty() ? "the executor was lost" : report.details);
+      break;
+  }
+}
+
 }  // namespace
 
 task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorState> self,
@@ -293,44 +368,19 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           d.setWorkerShard(executor_name);
         });
       },
-      [=](report_atom, TaskReport report) {
-        auto& s = self->state;
-        if (report.invocation_id.empty() || report.invocation_id != s.model.invocation_id) {
-          return;  // a report on an invocation this task abandoned (retried, timed out, killed)
+      [=](report_atom, TaskReport& report) { on_report(self, report); },
+      [=](update_atom, TaskReport& report) -> caf::result<bool> {
+        if (report.invocation_id.empty()) return false;
+        if (report.invocation_id != self->state.model.invocation_id) {
+          // Not the current invocation: one this task abandoned (retried, timed out, failed
+          // over), whose outcome no longer matters, so the sender may forget it.
+          return true;
         }
-        switch (report.kind) {
-          case TaskReport::STARTED:
-            decide(self, TaskEvent::RUNNING,
-                   [&](Body b) { b.initTaskRunning().setInvocationId(report.invocation_id); });
-            break;
-          case TaskReport::HEARTBEAT:
-            decide(self, TaskEvent::HEARTBEAT, [&](Body b) {
-              auto h = b.initTaskHeartbeat();
-              h.setInvocationId(report.invocation_id);
-              h.setProgress(as_bytes(report.payload));
-            });
-            break;
-          case TaskReport::SUCCEEDED:
-            decide(self, TaskEvent::SUCCEEDED, [&](Body b) {
-              auto r = b.initTaskSucceeded();
-              r.setInvocationId(report.invocation_id);
-              r.setResult(as_bytes(report.payload));
-            });
-            break;
-          case TaskReport::FAILED:
-            attempt_failed(self,
-                           AttemptFailure{report.reason, report.non_retryable, false, report.details},
-                           std::nullopt);
-            break;
-          case TaskReport::CANCELLED:
-            if (s.model.kill_requested) {
-              decide(self, TaskEvent::KILLED,
-                     [&](Body b) { b.initTaskKilled().setInvocationId(report.invocation_id); });
-            } else {
-              attempt_failed(self, AttemptFailure{"Cancelled", false, false, {}}, std::nullopt);
-            }
-            break;
-        }
+        auto promise = self->make_response_promise<bool>();
+        on_report(self, report);
+        // Answer once every event the report caused is durable.
+        self->state.pipeline.after_pending([promise]() mutable { promise.deliver(true); });
+        return promise;
       },
       [=](timeout_atom, uint8_t raw_kind, uint64_t generation) {
         auto& s = self->state;
@@ -382,7 +432,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           case TaskState::DISPATCHING:
             rearm_task_timer();
             self->send(s.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
-                       s.task().priority);
+                       s.task().priority, s.task().task_list);
             if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
             break;
           case TaskState::DELAY_EXECUTION:
@@ -392,18 +442,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           case TaskState::DISPATCHED:
           case TaskState::RUNNING: {
             rearm_task_timer();
-            const std::string lost = s.model.invocation_id;
-            const std::string executor = s.model.executor;
-            if (decide(self, TaskEvent::FAILOVER, [&](Body b) {
-                  auto f = b.initTaskFailover();
-                  f.setWorkerShard(executor);
-                  f.setInvocationId(lost);
-                  f.setReason("the scheduler restarted and the invocation's executor is gone");
-                })) {
-              attempt_failed(self, AttemptFailure{"Failover", false, false,
-                                                  "invocation " + lost + " was lost with its executor"},
-                             std::nullopt);
-            }
+            fail_over(self, "the scheduler restarted and the invocation's executor is gone");
             break;
           }
           default:

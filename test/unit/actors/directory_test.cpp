@@ -116,7 +116,7 @@ TEST_SUITE("actors.directory") {
     auto store = std::make_shared<storage::MemoryHistoryStore>();
     std::shared_ptr<storage::MemoryHistoryStore> at_crash;
     {
-      test::ActorFixture before(LocalExecutorOptions{"local", 0}, store);
+      test::ActorFixture before(LocalExecutorOptions{"local", 0, {}}, store);
       auto dir = before.own(spawn_directory(before.sys, store, before.wiring));
       REQUIRE(before.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
                                       std::string("{}"), std::string()));

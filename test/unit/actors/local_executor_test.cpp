@@ -11,17 +11,17 @@ using namespace std::chrono_literals;
 
 TEST_SUITE("actors.local_executor") {
   TEST_CASE("a task that ends before its grant arrives does not keep the slot") {
-    test::ActorFixture fx(LocalExecutorOptions{"local", 1});
+    test::ActorFixture fx(LocalExecutorOptions{"local", 1, {}});
     auto executor = fx.wiring.executor;
     // A task that asks for a slot and ends at once: the grant finds no one.
     fx.sys.spawn(
         [](caf::event_based_actor* self, executor_actor to) {
-          self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0});
+          self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0}, std::string());
         },
         executor);
     fx.run();
     // The next task must still get the one slot.
-    fx.self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(fx.self), int32_t{0});
+    fx.self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(fx.self), int32_t{0}, std::string());
     fx.run();
     std::optional<std::string> granted;
     fx.self->receive(
@@ -35,14 +35,14 @@ TEST_SUITE("actors.local_executor") {
   }
 
   TEST_CASE("slots are granted by priority, then in arrival order, and come back on release") {
-    test::ActorFixture fx(LocalExecutorOptions{"local", 1});
+    test::ActorFixture fx(LocalExecutorOptions{"local", 1, {}});
     auto executor = fx.wiring.executor;
     auto order = std::make_shared<std::vector<std::string>>();
     // The holder takes the only slot and gives it back when told (release_atom from the test).
     auto holder = fx.own(fx.sys.spawn(
         [](caf::event_based_actor* self, executor_actor to,
            std::shared_ptr<std::vector<std::string>> seen) -> caf::behavior {
-          self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0});
+          self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0}, std::string());
           return {
               [=](grant_atom, const std::string&) {
                 seen->push_back("holder");
@@ -57,7 +57,7 @@ TEST_SUITE("actors.local_executor") {
       fx.own(fx.sys.spawn(
           [](caf::event_based_actor* self, executor_actor to, std::string me, int32_t rank,
              std::shared_ptr<std::vector<std::string>> seen) -> caf::behavior {
-            self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), rank);
+            self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), rank, std::string());
             return {[=](grant_atom, const std::string&) {
               seen->push_back(me);
               self->send(to, release_atom::value);  // took it, then gives it back unused

@@ -73,7 +73,7 @@ TEST_SUITE("actors.replay_property") {
 
     for (int round = 0; round < 40; ++round) {
       CAPTURE(round);
-      test::ActorFixture fx(LocalExecutorOptions{"local", static_cast<size_t>(1 + pick(3))});
+      test::ActorFixture fx(LocalExecutorOptions{"local", static_cast<size_t>(1 + pick(3)), {}});
       add_random_handlers(fx);
       fx.wiring.kill_grace = 3s;
       const std::string json = random_definition(rng);

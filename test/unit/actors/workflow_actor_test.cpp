@@ -260,7 +260,7 @@ TEST_SUITE("actors.workflow") {
       CHECK(run.task("t").failure_reason == "Timeout:startToClose");
     }
     SUBCASE("scheduleToStart, while no executor slot is free") {
-      test::ActorFixture fx(LocalExecutorOptions{"local", 0});
+      test::ActorFixture fx(LocalExecutorOptions{"local", 0, {}});
       Run run(fx, "wf-sts", one_task(R"("handler": "noop", "timeouts": {"scheduleToStart": "3s", "startToClose": "10s"})"));
       fx.self->send(run.wf, result_atom::value);
       REQUIRE(run.start());
@@ -326,7 +326,7 @@ TEST_SUITE("actors.workflow") {
   }
 
   TEST_CASE("pausing holds tasks still waiting for a slot, and resume starts them again") {
-    test::ActorFixture fx(LocalExecutorOptions{"local", 0});
+    test::ActorFixture fx(LocalExecutorOptions{"local", 0, {}});
     Run run(fx, "wf-pause-waiting", one_task(R"("handler": "noop")"));
     fx.self->send(run.wf, result_atom::value);
     REQUIRE(run.start());
@@ -437,7 +437,7 @@ TEST_SUITE("actors.workflow") {
   }
 
   TEST_CASE("a resume that overtakes a task's pause leaves no paused task under a running workflow") {
-    test::ActorFixture fx(LocalExecutorOptions{"local", 0});  // the task waits in its queue
+    test::ActorFixture fx(LocalExecutorOptions{"local", 0, {}});  // the task waits in its queue
     Run run(fx, "wf-pause-race", one_task(R"("handler": "noop")"));
     REQUIRE(run.start());
     // Both requests are decided before the pause reaches the task.

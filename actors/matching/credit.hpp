@@ -1,0 +1,100 @@
+// Credit-based dispatch for one task list: which worker gets the next task. A worker never holds
+// more tasks than its free slots, and dispatch obeys the task list's token bucket (global) and
+// each worker's own. Plain code: time is passed in.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "actors/matching/token_bucket.hpp"
+
+namespace troupe::actors {
+
+/// One worker's credit as seen by its task list.
+struct WorkerCredit {
+  uint32_t slots = 0;   ///< the worker's slots for this task list
+  uint32_t in_use = 0;  ///< assigned and not yet released; may exceed `slots` after set_slots
+  uint32_t free() const { return in_use < slots ? slots - in_use : 0; }
+};
+
+/// The workers of one task list and their free slots.
+///
+/// Choice: most free slots first; among equals, the one assigned to longest ago (round-robin),
+/// then the smaller id. A worker whose own bucket is empty is skipped; the global bucket is taken
+/// only together with a worker's, so a failed assign takes nothing. assign is O(log n) while the
+/// best workers have tokens and O(n) at worst (every free worker rate-limited); the rest is
+/// O(log n). Move-only (it keeps pointers into its own nodes). Not thread-safe; one actor owns it.
+class CreditPool {
+ public:
+  using TimePoint = TokenBucket::TimePoint;
+
+  /// `global` limits the whole task list's dispatch rate. Default: unlimited.
+  explicit CreditPool(TokenBucket global = TokenBucket::unlimited()) : global_(global) {}
+  CreditPool(CreditPool&&) noexcept = default;
+  CreditPool& operator=(CreditPool&&) noexcept = default;
+  CreditPool(const CreditPool&) = delete;
+  CreditPool& operator=(const CreditPool&) = delete;
+  ~CreditPool() = default;
+
+  /// Adds a worker with `slots` free slots and its own rate limit. False if `id` is known.
+  [[nodiscard]] bool add_worker(std::string id, uint32_t slots,
+                                TokenBucket rate = TokenBucket::unlimited());
+  /// Changes a worker's slots (0 stops assignment, e.g. while it drains or is unhealthy). Slots in
+  /// use above the new count stay in use; no new assignment happens until releases bring the
+  /// worker under it. False if `id` is unknown.
+  [[nodiscard]] bool set_slots(std::string_view id, uint32_t slots);
+  /// Forgets a worker; returns the slots it had in use (whose invocations the caller fails over),
+  /// or empty if `id` is unknown. Later releases for it return false.
+  std::optional<uint32_t> remove_worker(std::string_view id);
+
+  /// Picks a worker with a free slot whose bucket, and the global bucket, have a token at `now`,
+  /// and takes the slot and both tokens. Empty when no worker can take a task now: see
+  /// next_assign_time for when to try again.
+  std::optional<std::string> assign(TimePoint now);
+  /// The same for one given worker (a task pinned to it, e.g. in a session). False, taking
+  /// nothing, if it is unknown, has no free slot, or either bucket is empty.
+  [[nodiscard]] bool assign_to(std::string_view id, TimePoint now);
+  /// Gives back one slot of `id`. False if `id` is unknown or has no slot in use.
+  [[nodiscard]] bool release(std::string_view id);
+
+  /// When assign can next succeed with no change but time passing: `now` if it can now, the
+  /// time the buckets allow otherwise; empty when no worker has a free slot (wait for a release,
+  /// set_slots or a new worker).
+  std::optional<TimePoint> next_assign_time(TimePoint now) const;
+
+  std::optional<WorkerCredit> find_worker(std::string_view id) const;
+  size_t worker_count() const { return workers_.size(); }
+  /// Free slots over all workers (rate limits aside).
+  uint64_t free_slots() const { return free_slots_; }
+
+ private:
+  struct Worker {
+    WorkerCredit credit;
+    TokenBucket rate;
+    uint64_t last_assigned = 0;  ///< 0: never
+  };
+  using Node = std::map<std::string, Worker, std::less<>>::value_type;
+  /// Orders workers with free slots: most free, then least recently assigned, then id.
+  struct Rank {
+    bool operator()(const Node* a, const Node* b) const;
+  };
+
+  /// Takes `node` out of the ranking before a change to its credit or recency...
+  void unrank(Node& node);
+  /// ...and puts it back (if it has a free slot) after.
+  void rank(Node& node);
+  /// Takes a slot on `node` and the tokens; its bucket and the global one must have tokens.
+  void take(Node& node, TimePoint now);
+
+  TokenBucket global_;
+  std::map<std::string, Worker, std::less<>> workers_;
+  std::set<Node*, Rank> ranking_;  ///< the workers with a free slot, best first
+  uint64_t free_slots_ = 0;
+  uint64_t assignments_ = 0;  ///< stamps `last_assigned`
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,118 @@
+# The worker protocol (Facebook Bistro's guarantees): a worker node registers with the
+# scheduler's Gateway, handing over a WorkerControl capability, and gets a WorkerSession back.
+#  - The scheduler calls getRunningTasks right after association and before any runTask; the
+#    worker leaves NEW only after it succeeded.
+#  - runTask sends an invocation id once, with the scheduler's current notify sequence number
+#    and a per-invocation TaskReporter: a worker can report only on invocations it was given.
+#  - A finished invocation is reported (TaskReporter.complete, or WorkerSession.updateStatus
+#    when the reporter was lost with a connection) until acknowledged; the scheduler
+#    acknowledges once the result is durable and recognises duplicates by invocation id.
+#  - notifyIfTasksNotRunning carries "unsure if running" invocations with a sequence number;
+#    the worker refuses any runTask older than the last notify sequence it saw.
+#  - Health NEW -> HEALTHY <-> UNHEALTHY -> MUST_DIE on both sides with the same timeouts; a
+#    worker runs tasks only while HEALTHY and exits on MUST_DIE or requestSuicide.
+# Evolution: append fields with the next @N; never renumber, retype or reuse one.
+@0xe9c25de2d91d6b73;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("troupe::schema");
+
+using Common = import "common.capnp";
+
+struct WorkerInfo {
+  shardId @0 :Text;                  # the node name: one live worker per shard id
+  hostname @1 :Text;
+  pid @2 :UInt32;
+  instanceId @3 :Text;               # random per process start: tells a reconnect from a restart
+  taskLists @4 :List(TaskListSlots);
+  resourceId @5 :Text;
+  maxConcurrentSessions @6 :UInt32;
+}
+
+struct TaskListSlots {
+  name @0 :Text;
+  slots @1 :UInt32;                  # invocations of this task list the worker runs at once
+}
+
+enum Health {
+  new @0;                            # registered, running tasks not yet queried
+  healthy @1;
+  unhealthy @2;                      # heartbeats late: gets no new work
+  mustDie @3;                        # declared lost: its invocations failed over; it must exit
+}
+
+struct HealthTimeouts {
+  heartbeatIntervalMs @0 :UInt32;
+  unhealthyAfterMs @1 :UInt32;       # no heartbeat for this long: UNHEALTHY
+  mustDieAfterMs @2 :UInt32;         # no heartbeat for this long: MUST_DIE
+}
+
+struct InvocationSpec {
+  invocationId @0 :Text;             # unique; sent once
+  workflowId @1 :Text;
+  taskName @2 :Text;
+  taskList @3 :Text;
+  attempt @4 :UInt32;
+  union {
+    shell :group {
+      command @5 :List(Text);        # argv
+      env @6 :List(Text);            # NAME=value
+      cwd @7 :Text;
+    }
+    handler @8 :Text;                # a handler registered in the worker
+  }
+  input @9 :Text;                    # JSON
+  progress @10 :Data;                # the last progress of an earlier attempt
+}
+
+struct Outcome {
+  # How an invocation ended.
+  union {
+    succeeded @0 :Data;              # the result
+    failed @1 :FailureReport;
+    cancelled @2 :Void;              # stopped because it was asked to
+  }
+}
+
+struct FailureReport {
+  reason @0 :Text;                   # short, matched against nonRetryableErrors: "ExitCode:3"
+  details @1 :Text;
+  nonRetryable @2 :Bool;
+}
+
+interface TaskReporter {
+  # One invocation's line back to the scheduler.
+  started @0 () -> ();
+  heartbeat @1 (progress :Data) -> (cancelRequested :Bool);
+  # Cancellation is learned here, as in Cadence.
+  complete @2 (outcome :Outcome) -> ();
+  # Returns once the outcome is durable; retry until it returns.
+}
+
+interface WorkerControl {
+  # Served by the worker, called by the scheduler.
+  getRunningTasks @0 () -> (invocationIds :List(Text));
+  runTask @1 (invocation :InvocationSpec, notifySequence :UInt64, reporter :TaskReporter)
+      -> (error :Common.Error);
+  # error.code none: started. A runTask older than the last notify sequence is refused.
+  notifyIfTasksNotRunning @2 (invocationIds :List(Text), notifySequence :UInt64)
+      -> (notRunning :List(Text));
+  cancelTask @3 (invocationId :Text, graceMs :UInt32) -> ();
+  requestSuicide @4 (reason :Text) -> ();
+}
+
+interface WorkerSession {
+  # Served by the scheduler for one registered worker.
+  heartbeat @0 () -> (health :Health);
+  # The scheduler's view of this worker; mustDie means exit now.
+  updateStatus @1 (invocationId :Text, outcome :Outcome) -> (error :Common.Error);
+  # For a finished invocation whose reporter was lost. Returns once durable; an invocation
+  # this worker was not given is refused.
+}
+
+struct Registration {
+  session @0 :WorkerSession;
+  timeouts @1 :HealthTimeouts;
+  startClean @2 :Bool;               # this shard's previous instance was replaced: anything it
+                                     # left running is not the scheduler's any more
+}
