@@ -75,6 +75,13 @@ using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
 using recover_atom = caf::atom_constant<caf::atom("recover")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
+using associate_atom = caf::atom_constant<caf::atom("associate")>;
+using notify_atom = caf::atom_constant<caf::atom("notify")>;
+using sent_atom = caf::atom_constant<caf::atom("sent")>;
 
 // --- errors -------------------------------------------------------------------------------
 

@@ -24,12 +24,12 @@ struct WorkerInfo {
   hostname @1 :Text;
   pid @2 :UInt32;
   instanceId @3 :Text;               # random per process start: tells a reconnect from a restart
-  taskLists @4 :List(TaskListSlots);
+  taskLists @4 :List(WorkerTaskList);
   resourceId @5 :Text;
   maxConcurrentSessions @6 :UInt32;
 }
 
-struct TaskListSlots {
+struct WorkerTaskList {
   name @0 :Text;
   slots @1 :UInt32;                  # invocations of this task list the worker runs at once
 }

@@ -66,12 +66,12 @@ void CreditPool::take(Node& node, TimePoint now) {
 
 std::optional<std::string> CreditPool::assign(TimePoint now) {
   if (ranking_.empty() || global_.next_available(now) > now) return std::nullopt;
-  for (Node* node : ranking_) {
-    if (node->second.rate.next_available(now) > now) continue;
-    take(*node, now);  // changes ranking_; the loop ends here
-    return node->first;
-  }
-  return std::nullopt;
+  auto best = std::find_if(ranking_.begin(), ranking_.end(),
+                           [now](const Node* node) { return node->second.rate.next_available(now) <= now; });
+  if (best == ranking_.end()) return std::nullopt;
+  Node& node = **best;
+  take(node, now);
+  return node.first;
 }
 
 bool CreditPool::assign_to(std::string_view id, TimePoint now) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/task/task_machine.hpp"
+#include "actors/worker/health_machine.hpp"
 #include "actors/workflow/workflow_machine.hpp"
 #include "tools/troupe/args.hpp"
 #include "tools/troupe/bench_inprocess.hpp"
@@ -36,8 +37,8 @@ commands:
                 RSS per running workflow and start rate
                   --workflows A (100000)  --dir DIR  --sync BOOL
   describe states [--format markdown|dot]
-                the workflow and task state machines: every transition with its actions
-                (Markdown, the default) or as Graphviz graphs (dot)
+                the workflow, task and worker health state machines: every transition with
+                its actions (Markdown, the default) or as Graphviz graphs (dot)
   version       the build's git revision and type
   help          this text
 )";
@@ -153,10 +154,12 @@ int describe_states(const Args& args) {
   if (format == "markdown") {
     std::cout << "## troupe state machines\n\n"
               << actors::WorkflowMachine::table().markdown("Workflow") << "\n"
-              << actors::TaskMachine::table().markdown("Task");
+              << actors::TaskMachine::table().markdown("Task") << "\n"
+              << actors::HealthMachine::table().markdown("Worker health");
   } else if (format == "dot") {
     std::cout << actors::WorkflowMachine::table().dot("workflow") << "\n"
-              << actors::TaskMachine::table().dot("task");
+              << actors::TaskMachine::table().dot("task") << "\n"
+              << actors::HealthMachine::table().dot("worker_health");
   } else {
     return usage_error("--format takes markdown or dot, not '" + format + "'");
   }

@@ -1,0 +1,113 @@
+// The matching actor: ReadyQueue + CreditPool wired to a mailbox. A grant is a request to the
+// task, so a task that ended meanwhile bounces it and the slot comes back.
+#include "actors/matching/matching_actor.hpp"
+
+#include <map>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/matching/credit.hpp"
+#include "actors/matching/ready_queue.hpp"
+
+namespace troupe::actors {
+namespace {
+
+struct MatchingState {
+  static inline const char* name = "matching";
+  std::string task_list;
+  ReadyQueue queue;
+  std::map<std::string, task_port> tasks;  // by queue key
+  CreditPool credit;
+  uint64_t wake_generation = 0;
+  bool wake_armed = false;
+};
+
+using Self = matching_actor::stateful_pointer<MatchingState>;
+
+std::string key_of(const task_port& task) { return std::to_string(task.id()); }
+
+void release(Self self, const std::string& shard);
+
+/// Grants slots while a task waits and a worker can take one; arms a wake-up when only the
+/// rate limit stands in the way.
+void match(Self self) {
+  auto& st = self->state;
+  const auto now = self->clock().now();
+  while (!st.queue.empty()) {
+    auto worker = st.credit.assign(now);
+    if (!worker) {
+      auto at = st.credit.next_assign_time(now);
+      if (at && !st.wake_armed) {
+        st.wake_armed = true;
+        self->delayed_send(self, *at - now, wake_atom::value, ++st.wake_generation);
+      }
+      return;
+    }
+    auto entry = st.queue.pop();
+    auto it = st.tasks.find(entry->key);
+    task_port task = std::move(it->second);
+    st.tasks.erase(it);
+    self->request(task, caf::infinite, grant_atom::value, *worker)
+        .then([self, shard = *worker](bool taken) {
+                if (!taken) release(self, shard);
+              },
+              [self, shard = *worker](const caf::error&) { release(self, shard); });
+  }
+}
+
+void release(Self self, const std::string& shard) {
+  if (self->state.credit.release(shard)) match(self);
+}
+
+matching_actor::behavior_type matching(Self self, std::string task_list, MatchingLimits limits) {
+  auto& st = self->state;
+  st.task_list = std::move(task_list);
+  if (limits.rate > 0) {
+    auto bucket = TokenBucket::create(limits.rate, std::max<uint32_t>(1, limits.burst));
+    if (bucket) st.credit = CreditPool(*bucket);
+  }
+  return {
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string&) {
+        auto& s = self->state;
+        const std::string key = key_of(task);
+        if (s.queue.push(key, priority)) {
+          s.tasks.emplace(key, std::move(task));
+          match(self);
+        }
+      },
+      [=](withdraw_atom, const task_port& task, const std::string&) {
+        auto& s = self->state;
+        const std::string key = key_of(task);
+        if (s.queue.remove(key)) s.tasks.erase(key);
+      },
+      [=](join_atom, const std::string& shard, uint32_t slots, double rate) {
+        auto& s = self->state;
+        if (s.credit.find_worker(shard)) {
+          (void)s.credit.set_slots(shard, slots);
+        } else {
+          TokenBucket bucket;
+          if (rate > 0) {
+            if (auto b = TokenBucket::create(rate, std::max<uint32_t>(1, static_cast<uint32_t>(rate)))) bucket = *b;
+          }
+          (void)s.credit.add_worker(shard, slots, bucket);
+        }
+        match(self);
+      },
+      [=](leave_atom, const std::string& shard) { self->state.credit.remove_worker(shard); },
+      [=](release_atom, const std::string& shard) { release(self, shard); },
+      [=](wake_atom, uint64_t generation) {
+        if (generation != self->state.wake_generation) return;
+        self->state.wake_armed = false;
+        match(self);
+      },
+  };
+}
+
+}  // namespace
+
+matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits) {
+  return system.spawn(matching, std::move(task_list), limits);
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,40 @@
+// The matching actor of one task list: its ready queue (priority, then age), the credit of
+// every worker serving it (a worker never gets more invocations than its free slots), and the
+// token buckets that limit the list's dispatch rate globally and per worker. Tasks wait here,
+// their scheduleToStart timeout running, while no worker serves the list.
+#pragma once
+
+#include <string>
+
+#include <caf/fwd.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/caf_types.hpp"
+#include "actors/ports.hpp"
+
+namespace troupe::actors {
+
+using matching_actor = caf::typed_actor<
+    // from a task (through the dispatcher): wait for a slot
+    caf::reacts_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */>,
+    // from a task: stop waiting
+    caf::reacts_to<withdraw_atom, task_port, std::string>,
+    // from a worker actor: it serves this list with `slots` (0 while unhealthy), at most
+    // `rate` invocations per second (0: unlimited)
+    caf::reacts_to<join_atom, std::string /* shard */, uint32_t /* slots */, double /* rate */>,
+    // from a worker actor: it is gone; its slots with it
+    caf::reacts_to<leave_atom, std::string /* shard */>,
+    // from a worker actor: one of its invocations of this list ended
+    caf::reacts_to<release_atom, std::string /* shard */>,
+    // its own timer: the rate limit allows the next grant
+    caf::reacts_to<wake_atom, uint64_t /* generation */>>;
+
+struct MatchingLimits {
+  /// Invocations of the task list started per second across all workers; 0: unlimited.
+  double rate = 0;
+  uint32_t burst = 1;
+};
+
+matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits);
+
+}  // namespace troupe::actors

@@ -1,0 +1,146 @@
+// The dispatcher: routing by task list and by shard, and worker registration.
+#include "actors/system/dispatcher.hpp"
+
+#include <iostream>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace troupe::actors {
+namespace {
+
+struct DispatcherState {
+  static inline const char* name = "dispatcher";
+  DispatcherOptions options;
+  std::map<std::string, matching_actor> matchers;
+  std::map<std::string, worker_actor> workers;  ///< the live instance of each shard
+};
+
+using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
+
+matching_actor matcher_of(Self self, const std::string& task_list) {
+  auto& st = self->state;
+  auto it = st.matchers.find(task_list);
+  if (it != st.matchers.end()) return it->second;
+  MatchingLimits limits;
+  if (auto l = st.options.task_lists.find(task_list); l != st.options.task_lists.end()) limits = l->second;
+  auto matcher = spawn_matching(self->system(), task_list, limits);
+  self->link_to(matcher);
+  st.matchers.emplace(task_list, matcher);
+  return matcher;
+}
+
+worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink> link) {
+  auto& st = self->state;
+  WorkerSetup setup;
+  for (const auto& [list, slots] : info.task_lists) setup.matchers.emplace(list, matcher_of(self, list));
+  if (auto r = st.options.worker_rates.find(info.shard_id); r != st.options.worker_rates.end()) {
+    setup.rate = r->second;
+  }
+  setup.info = std::move(info);
+  setup.link = std::move(link);
+  setup.timeouts = st.options.timeouts;
+  setup.cancel_grace = st.options.cancel_grace;
+  const std::string shard = setup.info.shard_id;
+  auto worker = spawn_worker(self->system(), std::move(setup));
+  self->monitor(worker);
+  self->link_to(worker);  // a stopping scheduler stops its worker actors too
+  st.workers[shard] = worker;
+  return worker;
+}
+
+std::string health_name(uint8_t health) {
+  return std::string(HealthMachineTraits::name(static_cast<HealthState>(health)));
+}
+
+dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options) {
+  self->state.options = std::move(options);
+  self->set_down_handler([self](const caf::down_msg& down) {
+    auto& workers = self->state.workers;
+    for (auto it = workers.begin(); it != workers.end(); ++it) {
+      if (it->second.address() == down.source) {
+        workers.erase(it);
+        return;
+      }
+    }
+  });
+  return {
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string& list) {
+        self->send(matcher_of(self, list), enqueue_atom::value, std::move(task), priority, list);
+      },
+      [=](withdraw_atom, task_port task, const std::string& list) {
+        self->send(matcher_of(self, list), withdraw_atom::value, std::move(task), list);
+      },
+      [=](release_atom) {},
+      [=](run_atom, Invocation& invocation, task_port task) {
+        auto it = self->state.workers.find(invocation.executor);
+        if (it == self->state.workers.end()) {
+          self->send(task, report_atom::value,
+                     TaskReport{invocation.invocation_id, TaskReport::LOST, {}, "Failover",
+                                "worker " + invocation.executor + " is gone", false});
+          return;
+        }
+        self->send(it->second, run_atom::value, std::move(invocation), std::move(task));
+      },
+      [=](cancel_atom, const std::string& id, const std::string& executor) {
+        auto it = self->state.workers.find(executor);
+        if (it != self->state.workers.end()) self->send(it->second, cancel_atom::value, id, executor);
+      },
+      [=](report_atom, const TaskReport&) {},
+      [=](wake_atom, uint64_t) {},
+      [=](register_atom, WorkerInfo& info, std::shared_ptr<WorkerLink>& link,
+          Reply<RegistrationOutcome>& reply) {
+        auto& st = self->state;
+        auto existing = st.workers.find(info.shard_id);
+        if (existing == st.workers.end()) {
+          auto worker = start_worker(self, std::move(info), std::move(link));
+          reply.deliver(RegistrationOutcome{worker, st.options.timeouts, false});
+          return;
+        }
+        auto current = existing->second;
+        auto shared_reply = std::make_shared<Reply<RegistrationOutcome>>(std::move(reply));
+        auto pending = std::make_shared<std::pair<WorkerInfo, std::shared_ptr<WorkerLink>>>(std::move(info), std::move(link));
+        self->request(current, std::chrono::seconds(5), describe_atom::value)
+            .then(
+                [=](uint8_t health, const std::string& instance) {
+                  auto& s = self->state;
+                  auto& [info, link] = *pending;
+                  const auto state = static_cast<HealthState>(health);
+                  if (instance == info.instance_id) {
+                    // The same process on a new connection.
+                    self->send(current, register_atom::value, std::move(link));
+                    shared_reply->deliver(RegistrationOutcome{current, s.options.timeouts, false});
+                    return;
+                  }
+                  const bool replaceable = state == HealthState::MUST_DIE ||
+                                           (state == HealthState::UNHEALTHY && s.options.replace_unhealthy);
+                  if (!replaceable) {
+                    shared_reply->deliver(fail(
+                        Errc::ALREADY_EXISTS,
+                        "shard '" + info.shard_id + "' is held by another live worker instance (" +
+                            health_name(health) + "); a new instance may take over once the old one is "
+                            "declared dead"));
+                    return;
+                  }
+                  self->send(current, kill_atom::value, std::string("replaced by a new instance"), true);
+                  std::cerr << "worker " << info.describe() << " replaces an earlier instance\n";
+                  auto worker = start_worker(self, std::move(info), std::move(link));
+                  shared_reply->deliver(RegistrationOutcome{worker, s.options.timeouts, true});
+                },
+                [=](const caf::error&) {
+                  auto& [info, link] = *pending;
+                  // The old instance's actor ended (MUST_DIE) before answering.
+                  auto worker = start_worker(self, std::move(info), std::move(link));
+                  shared_reply->deliver(RegistrationOutcome{worker, self->state.options.timeouts, true});
+                });
+      },
+  };
+}
+
+}  // namespace
+
+dispatcher_actor spawn_dispatcher(caf::actor_system& system, DispatcherOptions options) {
+  return system.spawn(dispatcher, std::move(options));
+}
+
+}  // namespace troupe::actors

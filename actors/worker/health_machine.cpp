@@ -1,0 +1,137 @@
+// The worker health table. Reading guide: a registered worker is NEW and is asked for its running
+// tasks on each heartbeat until it answers (ASSOCIATED), which makes it HEALTHY; late heartbeats
+// make it UNHEALTHY (no new tasks) and a heartbeat makes it HEALTHY again; a lost, replaced or
+// suicidal worker MUST_DIE: it is told to die and its invocations fail over. MUST_DIE ignores
+// everything (a heartbeat's reply carries the state, which tells the worker to exit).
+#include "actors/worker/health_machine.hpp"
+
+#include <algorithm>
+
+namespace troupe::actors {
+namespace {
+
+using S = HealthState;
+using E = HealthEvent;
+using A = HealthAction;
+using R = Row<S, E, A>;
+
+/// The ways out of a live state into MUST_DIE; a HEALTHY worker's free slots are withdrawn first.
+void dying(std::vector<R>& rows, S s) {
+  const ActionList<A> actions =
+      s == S::HEALTHY ? ActionList<A>{A::STOP_ASSIGNING, A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS,
+                                      A::STOP_HEALTH_TIMER}
+                      : ActionList<A>{A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER};
+  for (E e : {E::HEARTBEAT_LOST, E::REPLACED, E::SUICIDE}) rows.push_back({s, e, S::MUST_DIE, actions});
+}
+
+std::vector<R> rows() {
+  std::vector<R> rows = {
+      {S::NEW, E::ASSOCIATED, S::HEALTHY, {A::RECONCILE, A::ACCEPT_TASKS, A::ARM_HEALTH_TIMER}},
+      {S::NEW, E::HEARTBEAT, S::NEW, {A::ARM_HEALTH_TIMER, A::QUERY_RUNNING_TASKS}},
+      {S::NEW, E::HEARTBEAT_LATE, S::NEW, {}, true, "a NEW worker has no tasks to stop; only HEARTBEAT_LOST ends it"},
+
+      {S::HEALTHY, E::ASSOCIATED, S::HEALTHY, {}, true, "already associated"},
+      {S::HEALTHY, E::HEARTBEAT, S::HEALTHY, {A::ARM_HEALTH_TIMER}},
+      {S::HEALTHY, E::HEARTBEAT_LATE, S::UNHEALTHY, {A::STOP_ASSIGNING, A::ARM_HEALTH_TIMER}},
+
+      {S::UNHEALTHY, E::ASSOCIATED, S::UNHEALTHY, {}, true, "already associated"},
+      {S::UNHEALTHY, E::HEARTBEAT, S::HEALTHY, {A::ACCEPT_TASKS, A::ARM_HEALTH_TIMER}},
+      {S::UNHEALTHY, E::HEARTBEAT_LATE, S::UNHEALTHY, {}, true, "already unhealthy"},
+
+      {S::MUST_DIE, E::ASSOCIATED, S::MUST_DIE, {}, true, "too late: its invocations were failed over"},
+      {S::MUST_DIE, E::HEARTBEAT, S::MUST_DIE, {}, true, "the heartbeat's reply tells the worker to die"},
+      {S::MUST_DIE, E::HEARTBEAT_LATE, S::MUST_DIE, {}, true, "already must die"},
+      {S::MUST_DIE, E::HEARTBEAT_LOST, S::MUST_DIE, {}, true, "already must die"},
+      {S::MUST_DIE, E::REPLACED, S::MUST_DIE, {}, true, "already must die; the newcomer starts NEW"},
+      {S::MUST_DIE, E::SUICIDE, S::MUST_DIE, {}, true, "already must die"},
+  };
+  dying(rows, S::NEW);
+  dying(rows, S::HEALTHY);
+  dying(rows, S::UNHEALTHY);
+  return rows;
+}
+
+}  // namespace
+
+std::string_view HealthMachineTraits::name(HealthState s) {
+  switch (s) {
+    case S::NEW: return "NEW";
+    case S::HEALTHY: return "HEALTHY";
+    case S::UNHEALTHY: return "UNHEALTHY";
+    case S::MUST_DIE: return "MUST_DIE";
+  }
+  return "?";
+}
+
+std::string_view HealthMachineTraits::name(HealthEvent e) {
+  switch (e) {
+    case E::ASSOCIATED: return "ASSOCIATED";
+    case E::HEARTBEAT: return "HEARTBEAT";
+    case E::HEARTBEAT_LATE: return "HEARTBEAT_LATE";
+    case E::HEARTBEAT_LOST: return "HEARTBEAT_LOST";
+    case E::REPLACED: return "REPLACED";
+    case E::SUICIDE: return "SUICIDE";
+  }
+  return "?";
+}
+
+std::string_view HealthMachineTraits::name(HealthAction a) {
+  switch (a) {
+    case A::ARM_HEALTH_TIMER: return "arm health timer";
+    case A::QUERY_RUNNING_TASKS: return "query running tasks";
+    case A::RECONCILE: return "reconcile invocations";
+    case A::ACCEPT_TASKS: return "accept tasks";
+    case A::STOP_ASSIGNING: return "stop assigning";
+    case A::REQUEST_SUICIDE: return "request suicide";
+    case A::FAIL_OVER_INVOCATIONS: return "fail over invocations";
+    case A::STOP_HEALTH_TIMER: return "stop health timer";
+  }
+  return "?";
+}
+
+const StateTable<HealthMachineTraits>& HealthMachine::table() {
+  static const StateTable<HealthMachineTraits> instance(rows());
+  return instance;
+}
+
+Result<void> HealthTimeouts::validate() const {
+  if (heartbeat_interval > Duration::zero() && heartbeat_interval < unhealthy_after &&
+      unhealthy_after < must_die_after) {
+    return ok();
+  }
+  return fail(Errc::INVALID_ARGUMENT,
+              "worker health: need 0 < heartbeat interval (" + format_duration(heartbeat_interval) +
+                  ") < unhealthy after (" + format_duration(unhealthy_after) + ") < must die after (" +
+                  format_duration(must_die_after) + "); e.g. 1s, 2s, 3s");
+}
+
+HealthState health_after(HealthState current, Duration since, const HealthTimeouts& timeouts) {
+  since = std::max(since, Duration::zero());
+  if (current == S::MUST_DIE || since >= timeouts.must_die_after) return S::MUST_DIE;
+  if (current == S::NEW) return S::NEW;
+  if (since >= timeouts.unhealthy_after) return S::UNHEALTHY;
+  return S::HEALTHY;
+}
+
+std::optional<HealthEvent> health_timeout_event(HealthState current, Duration since,
+                                                const HealthTimeouts& timeouts) {
+  if (current == S::MUST_DIE) return std::nullopt;
+  const HealthState after = health_after(current, since, timeouts);
+  if (after == S::MUST_DIE) return E::HEARTBEAT_LOST;
+  if (current == S::HEALTHY && after == S::UNHEALTHY) return E::HEARTBEAT_LATE;
+  return std::nullopt;
+}
+
+std::optional<Duration> until_health_timeout(HealthState current, Duration since,
+                                             const HealthTimeouts& timeouts) {
+  since = std::max(since, Duration::zero());
+  switch (current) {
+    case S::MUST_DIE: return std::nullopt;
+    case S::HEALTHY: return std::max(Duration::zero(), timeouts.unhealthy_after - since);
+    case S::NEW:
+    case S::UNHEALTHY: return std::max(Duration::zero(), timeouts.must_die_after - since);
+  }
+  return std::nullopt;
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,112 @@
+// A worker's health (Facebook Bistro's model) as a plain table, plus the timeout rule that the
+// scheduler and the worker both apply with the same timeouts. Health is soft state and is not
+// persisted: after a scheduler restart every worker starts NEW again and must re-associate.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string_view>
+
+#include "actors/state_table.hpp"
+#include "schema/duration.hpp"
+
+namespace troupe::actors {
+
+/// One worker instance's health. The scheduler's worker actor (one per shard id) starts an
+/// instance in NEW when a worker registers; the registration counts as its first HEARTBEAT.
+enum class HealthState : uint8_t {
+  NEW,        ///< registered; its running tasks are not known yet, so it gets no tasks
+  HEALTHY,    ///< associated and heartbeating: it gets tasks
+  UNHEALTHY,  ///< heartbeats are late: it keeps its tasks but gets no new ones
+  MUST_DIE,   ///< lost, replaced or told to die; terminal for this instance
+};
+
+enum class HealthEvent : uint8_t {
+  ASSOCIATED,      ///< getRunningTasks answered: the worker's running tasks are known
+  HEARTBEAT,       ///< a heartbeat (or the registration) arrived
+  HEARTBEAT_LATE,  ///< no heartbeat for `unhealthy_after` (see health_timeout_event)
+  HEARTBEAT_LOST,  ///< no heartbeat for `must_die_after` (see health_timeout_event)
+  REPLACED,        ///< a new worker instance with the same shard id registered
+  SUICIDE,         ///< the worker asked to die, or an operator or the scheduler decided it must
+};
+
+/// What the scheduler's worker actor does for a transition, in this order. Nothing is persisted:
+/// the task actors persist what follows from FAIL_OVER_INVOCATIONS.
+enum class HealthAction : uint8_t {
+  ARM_HEALTH_TIMER,       ///< (re)arm the one health timer: delay from until_health_timeout
+  QUERY_RUNNING_TASKS,    ///< call getRunningTasks unless a call is in flight; the reply is ASSOCIATED
+  RECONCILE,              ///< confirm the invocations it reports running; fail over the unsure rest
+  ACCEPT_TASKS,           ///< offer its slots to its task lists (CreditPool::add_worker / set_slots)
+  STOP_ASSIGNING,         ///< withdraw its free slots from its task lists; running tasks carry on
+  REQUEST_SUICIDE,        ///< call requestSuicide on the instance (best effort, not awaited)
+  FAIL_OVER_INVOCATIONS,  ///< send FAILOVER to the task of every invocation it held or may hold
+  STOP_HEALTH_TIMER,      ///< disarm the health timer; the instance is done
+};
+
+struct HealthMachineTraits {
+  using State = HealthState;
+  using Event = HealthEvent;
+  using Action = HealthAction;
+  static constexpr size_t states = 4;
+  static constexpr size_t events = 6;
+  static std::string_view name(HealthState s);
+  static std::string_view name(HealthEvent e);
+  static std::string_view name(HealthAction a);
+};
+
+using HealthTransition = Transition<HealthState, HealthAction>;
+
+struct HealthMachine {
+  static const StateTable<HealthMachineTraits>& table();
+
+  /// The transition for `event` in `state`; NOT_ALLOWED_IN_STATE if there is none. Every event
+  /// is defined in MUST_DIE, as ignored.
+  static Result<HealthTransition> transition(HealthState state, HealthEvent event) {
+    return table().transition(state, event);
+  }
+
+  /// Only a HEALTHY worker gets new tasks, and a worker starts new tasks only while it sees
+  /// itself HEALTHY.
+  static bool accepts_tasks(HealthState state) { return state == HealthState::HEALTHY; }
+  /// MUST_DIE: the worker side kills its tasks and exits.
+  static bool is_terminal(HealthState state) { return state == HealthState::MUST_DIE; }
+};
+
+/// The heartbeat timeouts, the same on scheduler and workers (the cluster config carries them).
+/// With the defaults a dead worker is detected within 3 heartbeat intervals.
+struct HealthTimeouts {
+  /// How often a worker heartbeats. Default: 1s
+  Duration heartbeat_interval = std::chrono::seconds(1);
+  /// A HEALTHY worker without a heartbeat this long becomes UNHEALTHY: no new tasks. Shorter
+  /// reacts faster to a stalled worker but takes it out on a brief network hiccup. Default: 2s
+  Duration unhealthy_after = std::chrono::seconds(2);
+  /// A worker without a heartbeat this long must die, and its invocations fail over. Shorter
+  /// retries lost tasks sooner but risks running a task twice on a slow network. Default: 3s
+  Duration must_die_after = std::chrono::seconds(3);
+
+  /// INVALID_ARGUMENT unless 0 < heartbeat_interval < unhealthy_after < must_die_after.
+  Result<void> validate() const;
+};
+
+/// The health that `since_last_heartbeat` without a heartbeat implies for a worker in `current`:
+///   MUST_DIE stays MUST_DIE; since >= must_die_after gives MUST_DIE; NEW stays NEW (only
+///   ASSOCIATED ends it); since >= unhealthy_after gives UNHEALTHY; otherwise HEALTHY (a fresh
+///   heartbeat is what brings UNHEALTHY back).
+/// The scheduler measures `since` from the last heartbeat it received. The worker measures it
+/// from the sending time of its last acknowledged heartbeat, which is earlier, so on equal clock
+/// rates a cut-off worker reaches MUST_DIE (and kills its tasks) no later than the scheduler does
+/// (and fails them over). A negative `since` counts as 0.
+HealthState health_after(HealthState current, Duration since_last_heartbeat,
+                         const HealthTimeouts& timeouts);
+
+/// The event the health timer feeds the machine: HEARTBEAT_LATE when health_after turns HEALTHY
+/// into UNHEALTHY, HEARTBEAT_LOST when it gives MUST_DIE from any other state; empty otherwise.
+std::optional<HealthEvent> health_timeout_event(HealthState current, Duration since_last_heartbeat,
+                                                const HealthTimeouts& timeouts);
+
+/// How much longer, without a heartbeat, until health_timeout_event gives an event: the delay of
+/// the health timer. 0 if it gives one already; empty in MUST_DIE (nothing times out any more).
+std::optional<Duration> until_health_timeout(HealthState current, Duration since_last_heartbeat,
+                                             const HealthTimeouts& timeouts);
+
+}  // namespace troupe::actors

@@ -1,0 +1,322 @@
+// The worker actor: the health table wired to a timer, the worker's invocations, and the
+// checks that make a worker's reports trustworthy (only on invocations it was given, acked
+// once durable, duplicates recognised by invocation id).
+#include "actors/worker/worker_actor.hpp"
+
+#include <deque>
+#include <iostream>
+#include <set>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace troupe::actors {
+namespace {
+
+struct Given {
+  task_port task;
+  std::string task_list;
+  bool unsure = false;  ///< runTask's outcome is unknown: it may or may not run
+};
+
+struct WorkerActorState {
+  static inline const char* name = "worker";
+  WorkerSetup setup;
+  HealthState health = HealthState::NEW;
+  caf::actor_clock::time_point last_heartbeat;
+  uint64_t timer_generation = 0;
+  uint64_t link_epoch = 0;  ///< answers from an older link are ignored
+  bool querying = false;
+  uint64_t notify_sequence = 0;
+  std::map<std::string, Given> given;        ///< by invocation id
+  std::set<std::string> cancel_requested;
+  std::deque<std::string> finished_order;    ///< recently finished, for duplicate updates
+  std::set<std::string> finished;
+};
+
+using Self = worker_actor::stateful_pointer<WorkerActorState>;
+constexpr size_t remembered_finished = 65536;
+
+void handle(Self self, HealthEvent event);
+
+void remember_finished(Self self, const std::string& id) {
+  auto& st = self->state;
+  if (!st.finished.insert(id).second) return;
+  st.finished_order.push_back(id);
+  if (st.finished_order.size() > remembered_finished) {
+    st.finished.erase(st.finished_order.front());
+    st.finished_order.pop_front();
+  }
+}
+
+/// The invocation is over for this worker: forget it and give its slot back.
+void finish(Self self, const std::string& id) {
+  auto& st = self->state;
+  auto it = st.given.find(id);
+  if (it == st.given.end()) return;
+  auto matcher = st.setup.matchers.find(it->second.task_list);
+  if (matcher != st.setup.matchers.end()) {
+    self->send(matcher->second, release_atom::value, st.setup.info.shard_id);
+  }
+  st.given.erase(it);
+  st.cancel_requested.erase(id);
+  remember_finished(self, id);
+}
+
+/// Tells the invocation's task it was lost with this worker, and forgets it.
+void lose(Self self, const std::string& id, const std::string& why) {
+  auto& st = self->state;
+  auto it = st.given.find(id);
+  if (it == st.given.end()) return;
+  self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::LOST, {}, "Failover", why, false});
+  finish(self, id);
+}
+
+void offer_slots(Self self, bool accept) {
+  auto& st = self->state;
+  for (const auto& [list, slots] : st.setup.info.task_lists) {
+    auto matcher = st.setup.matchers.find(list);
+    if (matcher == st.setup.matchers.end()) continue;
+    self->send(matcher->second, join_atom::value, st.setup.info.shard_id, accept ? slots : 0u,
+               st.setup.rate);
+  }
+}
+
+void arm_health_timer(Self self) {
+  auto& st = self->state;
+  const auto since = self->clock().now() - st.last_heartbeat;
+  auto delay = until_health_timeout(st.health, std::chrono::duration_cast<Duration>(since), st.setup.timeouts);
+  if (!delay) return;
+  self->delayed_send(self, *delay, timeout_atom::value, ++st.timer_generation);
+}
+
+void query_running_tasks(Self self) {
+  auto& st = self->state;
+  if (st.querying) return;
+  st.querying = true;
+  auto me = caf::actor_cast<worker_actor>(self);
+  const uint64_t epoch = st.link_epoch;
+  st.setup.link->get_running_tasks([me, epoch](Result<std::vector<std::string>> ids) {
+    if (ids) {
+      caf::anon_send(me, associate_atom::value, epoch, true, std::move(*ids), std::string());
+    } else {
+      caf::anon_send(me, associate_atom::value, epoch, false, std::vector<std::string>(), ids.error().message);
+    }
+  });
+}
+
+void handle(Self self, HealthEvent event) {
+  auto& st = self->state;
+  auto t = HealthMachine::transition(st.health, event);
+  if (!t || t->ignored) return;
+  st.health = t->to;
+  for (HealthAction action : t->actions) {
+    switch (action) {
+      case HealthAction::ARM_HEALTH_TIMER: arm_health_timer(self); break;
+      case HealthAction::QUERY_RUNNING_TASKS: query_running_tasks(self); break;
+      case HealthAction::RECONCILE: break;  // done with the answer, in the associate handler
+      case HealthAction::ACCEPT_TASKS: offer_slots(self, true); break;
+      case HealthAction::STOP_ASSIGNING: offer_slots(self, false); break;
+      case HealthAction::REQUEST_SUICIDE:
+        st.setup.link->request_suicide("the scheduler declared worker " + st.setup.info.shard_id + " " +
+                                       std::string(HealthMachineTraits::name(st.health)));
+        break;
+      case HealthAction::FAIL_OVER_INVOCATIONS: {
+        std::vector<std::string> ids;
+        for (const auto& [id, given] : st.given) ids.push_back(id);
+        for (const auto& id : ids) lose(self, id, "worker " + st.setup.info.describe() + " was lost");
+        break;
+      }
+      case HealthAction::STOP_HEALTH_TIMER: ++st.timer_generation; break;
+    }
+  }
+  if (HealthMachine::is_terminal(st.health)) {
+    for (const auto& [list, matcher] : st.setup.matchers) {
+      self->send(matcher, leave_atom::value, st.setup.info.shard_id);
+    }
+    std::cerr << "worker " << st.setup.info.describe() << " is MUST_DIE\n";
+    self->quit();
+  }
+}
+
+/// Asks the worker about invocations whose runTask outcome is unknown.
+void resolve_unsure(Self self) {
+  auto& st = self->state;
+  std::vector<std::string> unsure;
+  for (const auto& [id, given] : st.given) {
+    if (given.unsure) unsure.push_back(id);
+  }
+  if (unsure.empty()) return;
+  auto me = caf::actor_cast<worker_actor>(self);
+  st.setup.link->notify_if_not_running(unsure, ++st.notify_sequence,
+                                       [me](Result<std::vector<std::string>> not_running) {
+                                         if (not_running) {
+                                           caf::anon_send(me, notify_atom::value, true, std::move(*not_running));
+                                         } else {
+                                           caf::anon_send(me, notify_atom::value, false, std::vector<std::string>());
+                                         }
+                                       });
+}
+
+worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
+  auto& st = self->state;
+  st.setup = std::move(setup);
+  st.last_heartbeat = self->clock().now();
+  // The registration counts as the first heartbeat; NEW asks for the running tasks.
+  handle(self, HealthEvent::HEARTBEAT);
+  query_running_tasks(self);
+  arm_health_timer(self);
+  return {
+      [=](run_atom, Invocation& invocation, task_port task) {
+        auto& s = self->state;
+        const std::string id = invocation.invocation_id;
+        s.given[id] = Given{task, invocation.task_list, false};
+        auto me = caf::actor_cast<worker_actor>(self);
+        s.setup.link->run_task(invocation, s.notify_sequence, [me, id](Result<void> sent) {
+          uint8_t outcome = 0;
+          std::string error;
+          if (!sent) {
+            outcome = sent.error().code == Errc::UNAVAILABLE ? 2 : 1;
+            error = sent.error().message;
+          }
+          caf::anon_send(me, sent_atom::value, id, outcome, error);
+        });
+      },
+      [=](sent_atom, const std::string& id, uint8_t outcome, const std::string& error) {
+        auto& s = self->state;
+        auto it = s.given.find(id);
+        if (it == s.given.end() || outcome == 0) return;
+        if (outcome == 1) {
+          lose(self, id, "worker " + s.setup.info.shard_id + " refused the invocation: " + error);
+        } else {
+          it->second.unsure = true;
+          resolve_unsure(self);
+        }
+      },
+      [=](notify_atom, bool ok, const std::vector<std::string>& not_running) {
+        auto& s = self->state;
+        if (!ok) return;  // asked again on the next heartbeat
+        std::set<std::string> gone(not_running.begin(), not_running.end());
+        for (auto& [id, given] : s.given) {
+          if (given.unsure && !gone.count(id)) given.unsure = false;  // it runs
+        }
+        for (const auto& id : not_running) lose(self, id, "the invocation never started on its worker");
+      },
+      [=](cancel_atom, const std::string& id, const std::string&) {
+        auto& s = self->state;
+        if (!s.given.count(id)) return;
+        s.cancel_requested.insert(id);
+        s.setup.link->cancel_task(id, s.setup.cancel_grace);
+      },
+      [=](heartbeat_atom, Reply<HealthState>& reply) {
+        auto& s = self->state;
+        s.last_heartbeat = self->clock().now();
+        handle(self, HealthEvent::HEARTBEAT);
+        arm_health_timer(self);
+        if (s.health == HealthState::HEALTHY) resolve_unsure(self);
+        reply.deliver(s.health);
+      },
+      [=](report_atom, TaskReport& report, Reply<bool>& reply) {
+        auto& s = self->state;
+        auto it = s.given.find(report.invocation_id);
+        if (it == s.given.end()) {
+          if (s.finished.count(report.invocation_id)) {
+            reply.deliver(true);  // a late heartbeat of an invocation that is over: stop it
+          } else {
+            reply.deliver(fail(Errc::NOT_FOUND, "invocation '" + report.invocation_id +
+                                                    "' was not given to worker " + s.setup.info.shard_id));
+          }
+          return;
+        }
+        it->second.unsure = false;
+        if (report.kind == TaskReport::HEARTBEAT || report.kind == TaskReport::STARTED) {
+          self->send(it->second.task, report_atom::value, report);
+        }
+        reply.deliver(s.cancel_requested.count(report.invocation_id) > 0);
+      },
+      [=](update_atom, TaskReport& report, Reply<bool>& reply) {
+        auto& s = self->state;
+        const std::string id = report.invocation_id;
+        auto it = s.given.find(id);
+        if (it == s.given.end()) {
+          if (s.finished.count(id)) {
+            reply.deliver(true);  // a duplicate: acknowledged before
+          } else {
+            std::cerr << "worker " << s.setup.info.shard_id << " reported on invocation '" << id
+                      << "', which it was not given (a late report from a lost worker?): ignored\n";
+            reply.deliver(fail(Errc::NOT_FOUND, "invocation '" + id + "' was not given to worker " +
+                                                    s.setup.info.shard_id));
+          }
+          return;
+        }
+        auto deliver = std::make_shared<Reply<bool>>(std::move(reply));
+        self->request(it->second.task, caf::infinite, update_atom::value, std::move(report))
+            .then(
+                [self, id, deliver](bool) {
+                  finish(self, id);
+                  deliver->deliver(true);
+                },
+                [self, id, deliver](const caf::error&) {
+                  // The task actor has ended: its outcome was decided and is durable.
+                  finish(self, id);
+                  deliver->deliver(true);
+                });
+      },
+      [=](register_atom, std::shared_ptr<WorkerLink>& link) {
+        auto& s = self->state;
+        s.setup.link = std::move(link);
+        ++s.link_epoch;
+        s.querying = false;
+        s.last_heartbeat = self->clock().now();
+        handle(self, HealthEvent::HEARTBEAT);
+        query_running_tasks(self);
+      },
+      [=](describe_atom) {
+        return caf::make_result(static_cast<uint8_t>(self->state.health), self->state.setup.info.instance_id);
+      },
+      [=](kill_atom, const std::string&, bool replaced) {
+        handle(self, replaced ? HealthEvent::REPLACED : HealthEvent::SUICIDE);
+      },
+      [=](associate_atom, uint64_t epoch, bool ok, const std::vector<std::string>& running,
+          const std::string& error) {
+        auto& s = self->state;
+        if (epoch != s.link_epoch) return;
+        s.querying = false;
+        if (!ok) {
+          std::cerr << "worker " << s.setup.info.shard_id << ": getRunningTasks failed: " << error << "\n";
+          return;  // asked again on the next heartbeat while NEW
+        }
+        // Reconcile: what it runs that it was not given is not the scheduler's (it was told
+        // to start clean); what it was given and does not run is lost unless its outcome is
+        // still on its way (unsure until notifyIfTasksNotRunning says).
+        std::set<std::string> runs(running.begin(), running.end());
+        for (const auto& id : running) {
+          if (!s.given.count(id)) s.setup.link->cancel_task(id, Duration(0));
+        }
+        for (auto& [id, given] : s.given) {
+          if (!runs.count(id)) given.unsure = true;
+        }
+        handle(self, HealthEvent::ASSOCIATED);
+        resolve_unsure(self);
+      },
+      [=](timeout_atom, uint64_t generation) {
+        auto& s = self->state;
+        if (generation != s.timer_generation) return;
+        const auto since = std::chrono::duration_cast<Duration>(self->clock().now() - s.last_heartbeat);
+        if (auto event = health_timeout_event(s.health, since, s.setup.timeouts)) {
+          handle(self, *event);
+        } else {
+          if (s.health == HealthState::NEW) query_running_tasks(self);
+          arm_health_timer(self);
+        }
+      },
+  };
+}
+
+}  // namespace
+
+worker_actor spawn_worker(caf::actor_system& system, WorkerSetup setup) {
+  return system.spawn(worker, std::move(setup));
+}
+
+}  // namespace troupe::actors

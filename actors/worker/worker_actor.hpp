@@ -1,0 +1,85 @@
+// The scheduler's actor for one worker shard: Bistro's health machine, the invocations the
+// worker was given (running and unsure-if-running), the notify sequence, and the RPC line to
+// it (WorkerLink). Reports from the worker are checked against what it was given, forwarded
+// to their task actors, and acknowledged only once the task's event is durable.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/caf_types.hpp"
+#include "actors/matching/matching_actor.hpp"
+#include "actors/worker/health_machine.hpp"
+#include "actors/worker/worker_link.hpp"
+
+namespace troupe::actors {
+
+/// A callback travelling in a message: the way RPC threads (which are not actors) get answers.
+template <class T>
+struct Reply {
+  std::function<void(Result<T>)> deliver;
+};
+
+template <class Inspector, class T>
+typename Inspector::result_type inspect(Inspector& f, Reply<T>&) {
+  return f(caf::meta::type_name("Reply"));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, WorkerInfo& x) {
+  return f(caf::meta::type_name("WorkerInfo"), x.shard_id, x.hostname, x.pid, x.instance_id, x.task_lists,
+           x.resource_id, x.max_concurrent_sessions);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, std::shared_ptr<WorkerLink>&) {
+  return f(caf::meta::type_name("WorkerLink"));
+}
+
+using worker_actor = caf::typed_actor<
+    // from the dispatcher: run this granted invocation on the worker
+    caf::reacts_to<run_atom, Invocation, task_port>,
+    // from the dispatcher: cancel an invocation (id, executor)
+    caf::reacts_to<cancel_atom, std::string, std::string>,
+    // from RPC: the worker's heartbeat; the reply is its HealthState as the scheduler sees it
+    caf::reacts_to<heartbeat_atom, Reply<HealthState>>,
+    // from RPC: STARTED or HEARTBEAT; the reply says whether cancellation was requested
+    caf::reacts_to<report_atom, TaskReport, Reply<bool>>,
+    // from RPC: an invocation ended; the reply comes once its outcome is durable
+    caf::reacts_to<update_atom, TaskReport, Reply<bool>>,
+    // from RPC: the same instance connected again over a new link
+    caf::reacts_to<register_atom, std::shared_ptr<WorkerLink>>,
+    // from the dispatcher: the instance's health and id
+    caf::replies_to<describe_atom>::with<uint8_t /* HealthState */, std::string /* instance id */>,
+    // from the dispatcher: replaced by a new instance (true) or told to die (false)
+    caf::reacts_to<kill_atom, std::string /* reason */, bool /* replaced */>,
+    // from the link's callbacks: getRunningTasks answered (ok, ids, error)
+    caf::reacts_to<associate_atom, uint64_t /* link epoch */, bool, std::vector<std::string>, std::string>,
+    // from the link's callbacks: runTask answered (id, 0 started / 1 refused / 2 unknown, error)
+    caf::reacts_to<sent_atom, std::string, uint8_t, std::string>,
+    // from the link's callbacks: notifyIfTasksNotRunning answered (ok, the ids not running)
+    caf::reacts_to<notify_atom, bool, std::vector<std::string>>,
+    // its own health timer
+    caf::reacts_to<timeout_atom, uint64_t /* generation */>>;
+
+struct WorkerSetup {
+  WorkerInfo info;
+  std::shared_ptr<WorkerLink> link;
+  HealthTimeouts timeouts;
+  /// The matching actor of each of the worker's task lists.
+  std::map<std::string, matching_actor> matchers;
+  /// Per-worker dispatch rate (tasks/s); 0: unlimited.
+  double rate = 0;
+  /// How long a cancelled invocation may take before the worker kills it.
+  Duration cancel_grace = std::chrono::seconds(10);
+};
+
+worker_actor spawn_worker(caf::actor_system& system, WorkerSetup setup);
+
+}  // namespace troupe::actors

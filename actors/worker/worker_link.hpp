@@ -1,0 +1,49 @@
+// What the scheduler's worker actor needs from the RPC layer: a registered worker's identity
+// and a line to it. The runtime implements WorkerLink over Cap'n Proto; calls return at once
+// and their outcomes arrive later through the callbacks, on whatever thread the RPC runs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "schema/duration.hpp"
+#include "schema/result.hpp"
+
+namespace troupe::actors {
+
+struct Invocation;
+
+/// A worker instance as it registered.
+struct WorkerInfo {
+  std::string shard_id;     ///< the node name: one live instance per shard id
+  std::string hostname;
+  uint32_t pid = 0;
+  std::string instance_id;  ///< random per process start
+  std::map<std::string, uint32_t> task_lists;  ///< slots per task list
+  std::string resource_id;
+  uint32_t max_concurrent_sessions = 0;
+  std::string describe() const {
+    return shard_id + " (pid " + std::to_string(pid) + " on " + hostname + ")";
+  }
+};
+
+class WorkerLink {
+ public:
+  virtual ~WorkerLink() = default;
+  virtual void get_running_tasks(std::function<void(Result<std::vector<std::string>>)> done) = 0;
+  /// `done` gets an error of kind UNAVAILABLE when the outcome is unknown (the connection
+  /// failed) and another kind when the worker refused it (it did not start).
+  virtual void run_task(const Invocation& invocation, uint64_t notify_sequence,
+                        std::function<void(Result<void>)> done) = 0;
+  /// `done` gets the ids that are not running.
+  virtual void notify_if_not_running(std::vector<std::string> invocation_ids, uint64_t notify_sequence,
+                                     std::function<void(Result<std::vector<std::string>>)> done) = 0;
+  virtual void cancel_task(const std::string& invocation_id, Duration grace) = 0;
+  virtual void request_suicide(const std::string& reason) = 0;
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,894 @@
+// Cluster config TOML -> ClusterConfig. toml++ parses the text (a syntax error ends the check
+// there); then the document is walked against the format, collecting every problem with its key
+// path and line; last come the rules across keys (heartbeat ordering, duplicate node names,
+// what each role requires). The only file that includes toml++.
+#include "runtime/config/cluster_config.hpp"
+
+#include <arpa/inet.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <span>
+#include <sstream>
+
+namespace troupe::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using Names = std::span<const std::string_view>;
+
+constexpr std::string_view top_keys[] = {"cluster", "task_lists", "node"};
+constexpr std::string_view cluster_keys[] = {"name",
+                                             "token_file",
+                                             "heartbeat_interval",
+                                             "unhealthy_after",
+                                             "must_die_after",
+                                             "replace_unhealthy_workers"};
+constexpr std::string_view limit_keys[] = {"rate", "burst"};
+constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
+                                          "data_dir",   "sync",        "scheduler",
+                                          "task_lists", "resource_id", "max_concurrent_sessions",
+                                          "rate",       "log_dir",     "log_cap"};
+/// Keys that only mean something on a node with the scheduler role, resp. the worker role.
+constexpr std::string_view scheduler_only_keys[] = {"listen", "sync"};
+constexpr std::string_view worker_only_keys[] = {
+    "scheduler", "task_lists", "resource_id", "max_concurrent_sessions",
+    "rate",      "log_dir",    "log_cap"};
+constexpr std::string_view role_names[] = {"scheduler", "worker"};
+
+constexpr uint64_t min_log_cap = 1024;
+constexpr int64_t max_u32 = std::numeric_limits<uint32_t>::max();
+
+bool contains(Names names, std::string_view s) {
+  return std::find(names.begin(), names.end(), s) != names.end();
+}
+
+/// `s` in double quotes, with quotes, backslashes and control characters escaped, so a
+/// problem stays on one line whatever the user wrote.
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string list(Names names) {
+  std::string out;
+  for (auto n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+std::string format_number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+/// "a.b" for a bare key, a."x y" for one that needs quotes in TOML.
+std::string join(const std::string& parent, std::string_view key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+  std::string k = bare ? std::string(key) : quote(key);
+  return parent.empty() ? k : parent + "." + k;
+}
+
+std::string index_path(std::string_view parent, size_t i) {
+  return std::string(parent) + "[" + std::to_string(i) + "]";
+}
+
+/// Names of nodes, task lists and the cluster: [A-Za-z0-9._-]{1,64}.
+bool valid_name(std::string_view s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+/// Edit distance with adjacent transpositions ("nmae" is one step from "name").
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+/// The candidate closest to `word` if it is a near miss (a typo), else nullopt.
+std::optional<std::string_view> near_miss(std::string_view word, Names candidates) {
+  const size_t allowed = word.size() <= 3 ? 1 : word.size() <= 8 ? 2 : 3;
+  std::optional<std::string_view> best;
+  size_t best_distance = allowed + 1;
+  for (auto c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+std::string kind(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a floating-point number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+int line_of(const toml::source_region& r, int fallback) {
+  return r.begin.line > 0 ? static_cast<int>(r.begin.line) : fallback;
+}
+
+/// IPv4 dotted quad, strict: four decimal parts 0-255 without leading zeros.
+bool valid_ipv4(std::string_view s) {
+  int parts = 0;
+  size_t i = 0;
+  while (true) {
+    const size_t start = i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    const size_t len = i - start;
+    if (len == 0 || len > 3 || (len > 1 && s[start] == '0')) return false;
+    if (std::stoi(std::string(s.substr(start, len))) > 255) return false;
+    ++parts;
+    if (i == s.size()) return parts == 4;
+    if (s[i] != '.' || parts == 4) return false;
+    ++i;
+  }
+}
+
+/// RFC 1123 hostname: dot-separated labels of letters, digits and '-', 1-63 characters each,
+/// not starting or ending with '-'; 253 characters at most.
+bool valid_hostname(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  size_t start = 0;
+  while (true) {
+    size_t end = s.find('.', start);
+    if (end == std::string_view::npos) end = s.size();
+    const std::string_view label = s.substr(start, end - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
+      return false;
+    }
+    for (char c : label) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+    }
+    if (end == s.size()) return true;
+    start = end + 1;
+  }
+}
+
+/// A problem: its line (0 when it has none) and its full text "FILE:LINE: path: message".
+struct Problem {
+  int line;
+  std::string text;
+};
+
+/// One key of a table: its value (nullptr when absent), the line of the key (or of the table
+/// when absent) and its key path.
+struct Field {
+  const toml::node* node = nullptr;
+  int line = 0;
+  std::string path;
+
+  explicit operator bool() const { return node != nullptr; }
+};
+
+Field field(const toml::table& t, std::string_view key, const std::string& parent, int table_line) {
+  auto it = t.find(key);
+  if (it == t.end()) return {nullptr, table_line, join(parent, key)};
+  return {&it->second, line_of(it->first.source(), line_of(it->second.source(), table_line)),
+          join(parent, key)};
+}
+
+/// Walks a parsed document, building the config and collecting problems.
+class Checker {
+ public:
+  Checker(std::string source, std::string base_dir)
+      : source_(std::move(source)), base_dir_(std::move(base_dir)) {}
+
+  Result<ClusterConfig> check(const toml::table& root) {
+    ClusterConfig config;
+    config.source_path = source_;
+    check_keys(root, "", top_keys);
+    read_cluster(root, config);
+    read_task_lists(root, config);
+    read_nodes(root, config);
+    if (problems_.empty()) return config;
+    std::stable_sort(problems_.begin(), problems_.end(),
+                     [](const Problem& a, const Problem& b) { return a.line < b.line; });
+    std::string message;
+    for (const auto& p : problems_) message += (message.empty() ? "" : "\n") + p.text;
+    return fail(Errc::INVALID_ARGUMENT, std::move(message));
+  }
+
+ private:
+  void problem(int line, const std::string& path, const std::string& message) {
+    std::string text = source_;
+    if (line > 0) text += ":" + std::to_string(line);
+    text += ": ";
+    if (!path.empty()) text += path + ": ";
+    text += message;
+    problems_.push_back({line, std::move(text)});
+  }
+
+  void missing(int line, const std::string& table_path, std::string_view key,
+               const std::string& why) {
+    problem(line, table_path, "missing required key " + quote(key) + " (" + why + ")");
+  }
+
+  void check_keys(const toml::table& t, const std::string& path, Names known) {
+    for (auto&& [key, value] : t) {
+      if (contains(known, key.str())) continue;
+      std::string message = "unknown key";
+      if (auto near = near_miss(key.str(), known)) {
+        message += " (did you mean " + quote(*near) + "?)";
+      } else {
+        message += " (expected one of: " + list(known) + ")";
+      }
+      problem(line_of(key.source(), line_of(value.source(), 0)), join(path, key.str()), message);
+    }
+  }
+
+  void wrong_type(const Field& f, const std::string& expected) {
+    problem(f.line, f.path, "must be " + expected + ", not " + kind(*f.node));
+  }
+
+  std::optional<std::string> string_value(const Field& f) {
+    if (!f) return std::nullopt;
+    if (const auto* s = f.node->as_string()) return s->get();
+    wrong_type(f, "a string");
+    return std::nullopt;
+  }
+
+  /// A string naming something ([A-Za-z0-9._-]{1,64}); `what` is "node name" etc.
+  std::optional<std::string> name_value(const Field& f, const std::string& what) {
+    auto s = string_value(f);
+    if (s && !valid_name(*s)) {
+      problem(f.line, f.path,
+              "bad " + what + " " + quote(*s) + " (expected 1-64 of A-Z a-z 0-9 . _ -)");
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  std::optional<bool> bool_value(const Field& f) {
+    if (!f) return std::nullopt;
+    if (const auto* b = f.node->as_boolean()) return b->get();
+    wrong_type(f, "true or false");
+    return std::nullopt;
+  }
+
+  std::optional<int64_t> integer_value(const Field& f, int64_t lo, int64_t hi) {
+    if (!f) return std::nullopt;
+    const auto* i = f.node->as_integer();
+    if (i == nullptr) {
+      wrong_type(f, "an integer");
+      return std::nullopt;
+    }
+    const int64_t v = i->get();
+    if (v < lo) {
+      problem(f.line, f.path,
+              "must be at least " + std::to_string(lo) + ", not " + std::to_string(v));
+      return std::nullopt;
+    }
+    if (v > hi) {
+      problem(f.line, f.path,
+              "must be at most " + std::to_string(hi) + ", not " + std::to_string(v));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  /// A rate in tasks per second: an integer or float, finite, > 0.
+  std::optional<double> rate_value(const Field& f) {
+    if (!f) return std::nullopt;
+    double v = 0;
+    if (const auto* d = f.node->as_floating_point()) {
+      v = d->get();
+    } else if (const auto* i = f.node->as_integer()) {
+      v = static_cast<double>(i->get());
+    } else {
+      wrong_type(f, "a number of tasks per second");
+      return std::nullopt;
+    }
+    if (!std::isfinite(v) || v <= 0) {
+      problem(f.line, f.path,
+              "must be a number of tasks per second greater than 0, not " + format_number(v));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  /// A duration string longer than zero.
+  std::optional<Duration> duration_value(const Field& f) {
+    if (!f) return std::nullopt;
+    const auto* s = f.node->as_string();
+    if (s == nullptr) {
+      wrong_type(f, "a duration string such as \"1s\" or \"500ms\"");
+      return std::nullopt;
+    }
+    auto d = parse_duration(s->get());
+    if (!d) {
+      problem(f.line, f.path, d.error().message);
+      return std::nullopt;
+    }
+    if (d->count() <= 0) {
+      problem(f.line, f.path, "must be longer than zero, not " + quote(s->get()));
+      return std::nullopt;
+    }
+    return *d;
+  }
+
+  std::optional<Address> address_value(const Field& f) {
+    auto s = string_value(f);
+    if (!s) return std::nullopt;
+    auto a = parse_address(*s);
+    if (!a) {
+      problem(f.line, f.path, a.error().message);
+      return std::nullopt;
+    }
+    return *a;
+  }
+
+  /// A non-empty path, resolved against the config file's directory.
+  std::optional<std::string> path_value(const Field& f) {
+    auto s = string_value(f);
+    if (!s) return std::nullopt;
+    if (s->empty()) {
+      problem(f.line, f.path, "must not be empty (expected a path)");
+      return std::nullopt;
+    }
+    return resolve(*s);
+  }
+
+  std::string resolve(const std::string& p) const {
+    fs::path path(p);
+    if (path.is_relative() && !base_dir_.empty()) path = fs::path(base_dir_) / path;
+    path = path.lexically_normal();
+    if (!path.has_filename() && path.has_relative_path()) path = path.parent_path();
+    return path.string();
+  }
+
+  std::optional<uint64_t> size_value(const Field& f) {
+    if (!f) return std::nullopt;
+    uint64_t bytes = 0;
+    if (const auto* i = f.node->as_integer()) {
+      if (i->get() < 0) {
+        problem(f.line, f.path, "must be a size, not " + std::to_string(i->get()));
+        return std::nullopt;
+      }
+      bytes = static_cast<uint64_t>(i->get());
+    } else if (const auto* s = f.node->as_string()) {
+      auto parsed = parse_byte_size(s->get());
+      if (!parsed) {
+        problem(f.line, f.path, parsed.error().message);
+        return std::nullopt;
+      }
+      bytes = *parsed;
+    } else {
+      wrong_type(f, "a size such as \"16MiB\" or a number of bytes");
+      return std::nullopt;
+    }
+    return bytes;
+  }
+
+  /// The table at `f`, or nullptr with a problem recorded (none when absent).
+  const toml::table* table_value(const Field& f, const std::string& expected) {
+    if (!f) return nullptr;
+    if (const auto* t = f.node->as_table()) return t;
+    wrong_type(f, expected);
+    return nullptr;
+  }
+
+  // --- [cluster] ---------------------------------------------------------------------------
+
+  void read_cluster(const toml::table& root, ClusterConfig& out) {
+    const Field f = field(root, "cluster", "", 0);
+    if (!f) {
+      problem(0, "", "missing required table [cluster] (it names the cluster: name = \"...\")");
+      return;
+    }
+    const auto* t = table_value(f, "a table ([cluster])");
+    if (t == nullptr) return;
+    const int line = line_of(t->source(), f.line);
+    check_keys(*t, "cluster", cluster_keys);
+
+    const Field name = field(*t, "name", "cluster", line);
+    if (!name) missing(line, "cluster", "name", "the cluster's name");
+    if (auto s = name_value(name, "cluster name")) out.name = *s;
+    if (auto p = path_value(field(*t, "token_file", "cluster", line))) out.token_file = *p;
+    if (auto b = bool_value(field(*t, "replace_unhealthy_workers", "cluster", line))) {
+      out.replace_unhealthy_workers = *b;
+    }
+
+    const Field hb_f = field(*t, "heartbeat_interval", "cluster", line);
+    const Field un_f = field(*t, "unhealthy_after", "cluster", line);
+    const Field md_f = field(*t, "must_die_after", "cluster", line);
+    const auto hb = duration_value(hb_f);
+    const auto un = duration_value(un_f);
+    const auto md = duration_value(md_f);
+    if ((hb_f && !hb) || (un_f && !un) || (md_f && !md)) return;  // already reported
+
+    const Duration h = hb.value_or(out.heartbeat_interval);
+    if (h.count() > std::numeric_limits<Duration::rep>::max() / 3) {
+      problem(hb_f.line, hb_f.path, "is too long");
+      return;
+    }
+    const Duration u = un.value_or(2 * h);
+    const Duration m = md.value_or(3 * h);
+    auto describe = [](Duration d, bool given, const std::string& rule) {
+      return format_duration(d) + (given ? "" : ", the default" + rule);
+    };
+    if (u < h) {
+      // Only reachable with unhealthy_after given: its default is twice the interval.
+      problem(un_f.line, un_f.path,
+              format_duration(u) + " must be at least heartbeat_interval (" +
+                  describe(h, bool(hb_f), "") +
+                  "): a worker would be UNHEALTHY between two "
+                  "heartbeats");
+    } else if (m <= u) {
+      if (md_f) {
+        problem(md_f.line, md_f.path,
+                format_duration(m) + " must be longer than unhealthy_after (" +
+                    describe(u, bool(un_f), " 2 x heartbeat_interval") + ")");
+      } else {
+        problem(un_f.line, un_f.path,
+                format_duration(u) + " must be shorter than must_die_after (" +
+                    describe(m, false, " 3 x heartbeat_interval") +
+                    "); lower it or set must_die_after");
+      }
+    }
+    out.heartbeat_interval = h;
+    out.unhealthy_after = u;
+    out.must_die_after = m;
+  }
+
+  // --- [task_lists.NAME] ---------------------------------------------------------------------
+
+  void read_task_lists(const toml::table& root, ClusterConfig& out) {
+    const Field f = field(root, "task_lists", "", 0);
+    const auto* t = table_value(f, "a table of [task_lists.NAME] sections");
+    if (t == nullptr) return;
+    for (auto&& [key, value] : *t) {
+      const std::string path = join("task_lists", key.str());
+      const int line = line_of(key.source(), line_of(value.source(), f.line));
+      bool ok = true;
+      if (!valid_name(key.str())) {
+        problem(line, path,
+                "bad task list name " + quote(key.str()) + " (expected 1-64 of A-Z a-z 0-9 . _ -)");
+        ok = false;
+      }
+      const auto* limits = value.as_table();
+      if (limits == nullptr) {
+        problem(line, path,
+                "must be a table with rate and burst ([task_lists." + std::string(key.str()) +
+                    "] with rate = 50.0), not " + kind(value));
+        continue;
+      }
+      check_keys(*limits, path, limit_keys);
+      const Field rate_f = field(*limits, "rate", path, line);
+      if (!rate_f) missing(line, path, "rate", "tasks started per second, > 0");
+      const auto rate = rate_value(rate_f);
+      const auto burst = integer_value(field(*limits, "burst", path, line), 1, max_u32);
+      if (!ok || !rate) continue;
+      TaskListLimits l;
+      l.rate = *rate;
+      l.burst = burst ? static_cast<uint32_t>(*burst)
+                      : static_cast<uint32_t>(std::clamp(std::ceil(*rate), 1.0, double(max_u32)));
+      out.task_lists.emplace(std::string(key.str()), l);
+    }
+  }
+
+  // --- [[node]] ------------------------------------------------------------------------------
+
+  void read_nodes(const toml::table& root, ClusterConfig& out) {
+    const Field f = field(root, "node", "", 0);
+    if (!f) {
+      problem(0, "", "no [[node]] sections (a cluster needs at least one node)");
+      return;
+    }
+    const auto* nodes = f.node->as_array();
+    if (nodes == nullptr) {
+      wrong_type(f, "an array of tables (write each node as a [[node]] section)");
+      return;
+    }
+    if (nodes->empty()) {
+      problem(f.line, f.path, "is empty (a cluster needs at least one node)");
+      return;
+    }
+    std::map<std::string, int> first_line;  // node name -> line of its name key
+    for (size_t i = 0; i < nodes->size(); ++i) {
+      const toml::node& n = *nodes->get(i);
+      const std::string path = index_path("node", i);
+      const auto* t = n.as_table();
+      if (t == nullptr) {
+        problem(line_of(n.source(), f.line), path,
+                "must be a table (a [[node]] section), not " + kind(n));
+        continue;
+      }
+      NodeConfig node = read_node(*t, path, line_of(t->source(), f.line));
+      if (!node.name.empty()) {
+        const Field name = field(*t, "name", path, node.line);
+        auto [it, inserted] = first_line.emplace(node.name, name.line);
+        if (!inserted) {
+          problem(name.line, name.path,
+                  "duplicate node name " + quote(node.name) + " (first at line " +
+                      std::to_string(it->second) + ")");
+        }
+      }
+      out.nodes.push_back(std::move(node));
+    }
+  }
+
+  NodeConfig read_node(const toml::table& t, const std::string& path, int line) {
+    NodeConfig node;
+    node.line = line;
+    check_keys(t, path, node_keys);
+
+    const Field name = field(t, "name", path, line);
+    if (!name) missing(line, path, "name", "the node's unique name; a worker's is its shard id");
+    if (auto s = name_value(name, "node name")) node.name = *s;
+
+    const bool roles_ok = read_roles(t, path, line, node);
+    if (roles_ok) {
+      // Keys the node's roles do not use are mistakes, not silently ignored settings.
+      const std::string roles = node.scheduler && node.worker ? "scheduler, worker"
+                                : node.scheduler              ? "scheduler"
+                                                              : "worker";
+      auto check_role = [&](Names keys, bool has_role, const char* role) {
+        for (auto key : keys) {
+          const Field k = field(t, key, path, line);
+          if (k && !has_role) {
+            problem(k.line, k.path,
+                    std::string("only applies to a node with the \"") + role +
+                        "\" role (this node's roles: " + roles + ")");
+          }
+        }
+      };
+      check_role(scheduler_only_keys, node.scheduler, "scheduler");
+      check_role(worker_only_keys, node.worker, "worker");
+    }
+
+    // Scheduler role.
+    const Field listen = field(t, "listen", path, line);
+    if (roles_ok && node.scheduler && !listen) {
+      missing(line, path, "listen", "a scheduler needs the HOST:PORT its gateway listens on");
+    }
+    if (auto a = address_value(listen)) node.listen = *a;
+    const Field data_dir = field(t, "data_dir", path, line);
+    if (roles_ok && node.scheduler && !data_dir) {
+      missing(line, path, "data_dir", "a scheduler keeps its history store there");
+    }
+    if (auto p = path_value(data_dir)) node.data_dir = *p;
+    if (auto b = bool_value(field(t, "sync", path, line))) node.sync = *b;
+
+    // Worker role.
+    const Field scheduler = field(t, "scheduler", path, line);
+    if (roles_ok && node.worker && !node.scheduler && !scheduler) {
+      missing(line, path, "scheduler",
+              "a worker needs the scheduler's HOST:PORT unless the node is also the scheduler");
+    }
+    if (auto a = address_value(scheduler)) node.scheduler_address = *a;
+    if (!scheduler && node.worker && node.scheduler) node.scheduler_address = node.listen;
+
+    const Field slots = field(t, "task_lists", path, line);
+    if (roles_ok && node.worker && !slots) {
+      missing(line, path, "task_lists", "a worker needs its slots per task list");
+    }
+    read_slots(slots, node);
+
+    const Field resource_id = field(t, "resource_id", path, line);
+    if (auto s = string_value(resource_id)) {
+      if (s->empty()) {
+        problem(resource_id.line, resource_id.path,
+                "must not be empty (leave the key out for no resource id)");
+      }
+      node.resource_id = *s;
+    }
+    if (auto n = integer_value(field(t, "max_concurrent_sessions", path, line), 0, max_u32)) {
+      node.max_concurrent_sessions = static_cast<uint32_t>(*n);
+    }
+    node.rate = rate_value(field(t, "rate", path, line));
+
+    const Field log_dir = field(t, "log_dir", path, line);
+    if (auto p = path_value(log_dir)) {
+      node.log_dir = *p;
+    } else if (!log_dir && node.worker && !node.name.empty()) {
+      node.log_dir = node.data_dir.empty() ? resolve("logs/" + node.name)
+                                           : resolve(node.data_dir + "/" + node.name);
+    }
+    const Field log_cap = field(t, "log_cap", path, line);
+    if (auto bytes = size_value(log_cap)) {
+      if (*bytes < min_log_cap) {
+        problem(log_cap.line, log_cap.path,
+                "must be at least 1KiB, not " + std::to_string(*bytes) + " bytes");
+      } else {
+        node.log_cap_bytes = *bytes;
+      }
+    }
+    return node;
+  }
+
+  /// Reads `roles` into node.scheduler/worker; true when they are valid.
+  bool read_roles(const toml::table& t, const std::string& path, int line, NodeConfig& node) {
+    const Field f = field(t, "roles", path, line);
+    if (!f) {
+      missing(line, path, "roles", "e.g. roles = [\"worker\"], or [\"scheduler\", \"worker\"]");
+      return false;
+    }
+    const auto* roles = f.node->as_array();
+    if (roles == nullptr) {
+      wrong_type(f, "an array of roles such as [\"worker\"]");
+      return false;
+    }
+    if (roles->empty()) {
+      problem(f.line, f.path, "must list at least one role (\"scheduler\", \"worker\")");
+      return false;
+    }
+    bool ok = true;
+    for (size_t j = 0; j < roles->size(); ++j) {
+      const toml::node& r = *roles->get(j);
+      const Field element{&r, line_of(r.source(), f.line), index_path(f.path, j)};
+      auto s = string_value(element);
+      if (!s) {
+        ok = false;
+        continue;
+      }
+      bool* role = *s == "scheduler" ? &node.scheduler : *s == "worker" ? &node.worker : nullptr;
+      if (role == nullptr) {
+        std::string message = "unknown role " + quote(*s);
+        if (auto near = near_miss(*s, role_names)) {
+          message += " (did you mean " + quote(*near) + "?)";
+        } else {
+          message += " (expected \"scheduler\" or \"worker\")";
+        }
+        problem(element.line, element.path, message);
+        ok = false;
+      } else if (*role) {
+        problem(element.line, element.path, "role " + quote(*s) + " is listed twice");
+        ok = false;
+      } else {
+        *role = true;
+      }
+    }
+    return ok;
+  }
+
+  void read_slots(const Field& f, NodeConfig& node) {
+    const auto* t = table_value(f, "a table of slots per task list, e.g. { default = 4 }");
+    if (t == nullptr) return;
+    if (t->empty()) {
+      problem(f.line, f.path,
+              "must list at least one task list (e.g. task_lists = { default = 4 })");
+      return;
+    }
+    for (auto&& [key, value] : *t) {
+      const Field slot{&value, line_of(key.source(), line_of(value.source(), f.line)),
+                       join(f.path, key.str())};
+      bool ok = true;
+      if (!valid_name(key.str())) {
+        problem(slot.line, slot.path,
+                "bad task list name " + quote(key.str()) + " (expected 1-64 of A-Z a-z 0-9 . _ -)");
+        ok = false;
+      }
+      auto n = integer_value(slot, 1, max_u32);
+      if (ok && n) node.task_lists.emplace(std::string(key.str()), static_cast<uint32_t>(*n));
+    }
+  }
+
+  std::string source_;
+  std::string base_dir_;
+  std::vector<Problem> problems_;
+};
+
+}  // namespace
+
+std::string Address::to_string() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<Address> parse_address(std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return fail(Errc::INVALID_ARGUMENT,
+                "bad address " + quote(text) + ": " + why + " (expected HOST:PORT, port 1-65535)");
+  };
+  if (text.empty()) return bad("it is empty");
+  std::string_view host;
+  std::string_view port;
+  if (text.front() == '[') {
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos) return bad("no ']' after the IPv6 host");
+    host = text.substr(1, close - 1);
+    const std::string_view rest = text.substr(close + 1);
+    if (rest.empty()) return bad("no port");
+    if (rest.front() != ':') return bad("expected ':' after ']'");
+    port = rest.substr(1);
+    in6_addr ignored;
+    if (host.empty() || inet_pton(AF_INET6, std::string(host).c_str(), &ignored) != 1) {
+      return bad(quote(host) + " is not an IPv6 address");
+    }
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return bad("no port");
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      return bad("write an IPv6 host in brackets, e.g. \"[::1]:7700\"");
+    }
+    if (host.empty()) return bad("no host before ':'");
+    const bool numeric = std::all_of(host.begin(), host.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+    });
+    if (numeric && !valid_ipv4(host)) return bad(quote(host) + " is not an IPv4 address");
+    if (!numeric && !valid_hostname(host)) {
+      return bad(quote(host) + " is not a hostname (letters, digits, '-' and '.')");
+    }
+  }
+  if (port.empty()) return bad("no port after ':'");
+  const bool digits = port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) {
+                        return std::isdigit(static_cast<unsigned char>(c));
+                      });
+  const int value = digits ? std::stoi(std::string(port)) : 0;
+  if (value < 1 || value > 65535)
+    return bad("port " + quote(port) + " is not a number from 1 to 65535");
+  return Address{std::string(host), static_cast<uint16_t>(value)};
+}
+
+Result<uint64_t> parse_byte_size(std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return fail(Errc::INVALID_ARGUMENT,
+                quote(text) + " is not a size: " + why +
+                    " (write e.g. \"16MiB\", \"512KiB\", \"1GiB\" or a number of bytes)");
+  };
+  if (text.empty()) return bad("it is empty");
+  size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == 0) return bad("expected a whole number at the start");
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + i, n);
+  if (ec != std::errc() || end != text.data() + i) return bad("the number is too large");
+  while (i < text.size() && text[i] == ' ') ++i;
+  const std::string_view unit = text.substr(i);
+  uint64_t scale = 0;
+  if (unit.empty() || unit == "B") {
+    scale = 1;
+  } else if (unit == "KiB") {
+    scale = uint64_t{1} << 10;
+  } else if (unit == "MiB") {
+    scale = uint64_t{1} << 20;
+  } else if (unit == "GiB") {
+    scale = uint64_t{1} << 30;
+  } else if (unit.front() == '.') {
+    return bad("only whole numbers are allowed");
+  } else {
+    std::string message = "unknown unit " + quote(unit);
+    switch (std::tolower(static_cast<unsigned char>(unit.front()))) {
+      case 'k':
+        message += ", did you mean \"KiB\"?";
+        break;
+      case 'm':
+        message += ", did you mean \"MiB\"?";
+        break;
+      case 'g':
+        message += ", did you mean \"GiB\"?";
+        break;
+      case 'b':
+        message += ", did you mean \"B\"?";
+        break;
+      default:
+        message += ", use B, KiB, MiB or GiB";
+        break;
+    }
+    return bad(message);
+  }
+  if (n > std::numeric_limits<uint64_t>::max() / scale) return bad("it is too large");
+  return n * scale;
+}
+
+const NodeConfig* ClusterConfig::find_node(std::string_view name) const {
+  for (const auto& n : nodes) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+Result<const NodeConfig*> ClusterConfig::get_node(std::string_view name) const {
+  if (const auto* n = find_node(name)) return n;
+  std::string known;
+  for (const auto& n : nodes) known += (known.empty() ? "" : ", ") + n.name;
+  return fail(Errc::NOT_FOUND, "no node " + quote(name) + " in cluster config " + source_path +
+                                   " (its nodes: " + known + ")");
+}
+
+Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::string& source_name,
+                                           const std::string& base_dir) {
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view(source_name));
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    return fail(Errc::INVALID_ARGUMENT, source_name + ":" + std::to_string(where.line) + ":" +
+                                            std::to_string(where.column) + ": " +
+                                            std::string(e.description()));
+  }
+  return Checker(source_name, base_dir).check(root);
+}
+
+Result<ClusterConfig> load_cluster_config(const std::string& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (status.type() == fs::file_type::not_found) {
+    return fail(Errc::NOT_FOUND, "cluster config " + quote(path) + " does not exist");
+  }
+  if (ec) {
+    return fail(Errc::UNAVAILABLE,
+                "cannot read cluster config " + quote(path) + ": " + ec.message());
+  }
+  if (fs::is_directory(status)) {
+    return fail(Errc::INVALID_ARGUMENT,
+                "cluster config " + quote(path) + " is a directory; name the TOML file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return fail(Errc::UNAVAILABLE,
+                "cannot read cluster config " + quote(path) + ": " + std::strerror(errno));
+  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    return fail(Errc::UNAVAILABLE,
+                "cannot read cluster config " + quote(path) + ": " + std::strerror(errno));
+  }
+  fs::path dir = fs::absolute(fs::path(path), ec);
+  dir = ec ? fs::path(path).parent_path() : dir.lexically_normal().parent_path();
+  return parse_cluster_config(text, path, dir.string());
+}
+
+}  // namespace troupe::runtime

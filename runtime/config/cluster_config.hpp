@@ -1,0 +1,136 @@
+// The cluster config: which nodes make up a cluster, their roles, addresses, directories and
+// worker slots, read from TOML (format: runtime/config/README.md) and validated in full.
+// Std-only: toml++ stays inside cluster_config.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schema/duration.hpp"
+#include "schema/result.hpp"
+
+namespace troupe::runtime {
+
+/// A TCP endpoint as written in the config: "127.0.0.1:7700", "sched.example:7700",
+/// "[::1]:7700". A value; the host is not resolved here.
+struct Address {
+  /// IPv4 literal, hostname (incl. "localhost"), or IPv6 literal without brackets.
+  std::string host;
+  /// 1..65535 once parsed; 0 in a default-constructed (absent) address.
+  uint16_t port = 0;
+
+  /// "HOST:PORT", with brackets around an IPv6 host; parse_address reads it back.
+  std::string to_string() const;
+  /// True for an address that was never set (empty host).
+  bool empty() const { return host.empty(); }
+
+  friend bool operator==(const Address&, const Address&) = default;
+};
+
+/// Parses "HOST:PORT": host an IPv4 literal, "localhost", a hostname, or a bracketed IPv6
+/// literal ("[::1]:7700"); port 1..65535. INVALID_ARGUMENT with a message of the form
+/// `bad address "x": <why> (expected HOST:PORT, port 1-65535)` otherwise. Used by the config and
+/// by CLI flags that take an address.
+Result<Address> parse_address(std::string_view text);
+
+/// Parses a size: a whole number of bytes, optionally followed by B, KiB, MiB or GiB
+/// ("16MiB", "512KiB", "1048576"). INVALID_ARGUMENT saying what is wrong otherwise.
+Result<uint64_t> parse_byte_size(std::string_view text);
+
+/// Scheduler-side dispatch limit of one task list across all workers: a token bucket.
+struct TaskListLimits {
+  /// Tasks started per second, > 0.
+  double rate = 0;
+  /// Tasks that may start at once after an idle period. Default: max(1, ceil(rate)).
+  uint32_t burst = 1;
+
+  friend bool operator==(const TaskListLimits&, const TaskListLimits&) = default;
+};
+
+/// One `[[node]]` of the config. Paths are resolved against the config file's directory.
+struct NodeConfig {
+  /// Unique within the cluster, [A-Za-z0-9._-]{1,64}. A worker's name is its shard id.
+  std::string name;
+  /// Roles. At least one is true.
+  bool scheduler = false;
+  bool worker = false;
+
+  // --- scheduler role ---
+  /// Where the scheduler's gateway listens. Set iff `scheduler`.
+  Address listen;
+  /// Directory of the node's history store. Required for a scheduler, optional for a worker
+  /// (then only used for the default log_dir). Empty when absent.
+  std::string data_dir;
+  /// storage.sync: sync the write-ahead log before acknowledging. Default: true.
+  bool sync = true;
+
+  // --- worker role (defaults are filled in only for workers) ---
+  /// The scheduler this worker registers with: the `scheduler` key, or the node's own
+  /// `listen` address when it has both roles. Set iff `worker`.
+  Address scheduler_address;
+  /// Slots per task list, each >= 1; non-empty for a worker.
+  std::map<std::string, uint32_t> task_lists;
+  /// Free-form resource tag (e.g. "gpu0"). Empty when absent.
+  std::string resource_id;
+  /// Sessions open on this worker at once; 0 means the worker takes no sessions. Default: 1.
+  uint32_t max_concurrent_sessions = 1;
+  /// Dispatch rate limit for this worker, tasks/s (> 0). Default: none (unlimited).
+  std::optional<double> rate;
+  /// Directory of per-invocation task logs.
+  /// Default: "<data_dir>/<name>", or "logs/<name>" beside the config file without data_dir.
+  std::string log_dir;
+  /// Cap of one invocation's task log, in bytes, >= 1024. Default: 16 MiB.
+  uint64_t log_cap_bytes = uint64_t{16} << 20;
+
+  /// Line of the node's `[[node]]` header in the config file (1-based).
+  int line = 0;
+};
+
+/// A validated cluster config. A value: copy it freely.
+struct ClusterConfig {
+  /// The cluster's name, [A-Za-z0-9._-]{1,64}.
+  std::string name;
+  /// File holding the shared secret for node and client authentication. Default: none.
+  std::optional<std::string> token_file;
+  /// Worker -> scheduler heartbeat period, > 0. Default: 1s.
+  Duration heartbeat_interval = std::chrono::seconds(1);
+  /// No heartbeat for this long: the worker is UNHEALTHY. >= heartbeat_interval.
+  /// Default: 2 x heartbeat_interval.
+  Duration unhealthy_after = std::chrono::seconds(2);
+  /// No heartbeat for this long: the worker is MUST_DIE. > unhealthy_after.
+  /// Default: 3 x heartbeat_interval.
+  Duration must_die_after = std::chrono::seconds(3);
+  /// A new worker with the same shard id may replace an UNHEALTHY one, not only a MUST_DIE
+  /// one. Default: false.
+  bool replace_unhealthy_workers = false;
+  /// Global dispatch limits per task list name; task lists not listed are unlimited.
+  std::map<std::string, TaskListLimits> task_lists;
+  /// The nodes, in file order; at least one.
+  std::vector<NodeConfig> nodes;
+  /// The config file as named by the caller (the `source_name` of parse_cluster_config).
+  std::string source_path;
+
+  /// The node called `name`, or nullptr. The pointer lives as long as this config.
+  const NodeConfig* find_node(std::string_view name) const;
+  /// The node called `name` (e.g. from `--node NAME`), or NOT_FOUND with a message listing the
+  /// nodes the config has. The pointer lives as long as this config.
+  Result<const NodeConfig*> get_node(std::string_view name) const;
+};
+
+/// Reads and validates the cluster config at `path`; relative paths in it resolve against the
+/// file's directory (made absolute). Errors:
+///  - NOT_FOUND: the file does not exist; UNAVAILABLE: it exists but cannot be read;
+///  - INVALID_ARGUMENT: a TOML syntax error ("FILE:LINE:COL: description"), or every problem
+///    found, one per line, sorted by line, each "FILE:LINE: key.path: what is wrong".
+Result<ClusterConfig> load_cluster_config(const std::string& path);
+
+/// Validates config `text`. `source_name` names the file in messages; relative paths resolve
+/// against `base_dir` (left relative when `base_dir` is empty). Errors as load_cluster_config.
+Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::string& source_name,
+                                           const std::string& base_dir);
+
+}  // namespace troupe::runtime

@@ -1,0 +1,198 @@
+// run_node: builds, runs and stops a node's components.
+#include "runtime/node.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/executor/local_executor.hpp"
+#include "actors/system/directory.hpp"
+#include "actors/system/dispatcher.hpp"
+#include "actors/system/history_writer.hpp"
+#include "runtime/process/process_supervisor.hpp"
+#include "runtime/rpc_thread.hpp"
+#include "runtime/scheduler_rpc.hpp"
+#include "runtime/shell_runner.hpp"
+#include "runtime/worker_agent.hpp"
+#include "storage/rocks_history_store.hpp"
+
+namespace troupe::runtime {
+namespace {
+
+/// Why the node stops: a signal, or a worker that must die.
+class StopSignal {
+ public:
+  void stop(int code, std::string why) {
+    std::lock_guard lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    code_ = code;
+    why_ = std::move(why);
+    cv_.notify_all();
+  }
+  int wait(std::string& why) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return stopped_; });
+    why = why_;
+    return code_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  int code_ = 0;
+  std::string why_;
+};
+
+}  // namespace
+
+int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
+  // Every thread started below inherits this mask, so SIGINT and SIGTERM reach only sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto stop = std::make_shared<StopSignal>();
+  std::thread signal_thread([signals, stop] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    stop->stop(0, signal == SIGINT ? "SIGINT" : "SIGTERM");
+  });
+  signal_thread.detach();
+
+  caf::actor_system_config caf_config;
+  caf_config.set("logger.file-verbosity", caf::atom("quiet"));
+  caf::actor_system system(caf_config);
+
+  actors::HealthTimeouts timeouts;
+  timeouts.heartbeat_interval = cluster.heartbeat_interval;
+  timeouts.unhealthy_after = cluster.unhealthy_after;
+  timeouts.must_die_after = cluster.must_die_after;
+
+  std::shared_ptr<storage::RocksHistoryStore> store;
+  auto scheduler = std::make_shared<SchedulerServices>();
+  actors::Wiring wiring;
+  if (node.scheduler) {
+    storage::StoreOptions store_options;
+    store_options.sync = node.sync;
+    auto opened = storage::RocksHistoryStore::open(node.data_dir + "/history", store_options);
+    if (!opened) {
+      std::cerr << "troupe-node " << node.name << ": " << opened.error().message << "\n";
+      return 3;
+    }
+    store = std::move(*opened);
+    actors::DispatcherOptions dispatch;
+    dispatch.timeouts = timeouts;
+    dispatch.replace_unhealthy = cluster.replace_unhealthy_workers;
+    for (const auto& [list, limits] : cluster.task_lists) {
+      dispatch.task_lists[list] = actors::MatchingLimits{limits.rate, limits.burst};
+    }
+    for (const auto& n : cluster.nodes) {
+      if (n.worker && n.rate) dispatch.worker_rates[n.name] = *n.rate;
+    }
+    scheduler->system = &system;
+    scheduler->dispatcher = actors::spawn_dispatcher(system, dispatch);
+    wiring.definitions = std::make_shared<DefinitionCache>();
+    wiring.writer = actors::spawn_history_writer(system, store);
+    wiring.executor = caf::actor_cast<actors::executor_actor>(scheduler->dispatcher);
+    wiring.now_us = [] {
+      return std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+    scheduler->directory = actors::spawn_directory(system, store, wiring);
+  }
+
+  std::shared_ptr<ProcessSupervisor> processes;
+  auto agent = std::make_shared<WorkerAgentSetup>();
+  actors::executor_actor local_executor;
+  if (node.worker) {
+    auto supervisor = ProcessSupervisor::start();
+    if (!supervisor) {
+      std::cerr << "troupe-node " << node.name << ": " << supervisor.error().message << "\n";
+      return 3;
+    }
+    processes = std::move(*supervisor);
+    actors::LocalExecutorOptions executor_options;
+    executor_options.name = node.name;
+    executor_options.shell = make_shell_runner(processes, ShellRunnerOptions{node.log_dir, node.log_cap_bytes});
+    auto handlers = std::make_shared<const actors::HandlerRegistry>(actors::HandlerRegistry::with_builtins());
+    local_executor = actors::spawn_local_executor(system, handlers, executor_options);
+    agent->system = &system;
+    agent->executor = local_executor;
+    agent->node = node;
+    if (agent->node.scheduler_address.empty()) agent->node.scheduler_address = node.listen;
+    agent->exit = [stop](const std::string& reason) { stop->stop(1, reason); };
+  }
+
+  uint16_t bound_port = 0;
+  auto rpc = RpcThread::start("troupe-node " + node.name, [&](kj::AsyncIoContext& io, kj::TaskSet& tasks)
+                                                              -> Result<std::function<void()>> {
+    std::function<void()> stop_scheduler, stop_worker;
+    if (node.scheduler) {
+      auto served = serve_scheduler(io, tasks, scheduler, node.listen, &bound_port);
+      if (!served) return served.error();
+      stop_scheduler = std::move(*served);
+    }
+    if (node.worker) {
+      auto started = start_worker_agent(io, tasks, agent);
+      if (!started) return started.error();
+      stop_worker = std::move(*started);
+    }
+    return std::function<void()>([stop_scheduler, stop_worker] {
+      if (stop_worker) stop_worker();
+      if (stop_scheduler) stop_scheduler();
+    });
+  });
+  if (!rpc) {
+    std::cerr << "troupe-node " << node.name << ": " << rpc.error().message << "\n";
+    return 3;
+  }
+  scheduler->rpc = rpc->get();
+  agent->rpc = rpc->get();
+
+  if (node.scheduler) {
+    std::cerr << "troupe-node " << node.name << ": scheduler listening on " << node.listen.host << ":"
+              << bound_port << "\n";
+    caf::scoped_actor self(system);
+    self->request(scheduler->directory, caf::infinite, actors::revive_atom::value)
+        .receive([&](uint64_t revived) {
+                   if (revived > 0) std::cerr << "troupe-node " << node.name << ": resumed " << revived << " open workflows\n";
+                 },
+                 [&](const caf::error& e) {
+                   std::cerr << "troupe-node " << node.name << ": recovery failed: " << actors::from_caf(e).message << "\n";
+                 });
+  }
+  std::cerr << "troupe-node " << node.name << ": ready\n";
+
+  std::string why;
+  const int code = stop->wait(why);
+  std::cerr << "troupe-node " << node.name << ": stopping (" << why << ")\n";
+  (*rpc)->stop();
+  {
+    caf::scoped_actor self(system, true);
+    if (node.scheduler) {
+      self->send_exit(scheduler->directory, caf::exit_reason::user_shutdown);
+      self->send_exit(scheduler->dispatcher, caf::exit_reason::user_shutdown);
+      self->send_exit(wiring.writer, caf::exit_reason::user_shutdown);
+    }
+    if (node.worker) self->send_exit(local_executor, caf::exit_reason::user_shutdown);
+  }
+  processes.reset();
+  return code;
+}
+
+}  // namespace troupe::runtime

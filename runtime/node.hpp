@@ -1,0 +1,16 @@
+// The composition root of a troupe node: from its cluster config it builds the history store,
+// the CAF actor system and actors, the process supervisor and the RPC thread, runs until
+// SIGINT/SIGTERM (or, for a worker, until it must die), and takes them down in order.
+#pragma once
+
+#include <string>
+
+#include "runtime/config/cluster_config.hpp"
+
+namespace troupe::runtime {
+
+/// Runs node `node` of `cluster` until it is told to stop. Returns the process exit code:
+/// 0 after a clean stop, 1 when a worker had to die, 3 when the node could not start.
+int run_node(const ClusterConfig& cluster, const NodeConfig& node);
+
+}  // namespace troupe::runtime

@@ -1,0 +1,168 @@
+// The RPC thread: a kj::EventLoop with an eventfd that other threads write to after queueing
+// work. (kj::Executor would need an event loop on the posting thread, which CAF threads lack.)
+#include "runtime/rpc_thread.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <kj/async-io.h>
+#include <kj/async-unix.h>
+#include <kj/debug.h>
+
+namespace troupe::runtime {
+
+namespace {
+
+/// Errors of detached tasks: logged, never fatal to the node.
+class LogTaskErrors final : public kj::TaskSet::ErrorHandler {
+ public:
+  explicit LogTaskErrors(std::string name) : name_(std::move(name)) {}
+  void taskFailed(kj::Exception&& exception) override {
+    if (exception.getType() == kj::Exception::Type::DISCONNECTED) return;  // a peer went away
+    std::cerr << name_ << ": " << exception.getDescription().cStr() << "\n";
+  }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
+
+struct RpcThread::Impl {
+  std::string name;
+  int wake_fd = -1;
+  std::mutex mutex;
+  std::deque<std::function<void()>> queue;
+  bool stopping = false;
+  bool stopped = false;
+  std::thread thread;
+  std::thread::id thread_id;
+
+  ~Impl() {
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+
+  void wake() {
+    const uint64_t one = 1;
+    // EAGAIN means the counter is already non-zero: the loop will wake anyway.
+    [[maybe_unused]] auto n = ::write(wake_fd, &one, sizeof one);
+  }
+
+  /// Runs queued work until the queue is empty; false once stop was asked for.
+  bool drain() {
+    for (;;) {
+      std::deque<std::function<void()>> batch;
+      {
+        std::lock_guard lock(mutex);
+        if (queue.empty()) return !stopping;
+        batch.swap(queue);
+      }
+      for (auto& work : batch) {
+        KJ_IF_MAYBE(exception, kj::runCatchingExceptions([&] { work(); })) {
+          std::cerr << name << ": " << exception->getDescription().cStr() << "\n";
+        }
+      }
+    }
+  }
+
+  void run(Setup setup, std::promise<Result<void>>& started) {
+    thread_id = std::this_thread::get_id();
+    std::function<void()> teardown;
+    KJ_IF_MAYBE(exception, kj::runCatchingExceptions([&] {
+      auto io = kj::setupAsyncIo();
+      LogTaskErrors errors(name);
+      kj::TaskSet tasks(errors);
+      auto ready = setup(io, tasks);
+      if (!ready) {
+        started.set_value(ready.error());
+        return;
+      }
+      teardown = std::move(*ready);
+      started.set_value(ok());
+      kj::UnixEventPort::FdObserver observer(io.unixEventPort, wake_fd,
+                                             kj::UnixEventPort::FdObserver::OBSERVE_READ);
+      while (drain()) {
+        observer.whenBecomesReadable().wait(io.waitScope);
+        uint64_t count;
+        while (::read(wake_fd, &count, sizeof count) > 0) {
+        }
+      }
+      if (teardown) {
+        auto last = std::move(teardown);
+        last();
+      }
+      // Let the teardown's disconnects go out before the loop dies.
+      io.provider->getTimer().afterDelay(20 * kj::MILLISECONDS).wait(io.waitScope);
+    })) {
+      std::cerr << name << ": RPC thread failed: " << exception->getDescription().cStr() << "\n";
+      try {
+        started.set_value(fail(Errc::INTERNAL, exception->getDescription().cStr()));
+      } catch (const std::future_error&) {
+        // started already
+      }
+    }
+  }
+};
+
+Result<std::unique_ptr<RpcThread>> RpcThread::start(std::string name, Setup setup) {
+  auto impl = std::make_unique<Impl>();
+  impl->name = std::move(name);
+  impl->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (impl->wake_fd < 0) {
+    return fail(Errc::INTERNAL, std::string("cannot create an eventfd: ") + std::strerror(errno));
+  }
+  std::promise<Result<void>> started;
+  auto ready = started.get_future();
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw, setup = std::move(setup), &started]() mutable {
+    raw->run(std::move(setup), started);
+  });
+  auto result = ready.get();
+  if (!result) {
+    {
+      std::lock_guard lock(impl->mutex);
+      impl->stopping = true;
+    }
+    impl->wake();
+    impl->thread.join();
+    return result.error();
+  }
+  return std::unique_ptr<RpcThread>(new RpcThread(std::move(impl)));
+}
+
+RpcThread::RpcThread(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+RpcThread::~RpcThread() { stop(); }
+
+void RpcThread::post(std::function<void()> work) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopping) return;
+    impl_->queue.push_back(std::move(work));
+  }
+  impl_->wake();
+}
+
+void RpcThread::stop() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopped) return;
+    impl_->stopping = true;
+    impl_->stopped = true;
+  }
+  impl_->wake();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+bool RpcThread::on_thread() const { return std::this_thread::get_id() == impl_->thread_id; }
+
+}  // namespace troupe::runtime

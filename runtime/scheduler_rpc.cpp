@@ -1,0 +1,407 @@
+// Gateway, ClientService, WorkerSession, TaskReporter and the Cap'n Proto WorkerLink.
+#include "runtime/scheduler_rpc.hpp"
+
+#include <iostream>
+
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
+#include <kj/debug.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+
+#include "runtime/caf_kj.hpp"
+#include "schema/gateway.capnp.h"
+#include "schema/worker.capnp.h"
+
+namespace troupe::runtime {
+namespace {
+
+using actors::Reply;
+using actors::TaskReport;
+
+schema::ErrorCode wire_code(Errc code) { return static_cast<schema::ErrorCode>(static_cast<uint16_t>(code)); }
+
+void set_error(schema::Error::Builder out, const Error& error) {
+  out.setCode(wire_code(error.code));
+  out.setMessage(error.message);
+}
+
+std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+std::string bytes(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+capnp::Data::Reader as_data(const std::string& s) {
+  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+
+/// An outcome from the wire as the report a task actor understands.
+TaskReport report_of(const std::string& id, schema::Outcome::Reader outcome) {
+  TaskReport report{id, TaskReport::SUCCEEDED, {}, {}, {}, false};
+  switch (outcome.which()) {
+    case schema::Outcome::SUCCEEDED: report.payload = bytes(outcome.getSucceeded()); break;
+    case schema::Outcome::FAILED: {
+      auto f = outcome.getFailed();
+      report.kind = TaskReport::FAILED;
+      report.reason = text(f.getReason());
+      report.details = text(f.getDetails());
+      report.non_retryable = f.getNonRetryable();
+      break;
+    }
+    case schema::Outcome::CANCELLED: report.kind = TaskReport::CANCELLED; break;
+  }
+  return report;
+}
+
+/// One invocation's reporter: the worker can report only through the capability it was given.
+class TaskReporterImpl final : public schema::TaskReporter::Server {
+ public:
+  TaskReporterImpl(actors::worker_actor worker, std::string invocation_id)
+      : worker_(std::move(worker)), id_(std::move(invocation_id)) {}
+
+  kj::Promise<void> started(StartedContext) override {
+    auto b = bridge<bool>();
+    caf::anon_send(worker_, actors::report_atom::value, TaskReport{id_, TaskReport::STARTED, {}, {}, {}, false},
+                   Reply<bool>{b.resolve});
+    return b.promise.then([](Result<bool> r) {
+      if (!r) kj::throwFatalException(to_kj(r.error()));
+    });
+  }
+
+  kj::Promise<void> heartbeat(HeartbeatContext context) override {
+    auto b = bridge<bool>();
+    caf::anon_send(worker_, actors::report_atom::value,
+                   TaskReport{id_, TaskReport::HEARTBEAT, bytes(context.getParams().getProgress()), {}, {}, false},
+                   Reply<bool>{b.resolve});
+    return b.promise.then([context](Result<bool> r) mutable {
+      if (!r) kj::throwFatalException(to_kj(r.error()));
+      context.getResults().setCancelRequested(*r);
+    });
+  }
+
+  kj::Promise<void> complete(CompleteContext context) override {
+    auto b = bridge<bool>();
+    caf::anon_send(worker_, actors::update_atom::value, report_of(id_, context.getParams().getOutcome()),
+                   Reply<bool>{b.resolve});
+    return b.promise.then([](Result<bool> r) {
+      if (!r) kj::throwFatalException(to_kj(r.error()));
+    });
+  }
+
+ private:
+  actors::worker_actor worker_;
+  std::string id_;
+};
+
+/// The scheduler's line to one worker. Called from CAF threads: every call hops to the RPC
+/// thread, where the capability lives.
+class CapnpWorkerLink final : public actors::WorkerLink {
+ public:
+  struct Box {
+    schema::WorkerControl::Client control;
+    actors::worker_actor worker;
+    kj::TaskSet* tasks;
+  };
+
+  CapnpWorkerLink(RpcThread* rpc, schema::WorkerControl::Client control, kj::TaskSet& tasks)
+      : rpc_(rpc), box_(new Box{kj::mv(control), {}, &tasks}) {}
+
+  ~CapnpWorkerLink() override {
+    Box* box = box_;
+    if (rpc_->on_thread()) {
+      delete box;
+    } else {
+      rpc_->post([box] { delete box; });  // capabilities die on their own thread
+    }
+  }
+
+  /// On the RPC thread, once the worker actor exists.
+  void bind(actors::worker_actor worker) { box_->worker = std::move(worker); }
+
+  void get_running_tasks(std::function<void(Result<std::vector<std::string>>)> done) override {
+    Box* box = box_;
+    rpc_->post([box, done] {
+      box->tasks->add(box->control.getRunningTasksRequest().send().then(
+          [done](auto response) {
+            std::vector<std::string> ids;
+            for (auto id : response.getInvocationIds()) ids.push_back(text(id));
+            done(std::move(ids));
+          },
+          [done](kj::Exception&& e) { done(fail(Errc::UNAVAILABLE, e.getDescription().cStr())); }));
+    });
+  }
+
+  void run_task(const actors::Invocation& inv, uint64_t notify_sequence,
+                std::function<void(Result<void>)> done) override {
+    Box* box = box_;
+    rpc_->post([box, inv, notify_sequence, done] {
+      auto request = box->control.runTaskRequest();
+      auto spec = request.initInvocation();
+      spec.setInvocationId(inv.invocation_id);
+      spec.setWorkflowId(inv.workflow_id);
+      spec.setTaskName(inv.task_name);
+      spec.setTaskList(inv.task_list);
+      spec.setAttempt(inv.attempt);
+      if (!inv.handler.empty()) {
+        spec.setHandler(inv.handler);
+      } else {
+        auto shell = spec.initShell();
+        auto argv = shell.initCommand(inv.command.size());
+        for (size_t i = 0; i < inv.command.size(); ++i) argv.set(i, inv.command[i]);
+        auto env = shell.initEnv(inv.env.size());
+        for (size_t i = 0; i < inv.env.size(); ++i) env.set(i, inv.env[i]);
+        shell.setCwd(inv.cwd);
+      }
+      spec.setInput(inv.input_json);
+      spec.setProgress(as_data(inv.progress));
+      request.setNotifySequence(notify_sequence);
+      request.setReporter(kj::heap<TaskReporterImpl>(box->worker, inv.invocation_id));
+      box->tasks->add(request.send().then(
+          [done](auto response) {
+            auto error = response.getError();
+            if (error.getCode() == schema::ErrorCode::NONE) {
+              done(ok());
+            } else {
+              done(fail(Errc::NOT_ALLOWED_IN_STATE, text(error.getMessage())));
+            }
+          },
+          [done](kj::Exception&& e) { done(fail(Errc::UNAVAILABLE, e.getDescription().cStr())); }));
+    });
+  }
+
+  void notify_if_not_running(std::vector<std::string> ids, uint64_t notify_sequence,
+                             std::function<void(Result<std::vector<std::string>>)> done) override {
+    Box* box = box_;
+    rpc_->post([box, ids = std::move(ids), notify_sequence, done] {
+      auto request = box->control.notifyIfTasksNotRunningRequest();
+      auto list = request.initInvocationIds(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) list.set(i, ids[i]);
+      request.setNotifySequence(notify_sequence);
+      box->tasks->add(request.send().then(
+          [done](auto response) {
+            std::vector<std::string> not_running;
+            for (auto id : response.getNotRunning()) not_running.push_back(text(id));
+            done(std::move(not_running));
+          },
+          [done](kj::Exception&& e) { done(fail(Errc::UNAVAILABLE, e.getDescription().cStr())); }));
+    });
+  }
+
+  void cancel_task(const std::string& id, Duration grace) override {
+    Box* box = box_;
+    rpc_->post([box, id, grace] {
+      auto request = box->control.cancelTaskRequest();
+      request.setInvocationId(id);
+      request.setGraceMs(static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(grace).count()));
+      box->tasks->add(request.send().ignoreResult());
+    });
+  }
+
+  void request_suicide(const std::string& reason) override {
+    Box* box = box_;
+    rpc_->post([box, reason] {
+      auto request = box->control.requestSuicideRequest();
+      request.setReason(reason);
+      box->tasks->add(request.send().ignoreResult().catch_([](kj::Exception&&) {}));
+    });
+  }
+
+ private:
+  RpcThread* rpc_;
+  Box* box_;
+};
+
+class WorkerSessionImpl final : public schema::WorkerSession::Server {
+ public:
+  explicit WorkerSessionImpl(actors::worker_actor worker) : worker_(std::move(worker)) {}
+
+  kj::Promise<void> heartbeat(HeartbeatContext context) override {
+    auto b = bridge<actors::HealthState>();
+    caf::anon_send(worker_, actors::heartbeat_atom::value, Reply<actors::HealthState>{b.resolve});
+    return b.promise.then([context](Result<actors::HealthState> health) mutable {
+      // An ended worker actor drops the reply: the instance is MUST_DIE.
+      auto h = health ? *health : actors::HealthState::MUST_DIE;
+      context.getResults().setHealth(static_cast<schema::Health>(static_cast<uint16_t>(h)));
+    }, [context](kj::Exception&&) mutable { context.getResults().setHealth(schema::Health::MUST_DIE); });
+  }
+
+  kj::Promise<void> updateStatus(UpdateStatusContext context) override {
+    auto params = context.getParams();
+    auto b = bridge<bool>();
+    caf::anon_send(worker_, actors::update_atom::value, report_of(text(params.getInvocationId()), params.getOutcome()),
+                   Reply<bool>{b.resolve});
+    return b.promise.then([context](Result<bool> r) mutable {
+      if (!r) set_error(context.getResults().initError(), r.error());
+    });
+  }
+
+ private:
+  actors::worker_actor worker_;
+};
+
+/// Runs `work` inside a short-lived actor, so RPC calls can use request/then on typed actors.
+template <class F>
+void in_actor(caf::actor_system& system, F work) {
+  system.spawn([](caf::event_based_actor* self, F w) { w(self); }, std::move(work));
+}
+
+class ClientServiceImpl final : public schema::ClientService::Server {
+ public:
+  explicit ClientServiceImpl(std::shared_ptr<SchedulerServices> services) : services_(std::move(services)) {}
+
+  kj::Promise<void> startWorkflow(StartWorkflowContext context) override {
+    auto params = context.getParams();
+    auto b = bridge<std::string>();
+    std::string id = text(params.getWorkflowId());
+    std::string json = text(params.getDefinitionJson());
+    std::string input = params.hasInputJson() ? text(params.getInputJson()) : "";
+    if (input.empty()) input = "{}";
+    std::string run_from = text(params.getRunFrom());
+    auto directory = services_->directory;
+    auto resolve = b.resolve;
+    in_actor(*services_->system, [=](caf::event_based_actor* self) {
+      self->request(directory, caf::infinite, actors::submit_atom::value, id, json, input, run_from)
+          .then([=](const std::string&) { resolve(id); },
+                [=](const caf::error& e) { resolve(actors::from_caf(e)); });
+    });
+    return b.promise.then([context](Result<std::string> r) mutable {
+      auto results = context.getResults();
+      if (r) {
+        results.setWorkflowId(*r);
+      } else {
+        set_error(results.initError(), r.error());
+      }
+    });
+  }
+
+  kj::Promise<void> result(ResultContext context) override {
+    auto b = bridge<actors::WorkflowOutcome>();
+    std::string id = text(context.getParams().getWorkflowId());
+    auto directory = services_->directory;
+    auto resolve = b.resolve;
+    in_actor(*services_->system, [=](caf::event_based_actor* self) {
+      self->request(directory, caf::infinite, actors::result_atom::value, id)
+          .then([=](const actors::WorkflowOutcome& o) { resolve(o); },
+                [=](const caf::error& e) { resolve(actors::from_caf(e)); });
+    });
+    return b.promise.then([context, id](Result<actors::WorkflowOutcome> r) mutable {
+      auto results = context.getResults();
+      if (r) {
+        auto out = results.initResult();
+        out.setWorkflowId(id);
+        out.setState(r->state);
+        out.setDetail(r->failure_reason);
+      } else {
+        set_error(results.initError(), r.error());
+      }
+    });
+  }
+
+ private:
+  std::shared_ptr<SchedulerServices> services_;
+};
+
+class GatewayImpl final : public schema::Gateway::Server {
+ public:
+  GatewayImpl(std::shared_ptr<SchedulerServices> services, kj::TaskSet& tasks)
+      : services_(std::move(services)), tasks_(tasks) {}
+
+  kj::Promise<void> client(ClientContext context) override {
+    context.getResults().setClient(kj::heap<ClientServiceImpl>(services_));
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> registerWorker(RegisterWorkerContext context) override {
+    auto params = context.getParams();
+    auto in = params.getInfo();
+    actors::WorkerInfo info;
+    info.shard_id = text(in.getShardId());
+    info.hostname = text(in.getHostname());
+    info.pid = in.getPid();
+    info.instance_id = text(in.getInstanceId());
+    for (auto list : in.getTaskLists()) info.task_lists[text(list.getName())] = list.getSlots();
+    info.resource_id = text(in.getResourceId());
+    info.max_concurrent_sessions = in.getMaxConcurrentSessions();
+    if (info.shard_id.empty() || info.instance_id.empty() || info.task_lists.empty()) {
+      set_error(context.getResults().initError(),
+                fail(Errc::INVALID_ARGUMENT, "a worker registers with a shard id, an instance id and at least one task list"));
+      return kj::READY_NOW;
+    }
+    auto link = std::make_shared<CapnpWorkerLink>(services_->rpc, params.getControl(), tasks_);
+    auto b = bridge<actors::RegistrationOutcome>();
+    caf::anon_send(services_->dispatcher, actors::register_atom::value, info,
+                   std::shared_ptr<actors::WorkerLink>(link), Reply<actors::RegistrationOutcome>{b.resolve});
+    return b.promise.then([context, link](Result<actors::RegistrationOutcome> outcome) mutable {
+      auto results = context.getResults();
+      if (!outcome) {
+        set_error(results.initError(), outcome.error());
+        return;
+      }
+      link->bind(outcome->worker);
+      auto registration = results.initRegistration();
+      registration.setSession(kj::heap<WorkerSessionImpl>(outcome->worker));
+      auto t = registration.initTimeouts();
+      auto ms = [](Duration d) {
+        return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+      };
+      t.setHeartbeatIntervalMs(ms(outcome->timeouts.heartbeat_interval));
+      t.setUnhealthyAfterMs(ms(outcome->timeouts.unhealthy_after));
+      t.setMustDieAfterMs(ms(outcome->timeouts.must_die_after));
+      registration.setStartClean(outcome->start_clean);
+    });
+  }
+
+ private:
+  std::shared_ptr<SchedulerServices> services_;
+  kj::TaskSet& tasks_;
+};
+
+/// Accepts connections and serves each with its own RpcSystem until it disconnects.
+struct Listener {
+  kj::Own<kj::ConnectionReceiver> receiver;
+  capnp::Capability::Client gateway;
+  kj::TaskSet& tasks;
+
+  kj::Promise<void> accept_loop() {
+    return receiver->accept().then([this](kj::Own<kj::AsyncIoStream>&& stream) {
+      struct Connection {
+        kj::Own<kj::AsyncIoStream> stream;
+        capnp::TwoPartyVatNetwork network;
+        capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
+        Connection(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client bootstrap)
+            : stream(kj::mv(s)),
+              network(*stream, capnp::rpc::twoparty::Side::SERVER, capnp::ReaderOptions()),
+              rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
+      };
+      auto connection = kj::heap<Connection>(kj::mv(stream), gateway);
+      auto& network = connection->network;
+      tasks.add(network.onDisconnect().attach(kj::mv(connection)));
+      return accept_loop();
+    });
+  }
+};
+
+}  // namespace
+
+Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSet& tasks,
+                                              std::shared_ptr<SchedulerServices> services,
+                                              const Address& listen, uint16_t* bound_port) {
+  kj::Own<kj::ConnectionReceiver> receiver;
+  KJ_IF_MAYBE(exception, kj::runCatchingExceptions([&] {
+    auto address = io.provider->getNetwork().parseAddress(listen.host, listen.port).wait(io.waitScope);
+    receiver = address->listen();
+  })) {
+    return fail(Errc::UNAVAILABLE, "cannot listen on " + listen.to_string() + ": " +
+                                       exception->getDescription().cStr());
+  }
+  if (bound_port) *bound_port = static_cast<uint16_t>(receiver->getPort());
+  auto listener = std::make_shared<Listener>(
+      Listener{kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks), tasks});
+  auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(
+      [](kj::Exception&& e) { std::cerr << "scheduler: accept failed: " << e.getDescription().cStr() << "\n"; }));
+  return std::function<void()>([listener, accepting]() mutable {
+    accepting.reset();
+    listener.reset();
+  });
+}
+
+}  // namespace troupe::runtime

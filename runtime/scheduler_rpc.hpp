@@ -1,0 +1,36 @@
+// The scheduler's RPC servers: the Gateway (clients and worker registration), one
+// WorkerSession per registered worker, one TaskReporter per invocation, and the WorkerLink
+// through which worker actors call their worker. All of it lives on the RPC thread.
+#pragma once
+
+#include <functional>
+
+#include <caf/fwd.hpp>
+
+#include "actors/system/directory.hpp"
+#include "actors/system/dispatcher.hpp"
+#include "runtime/config/cluster_config.hpp"
+#include "runtime/rpc_thread.hpp"
+
+namespace kj {
+struct AsyncIoContext;
+class TaskSet;
+}  // namespace kj
+
+namespace troupe::runtime {
+
+struct SchedulerServices {
+  caf::actor_system* system = nullptr;
+  actors::directory_actor directory;
+  actors::dispatcher_actor dispatcher;
+  RpcThread* rpc = nullptr;  ///< set before the first call arrives
+};
+
+/// Listens on `listen` and serves the Gateway; the returned teardown stops listening and drops
+/// every connection. Called on the RPC thread (RpcThread::Setup). `bound_port` receives the
+/// port actually bound.
+Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSet& tasks,
+                                              std::shared_ptr<SchedulerServices> services,
+                                              const Address& listen, uint16_t* bound_port);
+
+}  // namespace troupe::runtime

@@ -1,0 +1,27 @@
+// Runs shell invocations for a worker's executor: one process group each, output to a
+// per-invocation log under the node's log_dir (size-capped), exit code to result or failure
+// ("ExitCode:N"), cancellation as SIGTERM then SIGKILL after a grace period.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "actors/executor/local_executor.hpp"
+#include "runtime/process/process_supervisor.hpp"
+
+namespace troupe::runtime {
+
+struct ShellRunnerOptions {
+  std::string log_dir;
+  uint64_t log_cap_bytes = uint64_t{16} << 20;
+  /// Between SIGTERM and SIGKILL when an invocation is cancelled. Default: 10s
+  Duration cancel_grace = std::chrono::seconds(10);
+};
+
+/// The log file of an invocation: LOG_DIR/WORKFLOW/TASK.ATTEMPT.DISPATCH.log, each part made
+/// safe for a file name.
+std::string invocation_log_path(const std::string& log_dir, const actors::Invocation& invocation);
+
+actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervisor, ShellRunnerOptions options);
+
+}  // namespace troupe::runtime

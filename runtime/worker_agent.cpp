@@ -1,0 +1,464 @@
+// The worker agent: registration, heartbeats, WorkerControl, and outcome delivery.
+#include "runtime/worker_agent.hpp"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <map>
+#include <random>
+
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
+#include <kj/debug.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/worker/health_machine.hpp"
+#include "schema/gateway.capnp.h"
+#include "schema/worker.capnp.h"
+
+namespace troupe::runtime {
+namespace {
+
+using actors::TaskReport;
+using Clock = std::chrono::steady_clock;
+
+std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+capnp::Data::Reader as_data(const std::string& s) {
+  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+
+std::string random_instance_id() {
+  std::random_device device;
+  std::mt19937_64 random((uint64_t(device()) << 32) ^ device() ^ uint64_t(::getpid()));
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(random()),
+                static_cast<unsigned long long>(random()));
+  return buf;
+}
+
+kj::Duration to_kj(Duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count() * kj::MILLISECONDS;
+}
+
+/// One invocation on the worker side: waits for a slot on the local executor (which the
+/// scheduler's credit keeps free), runs, and hands every report to `on_report`.
+using ReportSink = std::function<void(TaskReport)>;
+
+struct ProxyState {
+  static inline const char* name = "invocation";
+};
+
+actors::task_port::behavior_type invocation_proxy(actors::task_port::stateful_pointer<ProxyState> self,
+                                                  actors::executor_actor executor, actors::Invocation invocation,
+                                                  ReportSink sink) {
+  self->link_to(executor);  // ends with the node's executor
+  self->send(executor, actors::enqueue_atom::value, caf::actor_cast<actors::task_port>(self), int32_t{0},
+             invocation.task_list);
+  return {
+      [=](actors::report_atom, TaskReport& report) {
+        const bool ends = report.kind != TaskReport::STARTED && report.kind != TaskReport::HEARTBEAT;
+        sink(std::move(report));
+        if (ends) self->quit();
+      },
+      [=](actors::update_atom, TaskReport&) { return true; },
+      [=](actors::grant_atom, const std::string&) {
+        self->send(executor, actors::run_atom::value, invocation, caf::actor_cast<actors::task_port>(self));
+        return true;
+      },
+  };
+}
+
+class Agent;
+
+class WorkerControlImpl final : public schema::WorkerControl::Server {
+ public:
+  explicit WorkerControlImpl(std::shared_ptr<Agent> agent) : agent_(std::move(agent)) {}
+  kj::Promise<void> getRunningTasks(GetRunningTasksContext context) override;
+  kj::Promise<void> runTask(RunTaskContext context) override;
+  kj::Promise<void> notifyIfTasksNotRunning(NotifyIfTasksNotRunningContext context) override;
+  kj::Promise<void> cancelTask(CancelTaskContext context) override;
+  kj::Promise<void> requestSuicide(RequestSuicideContext context) override;
+
+ private:
+  std::shared_ptr<Agent> agent_;
+};
+
+class Agent : public std::enable_shared_from_this<Agent> {
+ public:
+  Agent(kj::AsyncIoContext& io, kj::TaskSet& tasks, std::shared_ptr<WorkerAgentSetup> setup)
+      : io_(io), tasks_(tasks), setup_(std::move(setup)), instance_id_(random_instance_id()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    hostname_ = host;
+  }
+
+  void start() {
+    connect();
+    tasks_.add(heartbeat_loop());
+  }
+
+  void stop() {
+    stopped_ = true;
+    connection_ = nullptr;
+  }
+
+  // --- WorkerControl ---------------------------------------------------------------------
+  std::vector<std::string> running_ids() {
+    associated_ = true;
+    std::vector<std::string> ids;
+    for (const auto& [id, run] : running_) ids.push_back(id);
+    return ids;
+  }
+
+  Result<void> run_task(schema::InvocationSpec::Reader spec, uint64_t notify_sequence,
+                        schema::TaskReporter::Client reporter) {
+    const std::string id = text(spec.getInvocationId());
+    if (!healthy()) {
+      return fail(Errc::NOT_ALLOWED_IN_STATE, "worker " + setup_->node.name + " is not HEALTHY");
+    }
+    if (notify_sequence < last_notify_sequence_) {
+      return fail(Errc::NOT_ALLOWED_IN_STATE, "runTask of " + id + " is older than notify sequence " +
+                                                  std::to_string(last_notify_sequence_));
+    }
+    if (running_.count(id)) return fail(Errc::ALREADY_EXISTS, "invocation " + id + " was sent already");
+    actors::Invocation inv;
+    inv.invocation_id = id;
+    inv.workflow_id = text(spec.getWorkflowId());
+    inv.task_name = text(spec.getTaskName());
+    inv.task_list = text(spec.getTaskList());
+    inv.attempt = spec.getAttempt();
+    if (spec.isHandler()) {
+      inv.handler = text(spec.getHandler());
+    } else {
+      auto shell = spec.getShell();
+      for (auto arg : shell.getCommand()) inv.command.push_back(text(arg));
+      for (auto e : shell.getEnv()) inv.env.push_back(text(e));
+      inv.cwd = text(shell.getCwd());
+    }
+    inv.input_json = text(spec.getInput());
+    auto progress = spec.getProgress();
+    inv.progress.assign(reinterpret_cast<const char*>(progress.begin()), progress.size());
+    running_.emplace(id, Running{kj::mv(reporter), false, {}});
+    std::weak_ptr<Agent> weak = weak_from_this();
+    RpcThread* rpc = setup_->rpc;
+    ReportSink sink = [weak, rpc](TaskReport report) {
+      rpc->post([weak, report = std::move(report)]() mutable {
+        if (auto agent = weak.lock()) agent->on_report(std::move(report));
+      });
+    };
+    setup_->system->spawn(invocation_proxy, setup_->executor, std::move(inv), std::move(sink));
+    return ok();
+  }
+
+  std::vector<std::string> not_running(const std::vector<std::string>& ids, uint64_t sequence) {
+    last_notify_sequence_ = std::max(last_notify_sequence_, sequence);
+    std::vector<std::string> out;
+    for (const auto& id : ids) {
+      if (!running_.count(id)) out.push_back(id);
+    }
+    return out;
+  }
+
+  void cancel(const std::string& id) {
+    if (running_.count(id)) caf::anon_send(setup_->executor, actors::cancel_atom::value, id, std::string());
+  }
+
+  void suicide(const std::string& reason) { die("the scheduler asked this worker to exit: " + reason); }
+
+ private:
+  struct Running {
+    schema::TaskReporter::Client reporter;
+    bool ended = false;
+    TaskReport outcome;
+  };
+  struct Connection {
+    kj::Own<kj::AsyncIoStream> stream;
+    capnp::TwoPartyClient client;
+    schema::Gateway::Client gateway;
+    kj::Maybe<schema::WorkerSession::Client> session;
+    explicit Connection(kj::Own<kj::AsyncIoStream> s)
+        : stream(kj::mv(s)), client(*stream), gateway(client.bootstrap().castAs<schema::Gateway>()) {}
+  };
+
+  bool healthy() const {
+    if (!associated_ || connection_.get() == nullptr || session_lost_) return false;
+    const auto since = std::chrono::duration_cast<Duration>(Clock::now() - last_acked_send_);
+    return actors::health_after(actors::HealthState::HEALTHY, since, timeouts_) == actors::HealthState::HEALTHY;
+  }
+
+  void die(const std::string& reason) {
+    if (dying_) return;
+    dying_ = true;
+    std::cerr << "worker " << setup_->node.name << ": " << reason << "\n";
+    for (const auto& [id, run] : running_) {
+      caf::anon_send(setup_->executor, actors::cancel_atom::value, id, std::string());
+    }
+    if (setup_->exit) setup_->exit(reason);
+  }
+
+  void connect() {
+    if (stopped_ || dying_) return;
+    const auto& address = setup_->node.scheduler_address;
+    auto self = shared_from_this();
+    tasks_.add(io_.provider->getNetwork()
+                   .parseAddress(address.host, address.port)
+                   .then([](kj::Own<kj::NetworkAddress> a) { return a->connect().attach(kj::mv(a)); })
+                   .then([self](kj::Own<kj::AsyncIoStream> stream) { return self->registered(kj::mv(stream)); })
+                   .catch_([self](kj::Exception&& e) {
+                     self->connection_ = nullptr;
+                     if (!self->reported_unreachable_) {
+                       std::cerr << "worker " << self->setup_->node.name << ": cannot reach the scheduler at "
+                                 << self->setup_->node.scheduler_address.to_string() << ": "
+                                 << e.getDescription().cStr() << " (retrying)\n";
+                       self->reported_unreachable_ = true;
+                     }
+                     return self->io_.provider->getTimer().afterDelay(to_kj(self->timeouts_.heartbeat_interval))
+                         .then([self] { self->connect(); });
+                   }));
+  }
+
+  kj::Promise<void> registered(kj::Own<kj::AsyncIoStream> stream) {
+    connection_ = kj::heap<Connection>(kj::mv(stream));
+    associated_ = false;
+    session_lost_ = false;
+    auto request = connection_->gateway.registerWorkerRequest();
+    auto info = request.initInfo();
+    info.setShardId(setup_->node.name);
+    info.setHostname(hostname_);
+    info.setPid(static_cast<uint32_t>(::getpid()));
+    info.setInstanceId(instance_id_);
+    auto lists = info.initTaskLists(setup_->node.task_lists.size());
+    size_t i = 0;
+    for (const auto& [name, slots] : setup_->node.task_lists) {
+      lists[i].setName(name);
+      lists[i].setSlots(slots);
+      ++i;
+    }
+    info.setResourceId(setup_->node.resource_id);
+    info.setMaxConcurrentSessions(setup_->node.max_concurrent_sessions);
+    request.setControl(kj::heap<WorkerControlImpl>(shared_from_this()));
+    const auto sent = Clock::now();
+    auto self = shared_from_this();
+    return request.send().then([self, sent](auto response) -> kj::Promise<void> {
+      if (response.hasError() && response.getError().getCode() != schema::ErrorCode::NONE) {
+        std::cerr << "worker " << self->setup_->node.name << ": registration refused: "
+                  << response.getError().getMessage().cStr() << " (retrying)\n";
+        self->connection_ = nullptr;
+        return self->io_.provider->getTimer().afterDelay(to_kj(self->timeouts_.heartbeat_interval))
+            .then([self] { self->connect(); });
+      }
+      auto registration = response.getRegistration();
+      auto t = registration.getTimeouts();
+      self->timeouts_.heartbeat_interval = std::chrono::milliseconds(t.getHeartbeatIntervalMs());
+      self->timeouts_.unhealthy_after = std::chrono::milliseconds(t.getUnhealthyAfterMs());
+      self->timeouts_.must_die_after = std::chrono::milliseconds(t.getMustDieAfterMs());
+      self->connection_->session = registration.getSession();
+      self->last_acked_send_ = sent;
+      self->ever_registered_ = true;
+      self->reported_unreachable_ = false;
+      std::cerr << "worker " << self->setup_->node.name << ": registered with the scheduler at "
+                << self->setup_->node.scheduler_address.to_string()
+                << (registration.getStartClean() ? " (replacing an earlier instance)" : "") << "\n";
+      // Outcomes whose reporters died with an earlier connection go through the session.
+      for (auto& [id, run] : self->running_) {
+        if (run.ended) self->deliver(id);
+      }
+      return self->connection_->client.onDisconnect().then([self] {
+        std::cerr << "worker " << self->setup_->node.name << ": lost the connection to the scheduler\n";
+        self->connection_ = nullptr;
+        self->connect();
+      });
+    });
+  }
+
+  kj::Promise<void> heartbeat_loop() {
+    auto self = shared_from_this();
+    return io_.provider->getTimer().afterDelay(to_kj(timeouts_.heartbeat_interval)).then([self]() -> kj::Promise<void> {
+      if (self->stopped_) return kj::READY_NOW;
+      self->beat();
+      return self->heartbeat_loop();
+    });
+  }
+
+  void beat() {
+    if (ever_registered_) {
+      const auto since = std::chrono::duration_cast<Duration>(Clock::now() - last_acked_send_);
+      if (actors::health_after(actors::HealthState::HEALTHY, since, timeouts_) == actors::HealthState::MUST_DIE) {
+        die("no heartbeat reached the scheduler for " + std::to_string(since.count() / 1000000) +
+            " ms: this worker must die");
+        return;
+      }
+    }
+    if (connection_.get() == nullptr) return;
+    KJ_IF_MAYBE(session, connection_->session) {
+      const auto sent = Clock::now();
+      auto self = shared_from_this();
+      tasks_.add(session->heartbeatRequest().send().then(
+          [self, sent](auto response) {
+            if (response.getHealth() == schema::Health::MUST_DIE) {
+              self->die("the scheduler declared this worker MUST_DIE");
+              return;
+            }
+            self->last_acked_send_ = std::max(self->last_acked_send_, sent);
+          },
+          [](kj::Exception&&) {}));
+    }
+  }
+
+  void on_report(TaskReport report) {
+    auto it = running_.find(report.invocation_id);
+    if (it == running_.end()) return;
+    auto& run = it->second;
+    const std::string id = report.invocation_id;
+    switch (report.kind) {
+      case TaskReport::STARTED:
+        tasks_.add(run.reporter.startedRequest().send().ignoreResult().catch_([](kj::Exception&&) {}));
+        return;
+      case TaskReport::HEARTBEAT: {
+        auto request = run.reporter.heartbeatRequest();
+        request.setProgress(as_data(report.payload));
+        auto self = shared_from_this();
+        tasks_.add(request.send().then(
+            [self, id](auto response) {
+              if (response.getCancelRequested()) self->cancel(id);
+            },
+            [](kj::Exception&&) {}));
+        return;
+      }
+      default:
+        run.ended = true;
+        run.outcome = std::move(report);
+        deliver(id);
+    }
+  }
+
+  static void fill(schema::Outcome::Builder out, const TaskReport& report) {
+    switch (report.kind) {
+      case TaskReport::SUCCEEDED: out.setSucceeded(as_data(report.payload)); break;
+      case TaskReport::CANCELLED: out.setCancelled(); break;
+      default: {
+        auto f = out.initFailed();
+        f.setReason(report.reason);
+        f.setDetails(report.details);
+        f.setNonRetryable(report.non_retryable);
+      }
+    }
+  }
+
+  /// Reports an ended invocation until acknowledged: through its reporter, or, once that is
+  /// gone with its connection, through the current session.
+  void deliver(const std::string& id) {
+    auto it = running_.find(id);
+    if (it == running_.end() || stopped_) return;
+    auto self = shared_from_this();
+    auto acknowledged = [self, id] { self->running_.erase(id); };
+    auto retry = [self, id](kj::Exception&&) {
+      self->tasks_.add(self->io_.provider->getTimer().afterDelay(to_kj(self->timeouts_.heartbeat_interval)).then([self, id] {
+        // The reporter failed (its connection is gone): use the session from now on.
+        self->deliver_through_session(id);
+      }));
+    };
+    auto request = it->second.reporter.completeRequest();
+    fill(request.initOutcome(), it->second.outcome);
+    tasks_.add(request.send().then([acknowledged](auto) { acknowledged(); }, retry));
+  }
+
+  void deliver_through_session(const std::string& id) {
+    auto it = running_.find(id);
+    if (it == running_.end() || stopped_) return;
+    auto self = shared_from_this();
+    auto again = [self, id] {
+      self->tasks_.add(self->io_.provider->getTimer().afterDelay(to_kj(self->timeouts_.heartbeat_interval)).then(
+          [self, id] { self->deliver_through_session(id); }));
+    };
+    if (connection_.get() == nullptr) {
+      again();
+      return;
+    }
+    KJ_IF_MAYBE(session, connection_->session) {
+      auto request = session->updateStatusRequest();
+      request.setInvocationId(id);
+      fill(request.initOutcome(), it->second.outcome);
+      tasks_.add(request.send().then(
+          [self, id](auto response) {
+            if (response.hasError() && response.getError().getCode() != schema::ErrorCode::NONE) {
+              std::cerr << "worker " << self->setup_->node.name << ": the scheduler refused the outcome of " << id
+                        << ": " << response.getError().getMessage().cStr() << "\n";
+            }
+            self->running_.erase(id);
+          },
+          [again](kj::Exception&&) { again(); }));
+    } else {
+      again();
+    }
+  }
+
+  kj::AsyncIoContext& io_;
+  kj::TaskSet& tasks_;
+  std::shared_ptr<WorkerAgentSetup> setup_;
+  std::string instance_id_;
+  std::string hostname_;
+  kj::Own<Connection> connection_;
+  actors::HealthTimeouts timeouts_;
+  Clock::time_point last_acked_send_ = Clock::now();
+  bool associated_ = false;
+  bool session_lost_ = false;
+  bool ever_registered_ = false;
+  bool reported_unreachable_ = false;
+  bool stopped_ = false;
+  bool dying_ = false;
+  uint64_t last_notify_sequence_ = 0;
+  std::map<std::string, Running> running_;
+};
+
+kj::Promise<void> WorkerControlImpl::getRunningTasks(GetRunningTasksContext context) {
+  auto ids = agent_->running_ids();
+  auto list = context.getResults().initInvocationIds(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) list.set(i, ids[i]);
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> WorkerControlImpl::runTask(RunTaskContext context) {
+  auto params = context.getParams();
+  auto started = agent_->run_task(params.getInvocation(), params.getNotifySequence(), params.getReporter());
+  if (!started) {
+    auto error = context.getResults().initError();
+    error.setCode(static_cast<schema::ErrorCode>(static_cast<uint16_t>(started.error().code)));
+    error.setMessage(started.error().message);
+  }
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> WorkerControlImpl::notifyIfTasksNotRunning(NotifyIfTasksNotRunningContext context) {
+  auto params = context.getParams();
+  std::vector<std::string> ids;
+  for (auto id : params.getInvocationIds()) ids.push_back(text(id));
+  auto out = agent_->not_running(ids, params.getNotifySequence());
+  auto list = context.getResults().initNotRunning(out.size());
+  for (size_t i = 0; i < out.size(); ++i) list.set(i, out[i]);
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> WorkerControlImpl::cancelTask(CancelTaskContext context) {
+  agent_->cancel(text(context.getParams().getInvocationId()));
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> WorkerControlImpl::requestSuicide(RequestSuicideContext context) {
+  agent_->suicide(text(context.getParams().getReason()));
+  return kj::READY_NOW;
+}
+
+}  // namespace
+
+Result<std::function<void()>> start_worker_agent(kj::AsyncIoContext& io, kj::TaskSet& tasks,
+                                                 std::shared_ptr<WorkerAgentSetup> setup) {
+  auto agent = std::make_shared<Agent>(io, tasks, std::move(setup));
+  agent->start();
+  return std::function<void()>([agent] { agent->stop(); });
+}
+
+}  // namespace troupe::runtime

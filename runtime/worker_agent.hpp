@@ -1,0 +1,35 @@
+// The worker side of the Bistro protocol, on the RPC thread: registers with the scheduler,
+// heartbeats, serves WorkerControl, and runs each invocation through the node's executor by
+// way of a small proxy actor. Outcomes are reported until the scheduler acknowledges them.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include <caf/fwd.hpp>
+
+#include "actors/ports.hpp"
+#include "runtime/config/cluster_config.hpp"
+#include "runtime/rpc_thread.hpp"
+
+namespace kj {
+struct AsyncIoContext;
+class TaskSet;
+}  // namespace kj
+
+namespace troupe::runtime {
+
+struct WorkerAgentSetup {
+  caf::actor_system* system = nullptr;
+  actors::executor_actor executor;
+  NodeConfig node;
+  RpcThread* rpc = nullptr;
+  /// Asks the node to exit (MUST_DIE, requestSuicide); called on the RPC thread.
+  std::function<void(const std::string& reason)> exit;
+};
+
+/// Starts the agent on the RPC thread (RpcThread::Setup); the teardown drops the connection.
+Result<std::function<void()>> start_worker_agent(kj::AsyncIoContext& io, kj::TaskSet& tasks,
+                                                 std::shared_ptr<WorkerAgentSetup> setup);
+
+}  // namespace troupe::runtime
