@@ -95,10 +95,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     hostname_ = host;
   }
 
-  void start() {
-    connect();
-    tasks_.add(heartbeat_loop());
-  }
+  void start() { connect(); }
 
   void stop() {
     stopped_ = true;
@@ -262,6 +259,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
       std::cerr << "worker " << self->setup_->node.name << ": registered with the scheduler at "
                 << self->setup_->node.scheduler_address.to_string()
                 << (registration.getStartClean() ? " (replacing an earlier instance)" : "") << "\n";
+      self->tasks_.add(self->heartbeat_loop(++self->heartbeat_generation_));
       // Outcomes whose reporters died with an earlier connection go through the session.
       for (auto& [id, run] : self->running_) {
         if (run.ended) self->deliver(id);
@@ -274,12 +272,13 @@ class Agent : public std::enable_shared_from_this<Agent> {
     });
   }
 
-  kj::Promise<void> heartbeat_loop() {
+  /// Heartbeats every interval from a registration on; a newer registration's loop replaces it.
+  kj::Promise<void> heartbeat_loop(uint64_t generation) {
     auto self = shared_from_this();
-    return io_.provider->getTimer().afterDelay(to_kj(timeouts_.heartbeat_interval)).then([self]() -> kj::Promise<void> {
-      if (self->stopped_) return kj::READY_NOW;
+    return io_.provider->getTimer().afterDelay(to_kj(timeouts_.heartbeat_interval)).then([self, generation]() -> kj::Promise<void> {
+      if (self->stopped_ || generation != self->heartbeat_generation_) return kj::READY_NOW;
       self->beat();
-      return self->heartbeat_loop();
+      return self->heartbeat_loop(generation);
     });
   }
 
@@ -411,6 +410,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   bool stopped_ = false;
   bool dying_ = false;
   uint64_t last_notify_sequence_ = 0;
+  uint64_t heartbeat_generation_ = 0;
   std::map<std::string, Running> running_;
 };
 

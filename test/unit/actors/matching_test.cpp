@@ -51,7 +51,8 @@ uint64_t greedy_count(TokenBucket b, TimePoint start, TimePoint end) {
 }
 
 /// Polls every `step` and at `end`, and takes all the tokens available at each poll.
-uint64_t polling_count(TokenBucket b, TimePoint start, TimePoint end, std::chrono::nanoseconds step) {
+uint64_t polling_count(TokenBucket b, TimePoint start, TimePoint end,
+                       std::chrono::nanoseconds step) {
   uint64_t count = 0;
   for (TimePoint now = start;; now = std::min(now + step, end)) {
     while (b.try_take(now)) ++count;
@@ -149,7 +150,8 @@ TEST_SUITE("actors.matching") {
     std::mt19937_64 rng(seed);
     for (int round = 0; round < 200; ++round) {
       CAPTURE(round);
-      const double rate = std::round(std::exp(std::uniform_real_distribution<double>(-3, 12)(rng)) * 1e3) / 1e3;
+      const double rate =
+          std::round(std::exp(std::uniform_real_distribution<double>(-3, 12)(rng)) * 1e3) / 1e3;
       const uint32_t burst = 1 + static_cast<uint32_t>(rng() % 8);
       CAPTURE(rate);
       CAPTURE(burst);
@@ -182,7 +184,8 @@ TEST_SUITE("actors.matching") {
   }
 
   TEST_CASE("token bucket limits out of range are rejected with a message") {
-    for (double rate : {0.0, -1.0, 1e-7, 2e9, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    for (double rate :
+         {0.0, -1.0, 1e-7, 2e9, std::nan(""), std::numeric_limits<double>::infinity()}) {
       CAPTURE(rate);
       auto made = TokenBucket::create(rate, 1);
       REQUIRE_FALSE(made);
@@ -278,7 +281,8 @@ TEST_SUITE("actors.matching") {
     };
     auto model_best = [&] { return best_of(model); };
     auto model_find = [&](const std::string& key) {
-      return std::find_if(model.begin(), model.end(), [&](const ReadyEntry& e) { return e.key == key; });
+      return std::find_if(model.begin(), model.end(),
+                          [&](const ReadyEntry& e) { return e.key == key; });
     };
 
     ReadyQueue q;

@@ -70,8 +70,8 @@ const SpecRow* find_spec(std::string_view state, std::string_view event) {
 }
 
 constexpr S all_states[] = {S::NEW, S::HEALTHY, S::UNHEALTHY, S::MUST_DIE};
-constexpr E all_events[] = {E::ASSOCIATED, E::HEARTBEAT,      E::HEARTBEAT_LATE,
-                            E::HEARTBEAT_LOST, E::REPLACED, E::SUICIDE};
+constexpr E all_events[] = {E::ASSOCIATED,     E::HEARTBEAT, E::HEARTBEAT_LATE,
+                            E::HEARTBEAT_LOST, E::REPLACED,  E::SUICIDE};
 
 bool before(const ActionList<A>& actions, A first, A second) {
   int i = 0, a = -1, b = -1;
@@ -142,8 +142,10 @@ TEST_SUITE("actors.worker_health") {
       }
       if (row.to == S::UNHEALTHY) CHECK(row.event == E::HEARTBEAT_LATE);
       // Tasks are offered exactly on becoming HEALTHY and withdrawn exactly on leaving it.
-      CHECK(row.actions.contains(A::ACCEPT_TASKS) == (row.to == S::HEALTHY && row.from != S::HEALTHY));
-      CHECK(row.actions.contains(A::STOP_ASSIGNING) == (row.from == S::HEALTHY && row.to != S::HEALTHY));
+      CHECK(row.actions.contains(A::ACCEPT_TASKS) ==
+            (row.to == S::HEALTHY && row.from != S::HEALTHY));
+      CHECK(row.actions.contains(A::STOP_ASSIGNING) ==
+            (row.from == S::HEALTHY && row.to != S::HEALTHY));
       // Dying: told to die, invocations failed over, timer stopped, and no new task goes to it
       // before its invocations are failed over.
       const bool dies = row.to == S::MUST_DIE;
@@ -153,9 +155,11 @@ TEST_SUITE("actors.worker_health") {
       CHECK(row.actions.contains(A::ARM_HEALTH_TIMER) == !dies);
       if (dies) {
         CHECK(before(row.actions, A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS));
-        if (row.from == S::HEALTHY) CHECK(before(row.actions, A::STOP_ASSIGNING, A::FAIL_OVER_INVOCATIONS));
+        if (row.from == S::HEALTHY)
+          CHECK(before(row.actions, A::STOP_ASSIGNING, A::FAIL_OVER_INVOCATIONS));
       }
-      CHECK(row.actions.contains(A::QUERY_RUNNING_TASKS) == (row.from == S::NEW && row.event == E::HEARTBEAT));
+      CHECK(row.actions.contains(A::QUERY_RUNNING_TASKS) ==
+            (row.from == S::NEW && row.event == E::HEARTBEAT));
     }
     CHECK(HealthMachine::accepts_tasks(S::HEALTHY));
     for (S s : {S::NEW, S::UNHEALTHY, S::MUST_DIE}) CHECK_FALSE(HealthMachine::accepts_tasks(s));
@@ -165,16 +169,17 @@ TEST_SUITE("actors.worker_health") {
 
   TEST_CASE("random event sequences keep the worker actor's bookkeeping consistent") {
     uint64_t seed = std::random_device{}();
-    if (const char* fixed = std::getenv("TROUPE_TEST_SEED")) seed = std::strtoull(fixed, nullptr, 10);
+    if (const char* fixed = std::getenv("TROUPE_TEST_SEED"))
+      seed = std::strtoull(fixed, nullptr, 10);
     INFO("TROUPE_TEST_SEED=" << seed);
     std::mt19937_64 rng(seed);
     for (int round = 0; round < 500; ++round) {
       CAPTURE(round);
       // What a thin actor would track by running the actions.
       S state = S::NEW;
-      bool offered = false;       // its slots are in its task lists
-      bool timer = false;         // the health timer is armed
-      bool failed_over = false;   // its invocations were failed over
+      bool offered = false;      // its slots are in its task lists
+      bool timer = false;        // the health timer is armed
+      bool failed_over = false;  // its invocations were failed over
       bool reconciled = false;
       for (int step = 0; step < 30; ++step) {
         const E event = all_events[rng() % std::size(all_events)];
@@ -187,14 +192,34 @@ TEST_SUITE("actors.worker_health") {
         REQUIRE(t);
         for (A a : t->actions) {
           switch (a) {
-            case A::ACCEPT_TASKS: CHECK_FALSE(offered); offered = true; break;
-            case A::STOP_ASSIGNING: CHECK(offered); offered = false; break;
-            case A::ARM_HEALTH_TIMER: timer = true; break;
-            case A::STOP_HEALTH_TIMER: timer = false; break;
-            case A::FAIL_OVER_INVOCATIONS: CHECK_FALSE(failed_over); failed_over = true; break;
-            case A::RECONCILE: CHECK_FALSE(reconciled); reconciled = true; break;
-            case A::QUERY_RUNNING_TASKS: CHECK_FALSE(reconciled); break;
-            case A::REQUEST_SUICIDE: CHECK(state != S::MUST_DIE); break;
+            case A::ACCEPT_TASKS:
+              CHECK_FALSE(offered);
+              offered = true;
+              break;
+            case A::STOP_ASSIGNING:
+              CHECK(offered);
+              offered = false;
+              break;
+            case A::ARM_HEALTH_TIMER:
+              timer = true;
+              break;
+            case A::STOP_HEALTH_TIMER:
+              timer = false;
+              break;
+            case A::FAIL_OVER_INVOCATIONS:
+              CHECK_FALSE(failed_over);
+              failed_over = true;
+              break;
+            case A::RECONCILE:
+              CHECK_FALSE(reconciled);
+              reconciled = true;
+              break;
+            case A::QUERY_RUNNING_TASKS:
+              CHECK_FALSE(reconciled);
+              break;
+            case A::REQUEST_SUICIDE:
+              CHECK(state != S::MUST_DIE);
+              break;
           }
         }
         state = t->to;
@@ -331,8 +356,8 @@ TEST_SUITE("actors.worker_health") {
   TEST_CASE("the health table prints as Markdown and Graphviz") {
     auto md = HealthMachine::table().markdown("Worker health");
     CHECK(md.find("### Worker health") == 0);
-    CHECK(md.find("| NEW | ASSOCIATED | HEALTHY | reconcile invocations, accept tasks, arm health timer |") !=
-          std::string::npos);
+    CHECK(md.find("| NEW | ASSOCIATED | HEALTHY | reconcile invocations, accept tasks, arm health "
+                  "timer |") != std::string::npos);
     CHECK(md.find("(ignored: already unhealthy)") != std::string::npos);
     auto dot = HealthMachine::table().dot("worker_health");
     CHECK(dot.find("digraph worker_health {") == 0);
