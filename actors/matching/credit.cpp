@@ -66,8 +66,9 @@ void CreditPool::take(Node& node, TimePoint now) {
 
 std::optional<std::string> CreditPool::assign(TimePoint now) {
   if (ranking_.empty() || global_.next_available(now) > now) return std::nullopt;
-  auto best = std::find_if(ranking_.begin(), ranking_.end(),
-                           [now](const Node* node) { return node->second.rate.next_available(now) <= now; });
+  auto best = std::find_if(ranking_.begin(), ranking_.end(), [now](const Node* node) {
+    return node->second.rate.next_available(now) <= now;
+  });
   if (best == ranking_.end()) return std::nullopt;
   Node& node = **best;
   take(node, now);

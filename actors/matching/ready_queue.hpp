@@ -12,9 +12,9 @@
 namespace troupe::actors {
 
 struct ReadyEntry {
-  std::string key;        ///< the task invocation's key, unique in the queue
-  int32_t priority = 0;   ///< higher is dispatched first
-  uint64_t arrival = 0;   ///< lower (older) is dispatched first among equal priorities
+  std::string key;       ///< the task invocation's key, unique in the queue
+  int32_t priority = 0;  ///< higher is dispatched first
+  uint64_t arrival = 0;  ///< lower (older) is dispatched first among equal priorities
   friend bool operator==(const ReadyEntry&, const ReadyEntry&) = default;
 };
 

@@ -32,10 +32,11 @@ Result<TokenBucket> TokenBucket::create(double rate, uint32_t burst) {
   }
   const auto micro_rate = static_cast<uint64_t>(std::llround(rate * 1e6));
   TokenBucket bucket(micro_rate, burst);
-  const Int128 refill = (static_cast<Int128>(burst) * nanos_per_micro_rate + micro_rate - 1) / micro_rate;
+  const Int128 refill =
+      (static_cast<Int128>(burst) * nanos_per_micro_rate + micro_rate - 1) / micro_rate;
   if (refill > max_refill_nanos) {
-    return fail(Errc::INVALID_ARGUMENT, "rate limit: a burst of " + std::to_string(burst) +
-                                            " at " + std::to_string(rate) +
+    return fail(Errc::INVALID_ARGUMENT, "rate limit: a burst of " + std::to_string(burst) + " at " +
+                                            std::to_string(rate) +
                                             " tokens per second takes more than 100 years to "
                                             "refill; raise the rate or lower the burst");
   }

@@ -18,36 +18,44 @@ using R = Row<S, E, A>;
 /// The ways out of a live state into MUST_DIE; a HEALTHY worker's free slots are withdrawn first.
 void dying(std::vector<R>& rows, S s) {
   const ActionList<A> actions =
-      s == S::HEALTHY ? ActionList<A>{A::STOP_ASSIGNING, A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS,
-                                      A::STOP_HEALTH_TIMER}
-                      : ActionList<A>{A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER};
-  for (E e : {E::HEARTBEAT_LOST, E::REPLACED, E::SUICIDE}) rows.push_back({s, e, S::MUST_DIE, actions});
+      s == S::HEALTHY
+          ? ActionList<A>{A::STOP_ASSIGNING, A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS,
+                          A::STOP_HEALTH_TIMER}
+          : ActionList<A>{A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER};
+  for (E e : {E::HEARTBEAT_LOST, E::REPLACED, E::SUICIDE}) {
+    rows.push_back({s, e, S::MUST_DIE, actions});
+  }
 }
 
 std::vector<R> rows() {
   std::vector<R> rows = {
       {S::NEW, E::ASSOCIATED, S::HEALTHY, {A::RECONCILE, A::ACCEPT_TASKS, A::ARM_HEALTH_TIMER}},
       {S::NEW, E::HEARTBEAT, S::NEW, {A::ARM_HEALTH_TIMER, A::QUERY_RUNNING_TASKS}},
-      {S::NEW, E::HEARTBEAT_LATE, S::NEW, {}, true, "a NEW worker has no tasks to stop; only HEARTBEAT_LOST ends it"},
-
+      {S::NEW, E::HEARTBEAT_LATE, S::NEW, {}, true,
+       "a NEW worker has no tasks to stop; only HEARTBEAT_LOST ends it"},
+  };
+  dying(rows, S::NEW);
+  rows.insert(rows.end(), {
       {S::HEALTHY, E::ASSOCIATED, S::HEALTHY, {}, true, "already associated"},
       {S::HEALTHY, E::HEARTBEAT, S::HEALTHY, {A::ARM_HEALTH_TIMER}},
       {S::HEALTHY, E::HEARTBEAT_LATE, S::UNHEALTHY, {A::STOP_ASSIGNING, A::ARM_HEALTH_TIMER}},
-
+  });
+  dying(rows, S::HEALTHY);
+  rows.insert(rows.end(), {
       {S::UNHEALTHY, E::ASSOCIATED, S::UNHEALTHY, {}, true, "already associated"},
       {S::UNHEALTHY, E::HEARTBEAT, S::HEALTHY, {A::ACCEPT_TASKS, A::ARM_HEALTH_TIMER}},
       {S::UNHEALTHY, E::HEARTBEAT_LATE, S::UNHEALTHY, {}, true, "already unhealthy"},
-
-      {S::MUST_DIE, E::ASSOCIATED, S::MUST_DIE, {}, true, "too late: its invocations were failed over"},
-      {S::MUST_DIE, E::HEARTBEAT, S::MUST_DIE, {}, true, "the heartbeat's reply tells the worker to die"},
-      {S::MUST_DIE, E::HEARTBEAT_LATE, S::MUST_DIE, {}, true, "already must die"},
-      {S::MUST_DIE, E::HEARTBEAT_LOST, S::MUST_DIE, {}, true, "already must die"},
-      {S::MUST_DIE, E::REPLACED, S::MUST_DIE, {}, true, "already must die; the newcomer starts NEW"},
-      {S::MUST_DIE, E::SUICIDE, S::MUST_DIE, {}, true, "already must die"},
-  };
-  dying(rows, S::NEW);
-  dying(rows, S::HEALTHY);
+  });
   dying(rows, S::UNHEALTHY);
+  const S dead = S::MUST_DIE;
+  rows.insert(rows.end(), {
+      {dead, E::ASSOCIATED, dead, {}, true, "too late: its invocations were failed over"},
+      {dead, E::HEARTBEAT, dead, {}, true, "the heartbeat's reply tells the worker to die"},
+      {dead, E::HEARTBEAT_LATE, dead, {}, true, "already must die"},
+      {dead, E::HEARTBEAT_LOST, dead, {}, true, "already must die"},
+      {dead, E::REPLACED, dead, {}, true, "already must die; the newcomer starts NEW"},
+      {dead, E::SUICIDE, dead, {}, true, "already must die"},
+  });
   return rows;
 }
 
@@ -101,8 +109,8 @@ Result<void> HealthTimeouts::validate() const {
   }
   return fail(Errc::INVALID_ARGUMENT,
               "worker health: need 0 < heartbeat interval (" + format_duration(heartbeat_interval) +
-                  ") < unhealthy after (" + format_duration(unhealthy_after) + ") < must die after (" +
-                  format_duration(must_die_after) + "); e.g. 1s, 2s, 3s");
+                  ") < unhealthy after (" + format_duration(unhealthy_after) +
+                  ") < must die after (" + format_duration(must_die_after) + "); e.g. 1s, 2s, 3s");
 }
 
 HealthState health_after(HealthState current, Duration since, const HealthTimeouts& timeouts) {

@@ -34,9 +34,9 @@ enum class HealthEvent : uint8_t {
 /// the task actors persist what follows from FAIL_OVER_INVOCATIONS.
 enum class HealthAction : uint8_t {
   ARM_HEALTH_TIMER,       ///< (re)arm the one health timer: delay from until_health_timeout
-  QUERY_RUNNING_TASKS,    ///< call getRunningTasks unless a call is in flight; the reply is ASSOCIATED
-  RECONCILE,              ///< confirm the invocations it reports running; fail over the unsure rest
-  ACCEPT_TASKS,           ///< offer its slots to its task lists (CreditPool::add_worker / set_slots)
+  QUERY_RUNNING_TASKS,    ///< call getRunningTasks unless one is in flight; the answer: ASSOCIATED
+  RECONCILE,              ///< confirm the invocations it reports running; fail over the rest
+  ACCEPT_TASKS,           ///< offer its slots to its task lists (CreditPool add_worker/set_slots)
   STOP_ASSIGNING,         ///< withdraw its free slots from its task lists; running tasks carry on
   REQUEST_SUICIDE,        ///< call requestSuicide on the instance (best effort, not awaited)
   FAIL_OVER_INVOCATIONS,  ///< send FAILOVER to the task of every invocation it held or may hold

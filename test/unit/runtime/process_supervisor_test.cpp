@@ -269,6 +269,18 @@ TEST_SUITE("runtime.process_supervisor") {
     }
   }
 
+  TEST_CASE("a log that cannot be written is reported, and the process still runs to its end") {
+    if (!std::filesystem::exists("/dev/full")) return;  // writes to it fail with ENOSPC
+    Reports reports;
+    auto supervisor = start_supervisor();
+    REQUIRE(supervisor->spawn(shell("echo hello; exit 4", "/dev/full"), reports.on_exit(1)));
+    auto exit = reports.wait(1);
+    REQUIRE(exit);
+    CHECK(exit->exit_code == 4);
+    CHECK(exit->log_bytes == 0);
+    CHECK(exit->log_error == "write to '/dev/full' failed: No space left on device");
+  }
+
   TEST_CASE("terminate stops a process with SIGTERM and marks it cancelled") {
     TempDir dir;
     Reports reports;
