@@ -161,8 +161,8 @@ void close_from(unsigned first, unsigned last, int max_fd) {
   if (::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0) child_fail(status_fd, STAGE_SETUP, errno);
   if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(status_fd, STAGE_CHDIR, errno);
   // Close everything but 0-2 and the status pipe (close-on-exec, so exec closes it).
-  if (false) close_from(3, static_cast<unsigned>(status_fd) - 1, plan.max_fd);
-  if (false) close_from(static_cast<unsigned>(status_fd) + 1, ~0U, plan.max_fd);
+  close_from(3, static_cast<unsigned>(status_fd) - 1, plan.max_fd);
+  close_from(static_cast<unsigned>(status_fd) + 1, ~0U, plan.max_fd);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -175,6 +175,11 @@ void close_from(unsigned first, unsigned last, int max_fd) {
 std::string signal_name(int sig) {
   if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
   return "signal " + std::to_string(sig);
+}
+
+/// `now + d`, with `d` capped at a year so that Duration::max() means "never" without overflow.
+Clock::time_point after(Clock::time_point now, Duration d) {
+  return now + std::min<Duration>(d, std::chrono::hours(24 * 365));
 }
 
 constexpr size_t read_chunk = 64 * 1024;
@@ -294,17 +299,21 @@ struct ProcessSupervisor::Impl {
         if (errno == EINTR) continue;
         die("epoll_wait", errno);
       }
+      // Consume the wakeup before taking the requests: a request queued after this read
+      // signals the eventfd again, so none is left waiting.
+      for (int i = 0; i < n; ++i) {
+        if (events[i].data.u64 == wake_tag) {
+          uint64_t count;
+          [[maybe_unused]] ssize_t r = ::read(wake.get(), &count, sizeof count);
+        }
+      }
       if (take_requests()) {
         shutdown();
         return;
       }
       for (int i = 0; i < n; ++i) {
         uint64_t tag = events[i].data.u64;
-        if (tag == wake_tag) {
-          uint64_t count;
-          [[maybe_unused]] ssize_t r = ::read(wake.get(), &count, sizeof count);
-          continue;
-        }
+        if (tag == wake_tag) continue;
         auto it = children.find(tag >> 1);
         if (it == children.end()) continue;  // finished earlier in this batch
         Child& child = *it->second;
@@ -383,7 +392,7 @@ struct ProcessSupervisor::Impl {
       kill_group(child.pid, SIGCONT);
       child.term_sent = true;
     }
-    auto at = now + grace;
+    auto at = after(now, grace);
     if (!child.kill_at || at < *child.kill_at) child.kill_at = at;
   }
 
@@ -426,7 +435,7 @@ struct ProcessSupervisor::Impl {
     child.kill_at.reset();
     unwatch(child.pidfd);
     child.pidfd.reset();
-    if (child.pipe) child.drain_until = Clock::now() + options.drain_window;
+    if (child.pipe) child.drain_until = after(Clock::now(), options.drain_window);
   }
 
   void on_deadlines() {

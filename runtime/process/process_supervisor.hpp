@@ -107,9 +107,9 @@ class ProcessSupervisor {
 
   /// Sends SIGTERM (then SIGCONT, so a stopped group sees it) to the process group of `id`,
   /// and SIGKILL after `grace` if the process has not exited by then; a zero or negative grace
-  /// sends SIGKILL at once. Idempotent: a second call only brings the SIGKILL forward if its
-  /// grace ends earlier. An unknown or already-ended id is ignored. Any thread may call it;
-  /// the signals are sent by the supervisor thread right away.
+  /// sends SIGKILL at once, and a grace beyond a year counts as a year. Idempotent: a second call
+  /// only brings the SIGKILL forward if its grace ends earlier. An unknown or already-ended id is
+  /// ignored. Any thread may call it; the signals are sent by the supervisor thread right away.
   void terminate(Id id, Duration grace);
 
   /// Processes spawned whose on_exit has not been called yet.
