@@ -467,7 +467,9 @@ TEST_SUITE("runtime.process_supervisor") {
     for (int key = 0; key < threads * per_thread; ++key) {
       CAPTURE(key);
       CHECK(reports.count(key) == 1);
-      CHECK(reports.wait(key, 0s)->exit_code == key % 7);
+      auto exit = reports.wait(key, 0s);
+      REQUIRE(exit);
+      CHECK(exit->exit_code == key % 7);
       CHECK(read_file(dir / ("log-" + std::to_string(key))) == std::to_string(key) + "\n");
     }
     CHECK(reports.total() == threads * per_thread);
