@@ -12,6 +12,7 @@
 #include <caf/send.hpp>
 
 #include "runtime/caf_kj.hpp"
+#include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
 
@@ -20,19 +21,6 @@ namespace {
 
 using actors::Reply;
 using actors::TaskReport;
-
-schema::ErrorCode wire_code(Errc code) { return static_cast<schema::ErrorCode>(static_cast<uint16_t>(code)); }
-
-void set_error(schema::Error::Builder out, const Error& error) {
-  out.setCode(wire_code(error.code));
-  out.setMessage(error.message);
-}
-
-std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
-std::string bytes(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
-capnp::Data::Reader as_data(const std::string& s) {
-  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
-}
 
 /// An outcome from the wire as the report a task actor understands.
 TaskReport report_of(const std::string& id, schema::Outcome::Reader outcome) {

@@ -18,17 +18,13 @@
 #include "actors/worker/health_machine.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
+#include "runtime/wire.hpp"
 
 namespace troupe::runtime {
 namespace {
 
 using actors::TaskReport;
 using Clock = std::chrono::steady_clock;
-
-std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
-capnp::Data::Reader as_data(const std::string& s) {
-  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
-}
 
 std::string random_instance_id() {
   std::random_device device;
@@ -181,7 +177,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   };
 
   bool healthy() const {
-    if (!associated_ || connection_.get() == nullptr || session_lost_) return false;
+    if (!associated_ || connection_.get() == nullptr) return false;
     const auto since = std::chrono::duration_cast<Duration>(Clock::now() - last_acked_send_);
     return actors::health_after(actors::HealthState::HEALTHY, since, timeouts_) == actors::HealthState::HEALTHY;
   }
@@ -220,7 +216,6 @@ class Agent : public std::enable_shared_from_this<Agent> {
   kj::Promise<void> registered(kj::Own<kj::AsyncIoStream> stream) {
     connection_ = kj::heap<Connection>(kj::mv(stream));
     associated_ = false;
-    session_lost_ = false;
     auto request = connection_->gateway.registerWorkerRequest();
     auto info = request.initInfo();
     info.setShardId(setup_->node.name);
@@ -404,7 +399,6 @@ class Agent : public std::enable_shared_from_this<Agent> {
   actors::HealthTimeouts timeouts_;
   Clock::time_point last_acked_send_ = Clock::now();
   bool associated_ = false;
-  bool session_lost_ = false;
   bool ever_registered_ = false;
   bool reported_unreachable_ = false;
   bool stopped_ = false;
@@ -425,9 +419,7 @@ kj::Promise<void> WorkerControlImpl::runTask(RunTaskContext context) {
   auto params = context.getParams();
   auto started = agent_->run_task(params.getInvocation(), params.getNotifySequence(), params.getReporter());
   if (!started) {
-    auto error = context.getResults().initError();
-    error.setCode(static_cast<schema::ErrorCode>(static_cast<uint16_t>(started.error().code)));
-    error.setMessage(started.error().message);
+    set_error(context.getResults().initError(), started.error());
   }
   return kj::READY_NOW;
 }
