@@ -12,8 +12,10 @@
 #include "actors/worker/health_machine.hpp"
 #include "actors/workflow/workflow_machine.hpp"
 #include "tools/troupe/args.hpp"
+#include "tools/troupe/bench_cluster.hpp"
 #include "tools/troupe/bench_inprocess.hpp"
 #include "tools/troupe/bench_store.hpp"
+#include "tools/troupe/node_process.hpp"
 #include "tools/troupe/version.hpp"
 
 namespace troupe::cli {
@@ -30,9 +32,18 @@ commands:
                   --sync BOOL        sync every commit (default true)
                   --event-bytes N    stored size of each event (default 200)
                 prints one JSON object on stdout and a table on stderr
-  bench chain   the CHAIN workload on the in-process actor core (local executor, durable
-                RocksDB history, no RPC): W workflows of K chained noop tasks, C in flight
+  bench chain   the CHAIN workload: W workflows of K chained noop tasks, the client keeping C
+                in flight, against a scheduler process and a worker process (troupe-node, found
+                beside troupe) started on 127.0.0.1 from a generated config
                   --workflows W (5000)  --tasks K (10)  --in-flight C (64)  --dir DIR  --sync BOOL
+                  --slots N (256)    the worker's slots
+                  --node-binary F    troupe-node to run
+                  --in-process       run on the actor core in this process instead (local
+                                     executor, durable history, no RPC)
+  bench fanout  the FANOUT workload on a scheduler and a worker process: R runs, one after
+                another, of root -> N parallel noop tasks -> join
+                  --width N (1000)  --runs R (5)  --slots N (256)  --dir DIR  --sync BOOL
+                  --node-binary F
   bench idle    the IDLE workload in-process: A workflows whose task sleeps 10 minutes;
                 RSS per running workflow and start rate
                   --workflows A (100000)  --dir DIR  --sync BOOL
@@ -110,10 +121,30 @@ int bench_store(const Args& args) {
   return report_or_fail(run_store_bench(options, std::cerr), options.sync);
 }
 
+/// Where a cluster benchmark's nodes come from: --slots, --node-binary, --sync, the directory.
+Result<BenchClusterOptions> cluster_options(const Args& args, const std::string& directory) {
+  BenchClusterOptions options;
+  auto slots = args.number("slots", options.worker_slots);
+  auto sync = args.boolean("sync", options.sync);
+  if (const Error* error = first_error(slots, sync)) return *error;
+  if (*slots < 1) return fail(Errc::INVALID_ARGUMENT, "--slots must be at least 1");
+  options.worker_slots = static_cast<int>(*slots);
+  options.sync = *sync;
+  options.directory = directory;
+  options.node_binary = args.get("node-binary").value_or(executable_directory() + "/troupe-node");
+  if (::access(options.node_binary.c_str(), X_OK) != 0) {
+    return fail(Errc::INVALID_ARGUMENT, "no troupe-node at '" + options.node_binary + "'; name it with --node-binary");
+  }
+  return options;
+}
+
 int bench_chain(const Args& args) {
-  if (auto known = args.only({"workflows", "tasks", "in-flight", "dir", "sync"}); !known) {
+  if (auto known = args.only({"workflows", "tasks", "in-flight", "dir", "sync", "slots", "node-binary", "in-process"});
+      !known) {
     return usage_error(known.error().message);
   }
+  auto in_process = args.boolean("in-process", false);
+  if (!in_process) return usage_error(in_process.error().message);
   ChainBenchOptions options;
   auto workflows = args.number("workflows", options.workflows);
   auto tasks = args.number("tasks", options.tasks);
@@ -131,7 +162,28 @@ int bench_chain(const Args& args) {
   }
   BenchDirectory dir(args);
   options.directory = dir.path;
-  return report_or_fail(run_chain_bench(options, std::cerr), options.sync);
+  if (*in_process) return report_or_fail(run_chain_bench(options, std::cerr), options.sync);
+  auto cluster = cluster_options(args, dir.path + "/cluster");
+  if (!cluster) return usage_error(cluster.error().message);
+  ClusterChainOptions chain{options.workflows, options.tasks, options.in_flight};
+  return report_or_fail(run_cluster_chain_bench(*cluster, chain, std::cerr), cluster->sync);
+}
+
+int bench_fanout(const Args& args) {
+  if (auto known = args.only({"width", "runs", "dir", "sync", "slots", "node-binary"}); !known) {
+    return usage_error(known.error().message);
+  }
+  ClusterFanoutOptions options;
+  auto width = args.number("width", options.width);
+  auto runs = args.number("runs", options.runs);
+  if (const Error* error = first_error(width, runs)) return usage_error(error->message);
+  options.width = static_cast<int>(*width);
+  options.runs = static_cast<int>(*runs);
+  if (options.width < 1 || options.runs < 1) return usage_error("--width and --runs must be at least 1");
+  BenchDirectory dir(args);
+  auto cluster = cluster_options(args, dir.path + "/cluster");
+  if (!cluster) return usage_error(cluster.error().message);
+  return report_or_fail(run_cluster_fanout_bench(*cluster, options, std::cerr), cluster->sync);
 }
 
 int bench_idle(const Args& args) {
@@ -171,7 +223,7 @@ int run(const std::vector<std::string>& words) {
     std::cout << usage;
     return words.empty() ? 2 : 0;
   }
-  auto args = Args::parse({words.begin() + 1, words.end()});
+  auto args = Args::parse({words.begin() + 1, words.end()}, {"in-process"});
   if (!args) return usage_error(args.error().message);
   const std::string& command = words[0];
   if (command == "version" || command == "--version") {
@@ -187,6 +239,7 @@ int run(const std::vector<std::string>& words) {
     const auto& rest = args->positionals();
     if (rest.size() == 1 && rest[0] == "store") return bench_store(*args);
     if (rest.size() == 1 && rest[0] == "chain") return bench_chain(*args);
+    if (rest.size() == 1 && rest[0] == "fanout") return bench_fanout(*args);
     if (rest.size() == 1 && rest[0] == "idle") return bench_idle(*args);
     return usage_error(rest.empty() ? "bench needs a workload" : "unknown workload '" + rest[0] + "'");
   }
