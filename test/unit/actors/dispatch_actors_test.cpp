@@ -1,0 +1,699 @@
+// The scheduler's dispatch actors on CAF's test coordinator: the real dispatcher, matching,
+// worker, workflow and task actors, with only the RPC boundary (WorkerLink) replaced by a double
+// whose calls the test answers by hand. Time moves only when the test advances it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <capnp/dynamic.h>
+
+#include "actors/system/dispatcher.hpp"
+#include "actors/system/replay.hpp"
+#include "actors/workflow/workflow_actor.hpp"
+#include "storage/codec.hpp"
+#include "test/support/actor_fixture.hpp"
+#include "test/support/why.hpp"
+
+using namespace troupe;
+using namespace troupe::actors;
+using namespace std::chrono_literals;
+
+namespace {
+
+template <class T>
+using Done = std::function<void(Result<T>)>;
+
+/// The worker process as the scheduler's worker actor sees it through the RPC link: every call
+/// is recorded with its callback, and nothing is answered until the test says so.
+class FakeWorkerLink final : public WorkerLink {
+ public:
+  struct RunCall {
+    Invocation invocation;
+    uint64_t notify_sequence = 0;
+    Done<void> done;
+  };
+  struct NotifyCall {
+    std::vector<std::string> ids;
+    uint64_t notify_sequence = 0;
+    Done<std::vector<std::string>> done;
+  };
+
+  /// getRunningTasks calls not answered yet; `running_queries_asked` counts all of them.
+  std::vector<Done<std::vector<std::string>>> running_queries;
+  size_t running_queries_asked = 0;
+  std::vector<RunCall> runs;
+  std::vector<NotifyCall> notifies;
+  std::vector<std::string> cancels;
+  std::vector<std::string> suicides;
+
+  void get_running_tasks(Done<std::vector<std::string>> done) override {
+    ++running_queries_asked;
+    running_queries.push_back(std::move(done));
+  }
+  void run_task(const Invocation& invocation, uint64_t notify_sequence, Done<void> done) override {
+    runs.push_back(RunCall{invocation, notify_sequence, std::move(done)});
+  }
+  void notify_if_not_running(std::vector<std::string> ids, uint64_t notify_sequence,
+                             Done<std::vector<std::string>> done) override {
+    notifies.push_back(NotifyCall{std::move(ids), notify_sequence, std::move(done)});
+  }
+  void cancel_task(const std::string& invocation_id, Duration) override { cancels.push_back(invocation_id); }
+  void request_suicide(const std::string& reason) override { suicides.push_back(reason); }
+
+  /// Answers every pending getRunningTasks with `running`.
+  void answer_running(const std::vector<std::string>& running = {}) {
+    REQUIRE_MESSAGE(!running_queries.empty(), "the scheduler never asked for the running tasks");
+    auto pending = std::move(running_queries);
+    running_queries.clear();
+    for (auto& done : pending) done(running);
+  }
+
+  /// The invocation ids of every runTask, in the order they were sent.
+  std::vector<std::string> run_ids() const {
+    std::vector<std::string> out;
+    for (const auto& run : runs) out.push_back(run.invocation.invocation_id);
+    return out;
+  }
+};
+
+/// A reply that travels in a message (Reply<T>) and the box it lands in. Empty while the
+/// actor has not answered: a message to an actor that has ended is never answered.
+template <class T>
+struct Answer {
+  std::shared_ptr<std::optional<Result<T>>> box = std::make_shared<std::optional<Result<T>>>();
+  Reply<T> reply() const {
+    return Reply<T>{[box = box](Result<T> r) { *box = std::move(r); }};
+  }
+  bool arrived() const { return box->has_value(); }
+  /// The actor answered `value` (not an error).
+  bool is(const T& value) const { return arrived() && **box && ***box == value; }
+  const Result<T>& get() const {
+    REQUIRE_MESSAGE(arrived(), "no reply arrived");
+    return **box;
+  }
+};
+
+/// A registered worker instance: its side of the link and the scheduler's actor for it.
+struct Worker {
+  std::string shard;
+  std::shared_ptr<FakeWorkerLink> link;
+  worker_actor actor;
+};
+
+WorkerInfo worker_info(std::string shard, std::string instance, std::map<std::string, uint32_t> lists) {
+  WorkerInfo info;
+  info.shard_id = std::move(shard);
+  info.hostname = "host-" + info.shard_id;
+  info.pid = 4242;
+  info.instance_id = std::move(instance);
+  info.task_lists = std::move(lists);
+  return info;
+}
+
+TaskReport outcome(const std::string& invocation_id, TaskReport::Kind kind, std::string payload = {}) {
+  TaskReport report;
+  report.invocation_id = invocation_id;
+  report.kind = kind;
+  report.payload = std::move(payload);
+  if (kind == TaskReport::FAILED) report.reason = "Oops";
+  return report;
+}
+
+/// The scheduler's side of dispatch: the test fixture with the dispatcher as its executor.
+struct Scheduler {
+  test::ActorFixture fx;
+  dispatcher_actor dispatcher;
+
+  explicit Scheduler(DispatcherOptions options = {}) {
+    dispatcher = fx.own(spawn_dispatcher(fx.sys, std::move(options)));
+    // Task actors send their invocations to the dispatcher instead of the local executor.
+    fx.wiring.executor = caf::actor_cast<executor_actor>(dispatcher);
+  }
+
+  /// Sends a registration, runs, and returns the dispatcher's answer (TIMED_OUT if none).
+  Result<RegistrationOutcome> register_worker(WorkerInfo info, const std::shared_ptr<FakeWorkerLink>& link) {
+    Answer<RegistrationOutcome> answer;
+    fx.self->send(dispatcher, register_atom::value, std::move(info), std::shared_ptr<WorkerLink>(link),
+                  answer.reply());
+    fx.run();
+    if (!answer.arrived()) return fail(Errc::TIMED_OUT, "the dispatcher did not answer the registration");
+    return answer.get();
+  }
+
+  /// Registers a worker and answers its getRunningTasks with nothing running: it is HEALTHY
+  /// and has offered its slots when this returns.
+  Worker connect(const std::string& shard, std::map<std::string, uint32_t> lists,
+                 const std::string& instance = "instance-1") {
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto registered = register_worker(worker_info(shard, instance, std::move(lists)), link);
+    REQUIRE_MESSAGE(registered, test::why(registered));
+    link->answer_running();
+    fx.run();
+    Worker worker{shard, link, registered->worker};
+    REQUIRE(health(worker) == HealthState::HEALTHY);
+    return worker;
+  }
+
+  /// The worker actor's health; empty once the actor has ended.
+  std::optional<HealthState> health(const Worker& worker) {
+    fx.self->send(worker.actor, describe_atom::value);
+    fx.run();
+    std::optional<HealthState> out;
+    fx.self->receive([&](uint8_t health, const std::string&) { out = static_cast<HealthState>(health); },
+                     caf::after(std::chrono::seconds(0)) >> [] {});
+    return out;
+  }
+
+  Answer<HealthState> heartbeat(const Worker& worker) {
+    Answer<HealthState> answer;
+    fx.self->send(worker.actor, heartbeat_atom::value, answer.reply());
+    fx.run();
+    return answer;
+  }
+
+  /// updateStatus: an invocation ended on the worker.
+  Answer<bool> update(const Worker& worker, TaskReport report) {
+    Answer<bool> answer;
+    fx.self->send(worker.actor, update_atom::value, std::move(report), answer.reply());
+    fx.run();
+    return answer;
+  }
+
+  /// The reporter's started() or heartbeat().
+  Answer<bool> report(const Worker& worker, TaskReport report) {
+    Answer<bool> answer;
+    fx.self->send(worker.actor, report_atom::value, std::move(report), answer.reply());
+    fx.run();
+    return answer;
+  }
+
+  /// Moves the clock by `d` in heartbeat-interval steps; after each step the workers in `alive`
+  /// heartbeat and every other worker stays silent.
+  void advance(Duration d, const std::vector<const Worker*>& alive = {}) {
+    const Duration step = HealthTimeouts{}.heartbeat_interval;
+    while (d > Duration::zero()) {
+      const Duration now = std::min(step, d);
+      fx.advance(now);
+      d -= now;
+      for (const Worker* w : alive) REQUIRE(heartbeat(*w).is(HealthState::HEALTHY));
+    }
+  }
+};
+
+/// A workflow run by real workflow and task actors that dispatch through the scheduler.
+struct Flow {
+  test::ActorFixture& fx;
+  std::string id;
+  workflow_actor wf;
+
+  Flow(Scheduler& scheduler, std::string workflow_id, const std::string& json)
+      : fx(scheduler.fx), id(std::move(workflow_id)) {
+    REQUIRE_MESSAGE(parse_definition(json), "the test's definition must be valid");
+    wf = fx.own(spawn_workflow(fx.sys, WorkflowSetup{id, json, "{}", {}, fx.shared_wiring(), nullptr}));
+  }
+
+  /// Starts the workflow and runs until every actor is idle. The result is asked for first:
+  /// the workflow actor ends with its workflow.
+  void start() {
+    fx.self->send(wf, result_atom::value);
+    auto started = fx.ask<std::string>(wf, start_atom::value);
+    REQUIRE_MESSAGE(started, test::why(started));
+  }
+
+  /// How the workflow ended, once it has (after start()).
+  std::optional<WorkflowOutcome> outcome() {
+    fx.run();
+    std::optional<WorkflowOutcome> out;
+    fx.self->receive([&](WorkflowOutcome& o) { out = std::move(o); },
+                     caf::after(std::chrono::seconds(0)) >> [] {});
+    return out;
+  }
+
+  TaskModel task(const std::string& name) {
+    auto replayed = actors::replay(*fx.store, id);
+    REQUIRE_MESSAGE(replayed, test::why(replayed));
+    REQUIRE(replayed->tasks.count(name) == 1);
+    return replayed->tasks.at(name);
+  }
+
+  /// The history's event kinds in order, e.g. "taskSucceeded:t0".
+  std::vector<std::string> events() {
+    std::vector<std::string> out;
+    auto history = fx.store->read(id, 1, 100000);
+    REQUIRE_MESSAGE(history, test::why(history));
+    for (const auto& e : *history) {
+      auto decoded = storage::DecodedEvent::decode(e.packed);
+      REQUIRE(decoded);
+      KJ_IF_MAYBE(field, capnp::toDynamic(decoded->get().getBody()).which()) {
+        out.push_back(std::string(field->getProto().getName().cStr()) + ":" +
+                      std::string(decoded->get().getActorId().cStr()));
+      }
+    }
+    return out;
+  }
+
+  size_t count(const std::string& kind) {
+    auto all = events();
+    return static_cast<size_t>(std::count(all.begin(), all.end(), kind));
+  }
+};
+
+/// A workflow of `n` independent tasks t0..t(n-1) on `list`, each with `fields` added.
+std::string independent_tasks(int n, const std::string& list, const std::string& fields = "") {
+  std::string json = R"({"name": "batch", "tasks": [)";
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) json += ", ";
+    json += R"({"name": "t)" + std::to_string(i) + R"(", "handler": "noop", "taskList": ")" + list + "\"";
+    if (!fields.empty()) json += ", " + fields;
+    json += "}";
+  }
+  return json + "]}";
+}
+
+const char* retry_twice = R"("retry": {"initialInterval": "1s", "backoffCoefficient": 1.0, "maximumAttempts": 3})";
+
+}  // namespace
+
+TEST_SUITE("actors.dispatch") {
+  TEST_CASE("a worker with 2 slots never holds more than 2 invocations; each completion lets one more through") {
+    Scheduler s;
+    Flow flow(s, "wf-credit", independent_tasks(10, "batch"));
+    flow.start();  // the ten tasks wait in their list: no worker serves it yet
+    auto w = s.connect("w1", {{"batch", 2}});
+    REQUIRE(w.link->runs.size() == 2);
+
+    size_t completed = 0;
+    while (completed < 10) {
+      const auto& run = w.link->runs[completed];
+      CAPTURE(run.invocation.invocation_id);
+      CHECK(run.invocation.task_list == "batch");
+      CHECK(run.invocation.executor == "w1");
+      run.done(ok());
+      s.fx.run();
+      auto acked = s.update(w, outcome(run.invocation.invocation_id, TaskReport::SUCCEEDED, "done"));
+      REQUIRE(acked.is(true));
+      ++completed;
+      // Exactly one slot came back, so exactly one more invocation went out (while any wait).
+      CHECK(w.link->runs.size() == std::min<size_t>(10, completed + 2));
+      CHECK(w.link->runs.size() - completed <= 2);
+    }
+    auto ids = w.link->run_ids();
+    std::sort(ids.begin(), ids.end());
+    CHECK(std::unique(ids.begin(), ids.end()) == ids.end());
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
+  }
+
+  TEST_CASE("the waiting tasks stay queued while both slots are taken") {
+    Scheduler s;
+    Flow flow(s, "wf-credit-waiting", independent_tasks(10, "batch"));
+    flow.start();
+    auto w = s.connect("w1", {{"batch", 2}});
+    REQUIRE(w.link->runs.size() == 2);
+    size_t dispatching = 0;
+    for (int i = 0; i < 10; ++i) {
+      if (flow.task("t" + std::to_string(i)).state == TaskState::DISPATCHING) ++dispatching;
+    }
+    CHECK(dispatching == 8);
+    // Time passing and heartbeats free no slot.
+    s.advance(5s, {&w});
+    CHECK(w.link->runs.size() == 2);
+  }
+
+  TEST_CASE("a worker that stops heartbeating must die; its invocation fails over to another worker") {
+    Scheduler s;
+    auto a = s.connect("a", {{"jobs", 1}});
+    Flow flow(s, "wf-lost", independent_tasks(1, "jobs", retry_twice));
+    flow.start();
+    REQUIRE(a.link->runs.size() == 1);
+    const std::string lost = a.link->runs[0].invocation.invocation_id;
+    a.link->runs[0].done(ok());
+    REQUIRE(s.report(a, outcome(lost, TaskReport::STARTED)).is(false));
+    REQUIRE(flow.task("t0").state == TaskState::RUNNING);
+    auto b = s.connect("b", {{"jobs", 1}});
+    CHECK(b.link->runs.empty());  // nothing waits for it yet
+
+    s.advance(2s, {&b});
+    CHECK(s.health(a) == HealthState::UNHEALTHY);
+    CHECK(a.link->suicides.empty());
+    CHECK(flow.task("t0").state == TaskState::RUNNING);  // UNHEALTHY keeps its tasks
+
+    s.advance(1s, {&b});  // must_die_after without a heartbeat
+    CHECK(a.link->suicides.size() == 1);
+    CHECK_FALSE(s.health(a));  // the actor of the dead instance is gone
+    auto t = flow.task("t0");
+    CHECK(t.state == TaskState::DELAY_EXECUTION);
+    CHECK(t.attempt == 2);
+    CHECK(t.failure_reason == "Failover");
+    CHECK(flow.count("taskFailover:t0") == 1);
+    CHECK(b.link->runs.empty());  // the retry waits out its backoff
+
+    s.advance(1s, {&b});
+    REQUIRE(b.link->runs.size() == 1);
+    const auto& retry = b.link->runs[0].invocation;
+    CHECK(retry.executor == "b");
+    CHECK(retry.attempt == 2);
+    CHECK(retry.invocation_id != lost);
+    CHECK(a.link->runs.size() == 1);
+
+    const auto history = flow.events();
+    // The lost worker's late completion: its session is gone, and another worker's session
+    // refuses an invocation it was not given. Neither touches the history.
+    auto late = s.update(a, outcome(lost, TaskReport::SUCCEEDED, "from-a"));
+    CHECK_FALSE(late.is(true));
+    auto elsewhere = s.update(b, outcome(lost, TaskReport::SUCCEEDED, "from-a"));
+    REQUIRE_FALSE(elsewhere.get());
+    CHECK(elsewhere.get().error().code == Errc::NOT_FOUND);
+    CHECK(flow.events() == history);
+
+    b.link->runs[0].done(ok());
+    REQUIRE(s.update(b, outcome(retry.invocation_id, TaskReport::SUCCEEDED, "from-b")).is(true));
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
+    CHECK(flow.task("t0").result == "from-b");
+    CHECK(flow.count("taskSucceeded:t0") == 1);
+  }
+
+  TEST_CASE("an update is acknowledged once durable; a repeat is a duplicate that changes nothing") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 2}});
+    Flow flow(s, "wf-dup", independent_tasks(4, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 2);
+    const std::string first = w.link->runs[0].invocation.invocation_id;
+    const std::string task = w.link->runs[0].invocation.task_name;
+    for (auto& run : w.link->runs) run.done(ok());
+
+    // The acknowledgement must find the outcome already in the history.
+    bool durable_at_ack = false;
+    const std::string kind = "taskSucceeded:" + task;
+    Answer<bool> ack;
+    Reply<bool> checked{[&, box = ack.box](Result<bool> r) {
+      durable_at_ack = flow.count(kind) == 1;
+      *box = std::move(r);
+    }};
+    s.fx.self->send(w.actor, update_atom::value, outcome(first, TaskReport::SUCCEEDED, "r1"), checked);
+    s.fx.run();
+    CHECK(ack.is(true));
+    CHECK(durable_at_ack);
+    CHECK(w.link->runs.size() == 3);  // its slot went to the next task
+
+    const auto history = flow.events();
+    SUBCASE("after the acknowledgement") {
+      auto again = s.update(w, outcome(first, TaskReport::SUCCEEDED, "r1"));
+      CHECK(again.is(true));
+    }
+    SUBCASE("with a different outcome") {
+      auto again = s.update(w, outcome(first, TaskReport::FAILED));
+      CHECK(again.is(true));
+    }
+    CHECK(flow.events() == history);
+    CHECK(flow.count(kind) == 1);
+    CHECK(flow.task(task).result == "r1");
+    // The duplicate gave back no second slot: still two outstanding, no fourth run.
+    CHECK(w.link->runs.size() == 3);
+  }
+
+  TEST_CASE("two copies of an update in flight together make one event and two acknowledgements") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 2}});
+    Flow flow(s, "wf-dup-race", independent_tasks(4, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 2);
+    const std::string first = w.link->runs[0].invocation.invocation_id;
+    Answer<bool> one;
+    Answer<bool> two;
+    s.fx.self->send(w.actor, update_atom::value, outcome(first, TaskReport::SUCCEEDED, "r1"), one.reply());
+    s.fx.self->send(w.actor, update_atom::value, outcome(first, TaskReport::SUCCEEDED, "r1"), two.reply());
+    s.fx.run();
+    CHECK(one.is(true));
+    CHECK(two.is(true));
+    CHECK(flow.count("taskSucceeded:" + w.link->runs[0].invocation.task_name) == 1);
+    CHECK(w.link->runs.size() == 3);  // one slot back, not two
+  }
+
+  TEST_CASE("reports on an invocation the worker was not given are refused") {
+    Scheduler s;
+    auto w1 = s.connect("w1", {{"jobs", 1}});
+    auto w2 = s.connect("w2", {{"jobs", 1}});
+    Flow flow(s, "wf-not-given", independent_tasks(2, "jobs"));
+    flow.start();
+    REQUIRE(w1.link->runs.size() == 1);
+    REQUIRE(w2.link->runs.size() == 1);
+    SUBCASE("an id nobody was given") {
+      const auto history = flow.events();
+      auto refused = s.update(w1, outcome("wf-not-given/t9/1.1", TaskReport::SUCCEEDED));
+      REQUIRE_FALSE(refused.get());
+      CHECK(refused.get().error().code == Errc::NOT_FOUND);
+      CHECK(refused.get().error().message.find("w1") != std::string::npos);
+      auto beat = s.report(w1, outcome("wf-not-given/t9/1.1", TaskReport::HEARTBEAT));
+      REQUIRE_FALSE(beat.get());
+      CHECK(beat.get().error().code == Errc::NOT_FOUND);
+      CHECK(flow.events() == history);
+    }
+    SUBCASE("another worker's invocation") {
+      const auto& theirs = w2.link->runs[0].invocation;
+      auto refused = s.update(w1, outcome(theirs.invocation_id, TaskReport::SUCCEEDED));
+      REQUIRE_FALSE(refused.get());
+      CHECK(refused.get().error().code == Errc::NOT_FOUND);
+      // The rightful worker still can.
+      CHECK(s.update(w2, outcome(theirs.invocation_id, TaskReport::SUCCEEDED)).is(true));
+      CHECK(flow.count("taskSucceeded:" + theirs.task_name) == 1);
+    }
+  }
+
+  TEST_CASE("an invocation whose runTask outcome is unknown is asked about and fails over when not running") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 2}});
+    Flow flow(s, "wf-unsure", independent_tasks(1, "jobs", retry_twice));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 1);
+    CHECK(w.link->runs[0].notify_sequence == 0);
+    const std::string id = w.link->runs[0].invocation.invocation_id;
+    w.link->runs[0].done(fail(Errc::UNAVAILABLE, "connection reset"));
+    s.fx.run();
+    REQUIRE(w.link->notifies.size() == 1);
+    CHECK(w.link->notifies[0].ids == std::vector<std::string>{id});
+    CHECK(w.link->notifies[0].notify_sequence == 1);  // newer than the runTask it asks about
+    CHECK(flow.task("t0").state == TaskState::DISPATCHED);
+
+    w.link->notifies[0].done(std::vector<std::string>{id});
+    s.fx.run();
+    CHECK(flow.count("taskFailover:t0") == 1);
+    CHECK(flow.task("t0").state == TaskState::DELAY_EXECUTION);
+    s.advance(1s, {&w});
+    REQUIRE(w.link->runs.size() == 2);
+    CHECK(w.link->runs[1].invocation.attempt == 2);
+    // Sent after the notify: the worker must not refuse it as older than the notify.
+    CHECK(w.link->runs[1].notify_sequence == 1);
+  }
+
+  TEST_CASE("an unsure invocation the worker says is running stays, and is not asked about again") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-unsure-runs", independent_tasks(1, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 1);
+    const std::string id = w.link->runs[0].invocation.invocation_id;
+    w.link->runs[0].done(fail(Errc::UNAVAILABLE, "connection reset"));
+    s.fx.run();
+    REQUIRE(w.link->notifies.size() == 1);
+    w.link->notifies[0].done(std::vector<std::string>{});
+    s.fx.run();
+    s.advance(2s, {&w});
+    CHECK(w.link->notifies.size() == 1);
+    CHECK(flow.count("taskFailover:t0") == 0);
+    REQUIRE(s.update(w, outcome(id, TaskReport::SUCCEEDED, "ran")).is(true));
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
+  }
+
+  TEST_CASE("a notify that fails is sent again on the next heartbeat with a higher sequence") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-unsure-retry", independent_tasks(1, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 1);
+    const std::string id = w.link->runs[0].invocation.invocation_id;
+    w.link->runs[0].done(fail(Errc::UNAVAILABLE, "connection reset"));
+    s.fx.run();
+    REQUIRE(w.link->notifies.size() == 1);
+    w.link->notifies[0].done(fail(Errc::UNAVAILABLE, "connection reset"));
+    s.fx.run();
+    REQUIRE(s.heartbeat(w).is(HealthState::HEALTHY));
+    REQUIRE(w.link->notifies.size() == 2);
+    CHECK(w.link->notifies[1].ids == std::vector<std::string>{id});
+    CHECK(w.link->notifies[1].notify_sequence > w.link->notifies[0].notify_sequence);
+  }
+
+  TEST_CASE("a runTask the worker refuses as older than its notify sequence fails over and is sent again") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 2}});
+    Flow flow(s, "wf-stale", independent_tasks(2, "jobs", retry_twice));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 2);
+    auto unsure = std::move(w.link->runs[0]);
+    auto stale = std::move(w.link->runs[1]);
+    CHECK(stale.notify_sequence == 0);
+    // The first runTask's answer is lost; the scheduler asks with sequence 1, and the worker,
+    // not running it, answers. From then on it refuses any runTask older than sequence 1,
+    // such as the second one, still on its way.
+    unsure.done(fail(Errc::UNAVAILABLE, "connection reset"));
+    s.fx.run();
+    REQUIRE(w.link->notifies.size() == 1);
+    const uint64_t sequence = w.link->notifies[0].notify_sequence;
+    REQUIRE(stale.notify_sequence < sequence);
+    w.link->notifies[0].done(std::vector<std::string>{unsure.invocation.invocation_id});
+    stale.done(fail(Errc::NOT_ALLOWED_IN_STATE, "runTask of " + stale.invocation.invocation_id +
+                                                    " is older than notify sequence " + std::to_string(sequence)));
+    s.fx.run();
+    CHECK(flow.count("taskFailover:t0") == 1);
+    CHECK(flow.count("taskFailover:t1") == 1);
+    s.advance(1s, {&w});
+    REQUIRE(w.link->runs.size() == 4);
+    for (size_t i = 2; i < 4; ++i) {
+      CAPTURE(w.link->runs[i].invocation.invocation_id);
+      CHECK(w.link->runs[i].invocation.attempt == 2);
+      CHECK(w.link->runs[i].notify_sequence == sequence);
+    }
+  }
+
+  TEST_CASE("the same instance registering again is a reconnect of the same worker") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 2}});
+    Flow flow(s, "wf-reconnect", independent_tasks(2, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 2);
+    const std::string kept = w.link->runs[0].invocation.invocation_id;
+    const std::string dropped = w.link->runs[1].invocation.invocation_id;
+    for (auto& run : w.link->runs) run.done(ok());
+
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto again = s.register_worker(worker_info("w1", "instance-1", {{"jobs", 2}}), link);
+    REQUIRE_MESSAGE(again, test::why(again));
+    CHECK(again->worker == w.actor);
+    CHECK_FALSE(again->start_clean);
+    CHECK(w.link->suicides.empty());
+    REQUIRE(link->running_queries_asked == 1);
+    // It still runs one of the two: the other is asked about over the new link, and fails
+    // over when it is not running either.
+    link->answer_running({kept});
+    s.fx.run();
+    REQUIRE(link->notifies.size() == 1);
+    CHECK(link->notifies[0].ids == std::vector<std::string>{dropped});
+    link->notifies[0].done(std::vector<std::string>{dropped});
+    s.fx.run();
+    CHECK(flow.count("taskFailover:t1") == 1);
+    CHECK(flow.count("taskFailover:t0") == 0);
+    Worker reconnected{"w1", link, again->worker};
+    REQUIRE(s.update(reconnected, outcome(kept, TaskReport::SUCCEEDED)).is(true));
+    CHECK(w.link->notifies.empty());  // the old link is no longer used
+  }
+
+  TEST_CASE("another instance of a shard is refused while the old one is alive") {
+    Scheduler s;
+    auto old = s.connect("w1", {{"jobs", 1}});
+    SUBCASE("HEALTHY") {
+      auto refused = s.register_worker(worker_info("w1", "instance-2", {{"jobs", 1}}),
+                                       std::make_shared<FakeWorkerLink>());
+      REQUIRE_FALSE(refused);
+      CHECK(refused.error().code == Errc::ALREADY_EXISTS);
+      CHECK(refused.error().message.find("'w1'") != std::string::npos);
+      CHECK(refused.error().message.find("HEALTHY") != std::string::npos);
+    }
+    SUBCASE("UNHEALTHY, unless replace_unhealthy is set") {
+      s.advance(2s);
+      REQUIRE(s.health(old) == HealthState::UNHEALTHY);
+      auto refused = s.register_worker(worker_info("w1", "instance-2", {{"jobs", 1}}),
+                                       std::make_shared<FakeWorkerLink>());
+      REQUIRE_FALSE(refused);
+      CHECK(refused.error().code == Errc::ALREADY_EXISTS);
+      CHECK(refused.error().message.find("UNHEALTHY") != std::string::npos);
+    }
+    CHECK(old.link->suicides.empty());
+    CHECK(s.health(old));
+    // The old instance keeps serving its list.
+    REQUIRE(s.heartbeat(old).is(HealthState::HEALTHY));
+    Flow flow(s, "wf-refused", independent_tasks(1, "jobs"));
+    flow.start();
+    CHECK(old.link->runs.size() == 1);
+  }
+
+  TEST_CASE("an UNHEALTHY instance is replaced when replace_unhealthy is set; it is told to die") {
+    DispatcherOptions options;
+    options.replace_unhealthy = true;
+    Scheduler s(options);
+    auto old = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-replaced", independent_tasks(1, "jobs", retry_twice));
+    flow.start();
+    REQUIRE(old.link->runs.size() == 1);
+    old.link->runs[0].done(ok());
+    s.advance(2s);
+    REQUIRE(s.health(old) == HealthState::UNHEALTHY);
+
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto replaced = s.register_worker(worker_info("w1", "instance-2", {{"jobs", 1}}), link);
+    REQUIRE_MESSAGE(replaced, test::why(replaced));
+    CHECK(replaced->start_clean);
+    CHECK_FALSE(replaced->worker == old.actor);
+    CHECK(old.link->suicides.size() == 1);
+    CHECK_FALSE(s.health(old));
+    CHECK(flow.count("taskFailover:t0") == 1);
+
+    Worker fresh{"w1", link, replaced->worker};
+    link->answer_running();
+    s.fx.run();
+    REQUIRE(s.health(fresh) == HealthState::HEALTHY);
+    s.advance(1s, {&fresh});  // the retry's backoff
+    REQUIRE(link->runs.size() == 1);
+    CHECK(link->runs[0].invocation.attempt == 2);
+  }
+
+  TEST_CASE("a new instance takes over a shard whose old instance was declared MUST_DIE") {
+    Scheduler s;
+    auto old = s.connect("w1", {{"jobs", 1}});
+    s.advance(3s);
+    REQUIRE(old.link->suicides.size() == 1);
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto taken = s.register_worker(worker_info("w1", "instance-2", {{"jobs", 1}}), link);
+    REQUIRE_MESSAGE(taken, test::why(taken));
+    Worker fresh{"w1", link, taken->worker};
+    link->answer_running();
+    s.fx.run();
+    REQUIRE(s.health(fresh) == HealthState::HEALTHY);
+    Flow flow(s, "wf-after-death", independent_tasks(1, "jobs"));
+    flow.start();
+    CHECK(link->runs.size() == 1);
+    CHECK(old.link->runs.empty());
+  }
+
+  TEST_CASE("a task whose list no worker serves waits, and its scheduleToStart timeout fails it") {
+    Scheduler s;
+    auto other = s.connect("w1", {{"other", 4}});
+    Flow flow(s, "wf-lonely", independent_tasks(1, "lonely",
+                                                 R"("timeouts": {"scheduleToStart": "5s", "startToClose": "1m"})"));
+    flow.start();
+    s.advance(4s, {&other});
+    CHECK(flow.task("t0").state == TaskState::DISPATCHING);
+    CHECK(other.link->runs.empty());
+    s.advance(1s, {&other});
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "FAILED");
+    auto t = flow.task("t0");
+    CHECK(t.state == TaskState::FAILURE);
+    CHECK(t.failure_reason == "Timeout:scheduleToStart");
+    // The task left its list: a worker serving it later gets nothing.
+    auto late = s.connect("w2", {{"lonely", 1}});
+    CHECK(late.link->runs.empty());
+    CHECK(other.link->runs.empty());
+  }
+}
