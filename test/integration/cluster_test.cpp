@@ -2,143 +2,20 @@
 // through the Gateway over Cap'n Proto. Nodes are stopped by pid; the fault test uses kill -9.
 #include <doctest/doctest.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <memory>
-#include <map>
-#include <thread>
 
-#include <csignal>
-
-#include <kj/async-io.h>
-
-#include <capnp/ez-rpc.h>
-
-#include "schema/gateway.capnp.h"
-#include "test/support/child_process.hpp"
-#include "test/support/temp_dir.hpp"
+#include "test/support/cluster.hpp"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using troupe::test::Cluster;
+using troupe::test::connect;
+using troupe::test::eventually;
 
 namespace {
-
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string node_binary() {
-  const char* path = std::getenv("TROUPE_NODE");
-  REQUIRE_MESSAGE(path != nullptr, "TROUPE_NODE must name the troupe-node binary");
-  return path;
-}
-
-/// A scheduler and two workers (a, b: two slots each on the default task list) with fast
-/// heartbeats, so a lost worker is declared dead within 600 ms.
-struct Cluster {
-  troupe::test::TempDir dir;
-  uint16_t port = free_port();
-  std::string config = dir.path() + "/cluster.toml";
-  std::map<std::string, std::unique_ptr<troupe::test::ChildProcess>> nodes;
-
-  Cluster() {
-    std::ofstream out(config);
-    out << "[cluster]\nname = \"test\"\nheartbeat_interval = \"200ms\"\nunhealthy_after = \"400ms\"\n"
-           "must_die_after = \"600ms\"\n\n"
-        << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = \"127.0.0.1:" << port
-        << "\"\ndata_dir = \"data\"\n\n";
-    for (const char* worker : {"worker-a", "worker-b"}) {
-      out << "[[node]]\nname = \"" << worker << "\"\nroles = [\"worker\"]\nscheduler = \"127.0.0.1:" << port
-          << "\"\ntask_lists = { default = 2 }\nlog_dir = \"logs/" << worker << "\"\n\n";
-    }
-  }
-
-  void start(const std::string& name) {
-    nodes[name] = std::make_unique<troupe::test::ChildProcess>(
-        std::vector<std::string>{node_binary(), "--config", config, "--node", name});
-  }
-
-  std::string logs(const std::string& worker) const { return dir.path() + "/logs/" + worker; }
-};
-
-/// The Gateway's client side, with a deadline on every wait.
-struct Client {
-  capnp::EzRpcClient rpc;
-  troupe::schema::ClientService::Client service;
-
-  explicit Client(uint16_t port)
-      : rpc("127.0.0.1", port), service(connect(rpc)) {}
-
-  static troupe::schema::ClientService::Client connect(capnp::EzRpcClient& rpc) {
-    auto gateway = rpc.getMain<troupe::schema::Gateway>();
-    return gateway.clientRequest().send().wait(rpc.getWaitScope()).getClient();
-  }
-
-  std::string start(const std::string& id, const std::string& definition) {
-    auto request = service.startWorkflowRequest();
-    request.setWorkflowId(id);
-    request.setDefinitionJson(definition);
-    auto response = request.send().wait(rpc.getWaitScope());
-    if (response.hasError() && response.getError().getCode() != troupe::schema::ErrorCode::NONE) {
-      return std::string("error: ") + response.getError().getMessage().cStr();
-    }
-    return response.getWorkflowId().cStr();
-  }
-
-  std::string result(const std::string& id, std::chrono::seconds deadline) {
-    auto request = service.resultRequest();
-    request.setWorkflowId(id);
-    auto timeout = rpc.getIoProvider().getTimer().afterDelay(deadline.count() * kj::SECONDS).then([] {
-      return std::string("timed out");
-    });
-    auto answer = request.send().then([](auto response) {
-      if (response.hasError() && response.getError().getCode() != troupe::schema::ErrorCode::NONE) {
-        return std::string("error: ") + response.getError().getMessage().cStr();
-      }
-      auto r = response.getResult();
-      return std::string(r.getState().cStr()) + (r.getDetail().size() ? std::string(": ") + r.getDetail().cStr() : "");
-    });
-    return answer.exclusiveJoin(kj::mv(timeout)).wait(rpc.getWaitScope());
-  }
-};
-
-/// Connects once the scheduler accepts connections (polled, with a deadline).
-std::unique_ptr<Client> connect(uint16_t port) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    try {
-      return std::make_unique<Client>(port);
-    } catch (const kj::Exception&) {
-      if (std::chrono::steady_clock::now() > deadline) throw;
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-}
-
-/// Polls `condition` until it holds or `timeout` passes.
-template <class F>
-bool eventually(F condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 size_t count_files(const std::string& dir) {
   if (!fs::exists(dir)) return 0;

@@ -1,0 +1,117 @@
+// A real cluster for integration tests: a config writer, troupe-node processes on a free
+// 127.0.0.1 port (stopped by pid), a Gateway client whose every wait has a deadline, and a
+// polling helper so tests wait for events instead of sleeping.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <capnp/ez-rpc.h>
+
+#include "schema/gateway.capnp.h"
+#include "test/support/child_process.hpp"
+#include "test/support/temp_dir.hpp"
+
+namespace troupe::test {
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+uint16_t free_port();
+
+/// The troupe-node binary named by $TROUPE_NODE; throws std::runtime_error when it is unset.
+std::string node_binary();
+
+/// One worker node of a test cluster.
+struct WorkerSpec {
+  std::string name;
+  /// Slots per task list (`task_lists` in the config).
+  std::map<std::string, uint32_t> task_lists = {{"default", 2}};
+  /// Tasks started per second on this worker (`rate`). Default: unlimited.
+  std::optional<double> rate;
+};
+
+/// A scheduler-wide token bucket of one task list (`[task_lists.NAME]`).
+struct TaskListLimit {
+  double rate = 0;
+  /// Default: the config's default, max(1, ceil(rate)).
+  std::optional<uint32_t> burst;
+};
+
+/// What a test cluster is made of: always one node named "scheduler", plus `workers`.
+/// Heartbeats are fast (200 ms; UNHEALTHY after 400 ms, MUST_DIE after 600 ms) so a lost
+/// worker is declared dead quickly.
+struct ClusterSpec {
+  std::vector<WorkerSpec> workers = {{"worker-a", {{"default", 2}}, std::nullopt},
+                                     {"worker-b", {{"default", 2}}, std::nullopt}};
+  /// Global dispatch limits by task list name.
+  std::map<std::string, TaskListLimit> task_list_limits;
+};
+
+/// The TOML text of `spec` with the scheduler listening on 127.0.0.1:`port`. Relative paths
+/// (data/, logs/NAME) resolve against the directory the file is written to.
+std::string cluster_config_text(const ClusterSpec& spec, uint16_t port);
+
+/// A cluster config written to a fresh directory, and the nodes started from it. Nodes that are
+/// still running when the cluster goes away are killed by pid and reaped.
+struct Cluster {
+  explicit Cluster(ClusterSpec cluster_spec = {});
+
+  /// Starts node `name` of the config (replacing any earlier process of that name).
+  void start(const std::string& name);
+
+  /// The log_dir of worker `worker`: one log per invocation, WORKFLOW/TASK.ATTEMPT.DISPATCH.log.
+  std::string logs(const std::string& worker) const { return dir.path() + "/logs/" + worker; }
+
+  ClusterSpec spec;
+  TempDir dir;
+  uint16_t port = free_port();
+  std::string config = dir.path() + "/cluster.toml";
+  std::map<std::string, std::unique_ptr<ChildProcess>> nodes;
+};
+
+/// Starts `troupe-node --config CONFIG --node NAME` with its stderr joined to its stdout, so the
+/// caller can read what the node says (ChildProcess captures stdout only).
+std::unique_ptr<ChildProcess> start_node_with_output(const std::string& config, const std::string& name);
+
+/// Everything `child` writes until it closes its output or `timeout` passes.
+std::string read_output(ChildProcess& child, std::chrono::milliseconds timeout);
+
+/// True while `child` has not exited; does not reap it, so ChildProcess::wait still works.
+bool still_running(const ChildProcess& child);
+
+/// The Gateway's client side, with a deadline on every wait.
+struct Client {
+  explicit Client(uint16_t port);
+
+  /// Starts a workflow; returns its id, "error: MESSAGE" when refused, or "timed out".
+  std::string start(const std::string& id, const std::string& definition,
+                    std::chrono::seconds deadline = std::chrono::seconds(30));
+
+  /// Waits for the workflow to end; returns its state (with ": DETAIL" for a failure reason),
+  /// "error: MESSAGE", or "timed out".
+  std::string result(const std::string& id, std::chrono::seconds deadline);
+
+  capnp::EzRpcClient rpc;
+  schema::ClientService::Client service;
+};
+
+/// Connects once the scheduler accepts connections (polled, with a deadline of 20 s).
+std::unique_ptr<Client> connect(uint16_t port);
+
+/// Polls `condition` every 20 ms until it holds (true) or `timeout` passes (false).
+template <class F>
+bool eventually(F condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+}  // namespace troupe::test
