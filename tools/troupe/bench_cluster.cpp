@@ -157,6 +157,26 @@ std::string fanout_definition(int width) {
   return json + R"(, {"name": "join", "handler": "noop", "dependsOn": [)" + all + "]}]}";
 }
 
+/// CPU time the nodes use during a workload: the cost per task that wall time hides when the
+/// machine is shared.
+struct CpuMeter {
+  const BenchCluster& cluster;
+  double scheduler_start = cluster.scheduler().cpu_seconds();
+  double worker_start = cluster.worker().cpu_seconds();
+
+  double scheduler() const { return cluster.scheduler().cpu_seconds() - scheduler_start; }
+  double worker() const { return cluster.worker().cpu_seconds() - worker_start; }
+
+  void report(Json& out, double tasks, std::ostream& progress) const {
+    out.set("scheduler_cpu_us_per_task", scheduler() * 1e6 / tasks);
+    out.set("worker_cpu_us_per_task", worker() * 1e6 / tasks);
+    char line[160];
+    std::snprintf(line, sizeof line, "  CPU per task: scheduler %.0f us, worker %.0f us\n", scheduler() * 1e6 / tasks,
+                  worker() * 1e6 / tasks);
+    progress << line;
+  }
+};
+
 void add_cluster_facts(Json& report, const BenchClusterOptions& options, BenchCluster& cluster) {
   report.set("mode", "cluster");
   report.set("worker_slots", options.worker_slots);
@@ -207,6 +227,7 @@ Result<Json> run_cluster_chain_bench(const BenchClusterOptions& setup, const Clu
       });
     });
   };
+  const CpuMeter cpu{**cluster};
   const auto start = Clock::now();
   for (int c = 0; c < options.in_flight && run.next < options.workflows; ++c) launch();
   auto finished = client.run(std::chrono::minutes(30));
@@ -230,6 +251,7 @@ Result<Json> run_cluster_chain_bench(const BenchClusterOptions& setup, const Clu
   report.set("latency_p95_ms", quantile(run.latencies_ms, 0.95));
   report.set("latency_p99_ms", quantile(run.latencies_ms, 0.99));
   add_cluster_facts(report, setup, **cluster);
+  cpu.report(report, double(options.workflows) * options.tasks, progress);
   char line[320];
   std::snprintf(line, sizeof line,
                 "  %.2f s: %.0f workflows/s, %.0f tasks/s; latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms;"
@@ -250,6 +272,7 @@ Result<Json> run_cluster_fanout_bench(const BenchClusterOptions& setup, const Cl
   auto& client = (*cluster)->client();
   const std::string definition = fanout_definition(options.width);
   std::vector<double> walls_ms;
+  const CpuMeter cpu{**cluster};
   for (int r = 0; r < options.runs; ++r) {
     const std::string id = "fanout-" + std::to_string(r);
     const auto start = Clock::now();
@@ -278,6 +301,7 @@ Result<Json> run_cluster_fanout_bench(const BenchClusterOptions& setup, const Cl
   report.set("wall_ms_max", sorted.back());
   report.set("tasks_per_s", tasks_per_s);
   add_cluster_facts(report, setup, **cluster);
+  cpu.report(report, double(options.width + 2) * options.runs, progress);
   char line[200];
   std::snprintf(line, sizeof line, "  per run p50 %.1f ms, max %.1f ms; %.0f tasks/s; peak RSS scheduler %.0f MiB\n",
                 quantile(sorted, 0.5), sorted.back(), tasks_per_s,

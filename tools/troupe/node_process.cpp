@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -78,6 +80,24 @@ uint64_t NodeProcess::peak_rss_bytes() const {
     status.ignore(1 << 20, '\n');
   }
   return 0;
+}
+
+double NodeProcess::cpu_seconds() const {
+  if (pid_ <= 0 || reaped_) return 0;
+  std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // Fields after the command name, which is in parentheses and may hold spaces: state is
+  // field 3, utime and stime are fields 14 and 15.
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return double(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 std::string NodeProcess::stop(Duration grace) {

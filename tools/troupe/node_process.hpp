@@ -30,6 +30,8 @@ class NodeProcess {
   bool running();
   /// Its peak resident set size (VmHWM) in bytes; 0 once it has exited.
   uint64_t peak_rss_bytes() const;
+  /// CPU time it has used so far (user + system, all threads), in seconds; 0 once it has exited.
+  double cpu_seconds() const;
   /// SIGTERM, then SIGKILL if it has not exited after `grace`; its exit status text
   /// ("exited with 0", "killed by signal 9").
   std::string stop(Duration grace);
