@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -19,6 +20,10 @@ struct MatchingState {
   ReadyQueue queue;
   std::map<std::string, task_port> tasks;  // by queue key
   CreditPool credit;
+  /// The worker actor whose credit each shard's entry holds. A shard's new instance joins
+  /// with a new actor while the replaced one may still be on its way out; the old one's late
+  /// leave and releases must not touch the newcomer's credit.
+  std::map<std::string, caf::actor_addr> holders;
   uint64_t wake_generation = 0;
   bool wake_armed = false;
 };
@@ -60,6 +65,13 @@ void release(Self self, const std::string& shard) {
   if (self->state.credit.release(shard)) match(self);
 }
 
+/// Whether the message being handled comes from the worker actor holding `shard`'s credit.
+bool from_holder(Self self, const std::string& shard) {
+  auto it = self->state.holders.find(shard);
+  return it != self->state.holders.end() &&
+         it->second == caf::actor_cast<caf::actor_addr>(self->current_sender());
+}
+
 matching_actor::behavior_type matching(Self self, std::string task_list, MatchingLimits limits) {
   auto& st = self->state;
   st.task_list = std::move(task_list);
@@ -83,6 +95,12 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
       },
       [=](join_atom, const std::string& shard, uint32_t slots, double rate) {
         auto& s = self->state;
+        if (!from_holder(self, shard)) {
+          // A new instance of the shard: it starts with its own credit. What the old one held
+          // is failed over by the old one's actor, whose later releases are ignored.
+          s.credit.remove_worker(shard);
+          s.holders[shard] = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        }
         if (s.credit.find_worker(shard)) {
           (void)s.credit.set_slots(shard, slots);
         } else {
@@ -94,8 +112,14 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
         }
         match(self);
       },
-      [=](leave_atom, const std::string& shard) { self->state.credit.remove_worker(shard); },
-      [=](release_atom, const std::string& shard) { release(self, shard); },
+      [=](leave_atom, const std::string& shard) {
+        if (!from_holder(self, shard)) return;  // replaced already: its credit is gone
+        self->state.credit.remove_worker(shard);
+        self->state.holders.erase(shard);
+      },
+      [=](release_atom, const std::string& shard) {
+        if (from_holder(self, shard)) release(self, shard);
+      },
       [=](wake_atom, uint64_t generation) {
         if (generation != self->state.wake_generation) return;
         self->state.wake_armed = false;

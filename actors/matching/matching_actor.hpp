@@ -20,7 +20,9 @@ using matching_actor = caf::typed_actor<
     // from a task: stop waiting
     caf::reacts_to<withdraw_atom, task_port, std::string>,
     // from a worker actor: it serves this list with `slots` (0 while unhealthy), at most
-    // `rate` invocations per second (0: unlimited)
+    // `rate` invocations per second (0: unlimited). A join from another actor for the same
+    // shard (a new instance) starts the shard's credit afresh; leave and release count only
+    // from the actor that joined last.
     caf::reacts_to<join_atom, std::string /* shard */, uint32_t /* slots */, double /* rate */>,
     // from a worker actor: it is gone; its slots with it
     caf::reacts_to<leave_atom, std::string /* shard */>,

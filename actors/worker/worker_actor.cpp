@@ -149,11 +149,13 @@ void resolve_unsure(Self self) {
   if (unsure.empty()) return;
   auto me = caf::actor_cast<worker_actor>(self);
   st.setup.link->notify_if_not_running(unsure, ++st.notify_sequence,
-                                       [me](Result<std::vector<std::string>> not_running) {
+                                       [me, asked = unsure](Result<std::vector<std::string>> not_running) {
                                          if (not_running) {
-                                           caf::anon_send(me, notify_atom::value, true, std::move(*not_running));
+                                           caf::anon_send(me, notify_atom::value, true, asked,
+                                                          std::move(*not_running));
                                          } else {
-                                           caf::anon_send(me, notify_atom::value, false, std::vector<std::string>());
+                                           caf::anon_send(me, notify_atom::value, false, asked,
+                                                          std::vector<std::string>());
                                          }
                                        });
 }
@@ -193,12 +195,16 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           resolve_unsure(self);
         }
       },
-      [=](notify_atom, bool ok, const std::vector<std::string>& not_running) {
+      [=](notify_atom, bool ok, const std::vector<std::string>& asked,
+          const std::vector<std::string>& not_running) {
         auto& s = self->state;
         if (!ok) return;  // asked again on the next heartbeat
         std::set<std::string> gone(not_running.begin(), not_running.end());
-        for (auto& [id, given] : s.given) {
-          if (given.unsure && !gone.count(id)) given.unsure = false;  // it runs
+        // Only what this notify asked about is settled: an invocation that became unsure after
+        // it went out waits for a later answer (or the next heartbeat's question).
+        for (const auto& id : asked) {
+          auto it = s.given.find(id);
+          if (it != s.given.end() && !gone.count(id)) it->second.unsure = false;  // it runs
         }
         for (const auto& id : not_running) lose(self, id, "the invocation never started on its worker");
       },

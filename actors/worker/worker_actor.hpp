@@ -63,8 +63,9 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<associate_atom, uint64_t /* link epoch */, bool, std::vector<std::string>, std::string>,
     // from the link's callbacks: runTask answered (id, 0 started / 1 refused / 2 unknown, error)
     caf::reacts_to<sent_atom, std::string, uint8_t, std::string>,
-    // from the link's callbacks: notifyIfTasksNotRunning answered (ok, the ids not running)
-    caf::reacts_to<notify_atom, bool, std::vector<std::string>>,
+    // from the link's callbacks: notifyIfTasksNotRunning answered (ok, the ids it asked
+    // about, the ids not running)
+    caf::reacts_to<notify_atom, bool, std::vector<std::string>, std::vector<std::string>>,
     // its own health timer
     caf::reacts_to<timeout_atom, uint64_t /* generation */>>;
 

@@ -534,6 +534,35 @@ TEST_SUITE("actors.dispatch") {
     CHECK(w.link->notifies[1].notify_sequence > w.link->notifies[0].notify_sequence);
   }
 
+  TEST_CASE("an invocation that became unsure after a notify went out is not settled by that notify's answer") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 2}});
+    Flow flow(s, "wf-unsure-later", independent_tasks(2, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 2);
+    const std::string first = w.link->runs[0].invocation.invocation_id;
+    const std::string second = w.link->runs[1].invocation.invocation_id;
+    w.link->runs[0].done(fail(Errc::UNAVAILABLE, "connection reset"));
+    s.fx.run();
+    REQUIRE(w.link->notifies.size() == 1);
+    w.link->runs[1].done(fail(Errc::UNAVAILABLE, "connection reset"));
+    s.fx.run();
+    REQUIRE(w.link->notifies.size() == 2);
+    // The first notify asked about the first invocation only, so its answer says nothing of
+    // the second; the second notify, which asked about both, is lost.
+    w.link->notifies[0].done(std::vector<std::string>{});
+    w.link->notifies[1].done(fail(Errc::UNAVAILABLE, "connection reset"));
+    s.fx.run();
+    REQUIRE(s.heartbeat(w).is(HealthState::HEALTHY));
+    REQUIRE(w.link->notifies.size() == 3);
+    CHECK(w.link->notifies[2].ids == std::vector<std::string>{second});
+    w.link->notifies[2].done(std::vector<std::string>{second});
+    s.fx.run();
+    CHECK(flow.count("taskFailover:t1") == 1);
+    CHECK(flow.count("taskFailover:t0") == 0);
+    CHECK(flow.task("t0").invocation_id == first);  // confirmed running by the first answer
+  }
+
   TEST_CASE("a runTask the worker refuses as older than its notify sequence fails over and is sent again") {
     Scheduler s;
     auto w = s.connect("w1", {{"jobs", 2}});
@@ -655,6 +684,46 @@ TEST_SUITE("actors.dispatch") {
     s.advance(1s, {&fresh});  // the retry's backoff
     REQUIRE(link->runs.size() == 1);
     CHECK(link->runs[0].invocation.attempt == 2);
+  }
+
+  TEST_CASE("a replaced instance going away late does not take the new instance's slots with it") {
+    DispatcherOptions options;
+    options.replace_unhealthy = true;
+    Scheduler s(options);
+    auto& sched = s.fx.sched;
+    auto old = s.connect("w1", {{"jobs", 1}});
+    s.advance(2s);
+    REQUIRE(s.health(old) == HealthState::UNHEALTHY);
+
+    // Steps the registration one message at a time so that the new instance associates and
+    // offers its slots before the old instance has handled being replaced: on a busy
+    // multi-threaded scheduler nothing orders the two.
+    auto link = std::make_shared<FakeWorkerLink>();
+    Answer<RegistrationOutcome> replaced;
+    s.fx.self->send(s.dispatcher, register_atom::value, worker_info("w1", "instance-2", {{"jobs", 1}}),
+                    std::shared_ptr<WorkerLink>(link), replaced.reply());
+    auto step = [&](const auto& actor) {
+      REQUIRE(sched.prioritize(actor));
+      sched.run_once();
+    };
+    step(s.dispatcher);  // asks the old instance for its health
+    step(old.actor);     // answers UNHEALTHY
+    step(s.dispatcher);  // replaces it: the old one is told, the new one spawned
+    REQUIRE(replaced.arrived());
+    REQUIRE_MESSAGE(replaced.get(), test::why(replaced.get()));
+    const worker_actor fresh_actor = replaced.get()->worker;
+    if (link->running_queries.empty()) step(fresh_actor);  // its first turn asks getRunningTasks
+    link->answer_running();
+    step(fresh_actor);  // associated: HEALTHY, offers its slot
+    s.fx.run();         // the old instance, replaced, goes
+    Worker fresh{"w1", link, fresh_actor};
+    REQUIRE(s.health(fresh) == HealthState::HEALTHY);
+    CHECK_FALSE(s.health(old));
+
+    Flow flow(s, "wf-replaced-late", independent_tasks(1, "jobs"));
+    flow.start();
+    CHECK(link->runs.size() == 1);
+    CHECK(old.link->runs.empty());
   }
 
   TEST_CASE("a new instance takes over a shard whose old instance was declared MUST_DIE") {
