@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -115,7 +116,8 @@ WorkerInfo worker_info(std::string shard, std::string instance, std::map<std::st
   return info;
 }
 
-TaskReport outcome(const std::string& invocation_id, TaskReport::Kind kind, std::string payload = {}) {
+/// What a worker reports on `invocation_id`: started, a heartbeat, or how it ended.
+TaskReport report_of(const std::string& invocation_id, TaskReport::Kind kind, std::string payload = {}) {
   TaskReport report;
   report.invocation_id = invocation_id;
   report.kind = kind;
@@ -197,9 +199,9 @@ struct Scheduler {
   void advance(Duration d, const std::vector<const Worker*>& alive = {}) {
     const Duration step = HealthTimeouts{}.heartbeat_interval;
     while (d > Duration::zero()) {
-      const Duration now = std::min(step, d);
-      fx.advance(now);
-      d -= now;
+      const Duration slice = std::min(step, d);
+      fx.advance(slice);
+      d -= slice;
       for (const Worker* w : alive) REQUIRE(heartbeat(*w).is(HealthState::HEALTHY));
     }
   }
@@ -257,6 +259,14 @@ struct Flow {
     return out;
   }
 
+  /// The event kinds of the actor called `name` only.
+  std::vector<std::string> events_of(const std::string& name) {
+    auto all = events();
+    const std::string suffix = ":" + name;
+    std::erase_if(all, [&](const std::string& e) { return !e.ends_with(suffix); });
+    return all;
+  }
+
   size_t count(const std::string& kind) {
     auto all = events();
     return static_cast<size_t>(std::count(all.begin(), all.end(), kind));
@@ -289,13 +299,14 @@ TEST_SUITE("actors.dispatch") {
 
     size_t completed = 0;
     while (completed < 10) {
-      const auto& run = w.link->runs[completed];
-      CAPTURE(run.invocation.invocation_id);
-      CHECK(run.invocation.task_list == "batch");
-      CHECK(run.invocation.executor == "w1");
-      run.done(ok());
+      // A copy: answering lets more runs in, which may move the vector's elements.
+      const Invocation invocation = w.link->runs[completed].invocation;
+      CAPTURE(invocation.invocation_id);
+      CHECK(invocation.task_list == "batch");
+      CHECK(invocation.executor == "w1");
+      w.link->runs[completed].done(ok());
       s.fx.run();
-      auto acked = s.update(w, outcome(run.invocation.invocation_id, TaskReport::SUCCEEDED, "done"));
+      auto acked = s.update(w, report_of(invocation.invocation_id, TaskReport::SUCCEEDED, "done"));
       REQUIRE(acked.is(true));
       ++completed;
       // Exactly one slot came back, so exactly one more invocation went out (while any wait).
@@ -326,6 +337,19 @@ TEST_SUITE("actors.dispatch") {
     CHECK(w.link->runs.size() == 2);
   }
 
+  TEST_CASE("an UNHEALTHY worker gets no new tasks until a heartbeat makes it HEALTHY again") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 2}});
+    s.advance(2s);
+    REQUIRE(s.health(w) == HealthState::UNHEALTHY);
+    Flow flow(s, "wf-unhealthy", independent_tasks(1, "jobs"));
+    flow.start();
+    CHECK(w.link->runs.empty());
+    CHECK(flow.task("t0").state == TaskState::DISPATCHING);
+    REQUIRE(s.heartbeat(w).is(HealthState::HEALTHY));
+    CHECK(w.link->runs.size() == 1);
+  }
+
   TEST_CASE("a worker that stops heartbeating must die; its invocation fails over to another worker") {
     Scheduler s;
     auto a = s.connect("a", {{"jobs", 1}});
@@ -334,7 +358,7 @@ TEST_SUITE("actors.dispatch") {
     REQUIRE(a.link->runs.size() == 1);
     const std::string lost = a.link->runs[0].invocation.invocation_id;
     a.link->runs[0].done(ok());
-    REQUIRE(s.report(a, outcome(lost, TaskReport::STARTED)).is(false));
+    REQUIRE(s.report(a, report_of(lost, TaskReport::STARTED)).is(false));
     REQUIRE(flow.task("t0").state == TaskState::RUNNING);
     auto b = s.connect("b", {{"jobs", 1}});
     CHECK(b.link->runs.empty());  // nothing waits for it yet
@@ -356,7 +380,7 @@ TEST_SUITE("actors.dispatch") {
 
     s.advance(1s, {&b});
     REQUIRE(b.link->runs.size() == 1);
-    const auto& retry = b.link->runs[0].invocation;
+    const Invocation retry = b.link->runs[0].invocation;
     CHECK(retry.executor == "b");
     CHECK(retry.attempt == 2);
     CHECK(retry.invocation_id != lost);
@@ -365,15 +389,15 @@ TEST_SUITE("actors.dispatch") {
     const auto history = flow.events();
     // The lost worker's late completion: its session is gone, and another worker's session
     // refuses an invocation it was not given. Neither touches the history.
-    auto late = s.update(a, outcome(lost, TaskReport::SUCCEEDED, "from-a"));
+    auto late = s.update(a, report_of(lost, TaskReport::SUCCEEDED, "from-a"));
     CHECK_FALSE(late.is(true));
-    auto elsewhere = s.update(b, outcome(lost, TaskReport::SUCCEEDED, "from-a"));
+    auto elsewhere = s.update(b, report_of(lost, TaskReport::SUCCEEDED, "from-a"));
     REQUIRE_FALSE(elsewhere.get());
     CHECK(elsewhere.get().error().code == Errc::NOT_FOUND);
     CHECK(flow.events() == history);
 
     b.link->runs[0].done(ok());
-    REQUIRE(s.update(b, outcome(retry.invocation_id, TaskReport::SUCCEEDED, "from-b")).is(true));
+    REQUIRE(s.update(b, report_of(retry.invocation_id, TaskReport::SUCCEEDED, "from-b")).is(true));
     auto result = flow.outcome();
     REQUIRE(result);
     CHECK(result->state == "SUCCESS");
@@ -399,7 +423,7 @@ TEST_SUITE("actors.dispatch") {
       durable_at_ack = flow.count(kind) == 1;
       *box = std::move(r);
     }};
-    s.fx.self->send(w.actor, update_atom::value, outcome(first, TaskReport::SUCCEEDED, "r1"), checked);
+    s.fx.self->send(w.actor, update_atom::value, report_of(first, TaskReport::SUCCEEDED, "r1"), checked);
     s.fx.run();
     CHECK(ack.is(true));
     CHECK(durable_at_ack);
@@ -407,11 +431,11 @@ TEST_SUITE("actors.dispatch") {
 
     const auto history = flow.events();
     SUBCASE("after the acknowledgement") {
-      auto again = s.update(w, outcome(first, TaskReport::SUCCEEDED, "r1"));
+      auto again = s.update(w, report_of(first, TaskReport::SUCCEEDED, "r1"));
       CHECK(again.is(true));
     }
     SUBCASE("with a different outcome") {
-      auto again = s.update(w, outcome(first, TaskReport::FAILED));
+      auto again = s.update(w, report_of(first, TaskReport::FAILED));
       CHECK(again.is(true));
     }
     CHECK(flow.events() == history);
@@ -430,8 +454,8 @@ TEST_SUITE("actors.dispatch") {
     const std::string first = w.link->runs[0].invocation.invocation_id;
     Answer<bool> one;
     Answer<bool> two;
-    s.fx.self->send(w.actor, update_atom::value, outcome(first, TaskReport::SUCCEEDED, "r1"), one.reply());
-    s.fx.self->send(w.actor, update_atom::value, outcome(first, TaskReport::SUCCEEDED, "r1"), two.reply());
+    s.fx.self->send(w.actor, update_atom::value, report_of(first, TaskReport::SUCCEEDED, "r1"), one.reply());
+    s.fx.self->send(w.actor, update_atom::value, report_of(first, TaskReport::SUCCEEDED, "r1"), two.reply());
     s.fx.run();
     CHECK(one.is(true));
     CHECK(two.is(true));
@@ -449,22 +473,22 @@ TEST_SUITE("actors.dispatch") {
     REQUIRE(w2.link->runs.size() == 1);
     SUBCASE("an id nobody was given") {
       const auto history = flow.events();
-      auto refused = s.update(w1, outcome("wf-not-given/t9/1.1", TaskReport::SUCCEEDED));
+      auto refused = s.update(w1, report_of("wf-not-given/t9/1.1", TaskReport::SUCCEEDED));
       REQUIRE_FALSE(refused.get());
       CHECK(refused.get().error().code == Errc::NOT_FOUND);
       CHECK(refused.get().error().message.find("w1") != std::string::npos);
-      auto beat = s.report(w1, outcome("wf-not-given/t9/1.1", TaskReport::HEARTBEAT));
+      auto beat = s.report(w1, report_of("wf-not-given/t9/1.1", TaskReport::HEARTBEAT));
       REQUIRE_FALSE(beat.get());
       CHECK(beat.get().error().code == Errc::NOT_FOUND);
       CHECK(flow.events() == history);
     }
     SUBCASE("another worker's invocation") {
-      const auto& theirs = w2.link->runs[0].invocation;
-      auto refused = s.update(w1, outcome(theirs.invocation_id, TaskReport::SUCCEEDED));
+      const Invocation theirs = w2.link->runs[0].invocation;
+      auto refused = s.update(w1, report_of(theirs.invocation_id, TaskReport::SUCCEEDED));
       REQUIRE_FALSE(refused.get());
       CHECK(refused.get().error().code == Errc::NOT_FOUND);
       // The rightful worker still can.
-      CHECK(s.update(w2, outcome(theirs.invocation_id, TaskReport::SUCCEEDED)).is(true));
+      CHECK(s.update(w2, report_of(theirs.invocation_id, TaskReport::SUCCEEDED)).is(true));
       CHECK(flow.count("taskSucceeded:" + theirs.task_name) == 1);
     }
   }
@@ -510,7 +534,7 @@ TEST_SUITE("actors.dispatch") {
     s.advance(2s, {&w});
     CHECK(w.link->notifies.size() == 1);
     CHECK(flow.count("taskFailover:t0") == 0);
-    REQUIRE(s.update(w, outcome(id, TaskReport::SUCCEEDED, "ran")).is(true));
+    REQUIRE(s.update(w, report_of(id, TaskReport::SUCCEEDED, "ran")).is(true));
     auto result = flow.outcome();
     REQUIRE(result);
     CHECK(result->state == "SUCCESS");
@@ -623,7 +647,7 @@ TEST_SUITE("actors.dispatch") {
     CHECK(flow.count("taskFailover:t1") == 1);
     CHECK(flow.count("taskFailover:t0") == 0);
     Worker reconnected{"w1", link, again->worker};
-    REQUIRE(s.update(reconnected, outcome(kept, TaskReport::SUCCEEDED)).is(true));
+    REQUIRE(s.update(reconnected, report_of(kept, TaskReport::SUCCEEDED)).is(true));
     CHECK(w.link->notifies.empty());  // the old link is no longer used
   }
 
@@ -742,6 +766,64 @@ TEST_SUITE("actors.dispatch") {
     flow.start();
     CHECK(link->runs.size() == 1);
     CHECK(old.link->runs.empty());
+  }
+
+  TEST_CASE("an instance declared MUST_DIE that comes back is a new worker; what it still runs is cancelled") {
+    Scheduler s;
+    auto old = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-comeback", independent_tasks(1, "jobs", retry_twice));
+    flow.start();
+    REQUIRE(old.link->runs.size() == 1);
+    const std::string lost = old.link->runs[0].invocation.invocation_id;
+    old.link->runs[0].done(ok());
+    s.advance(3s);
+    REQUIRE(old.link->suicides.size() == 1);
+    REQUIRE(flow.count("taskFailover:t0") == 1);
+
+    // The same process reconnects before it noticed: the scheduler no longer knows it, so it
+    // starts clean, and the invocation it still runs (already failed over) is cancelled.
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto back = s.register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
+    REQUIRE_MESSAGE(back, test::why(back));
+    CHECK_FALSE(back->worker == old.actor);
+    link->answer_running({lost});
+    s.fx.run();
+    CHECK(link->cancels == std::vector<std::string>{lost});
+    Worker fresh{"w1", link, back->worker};
+    REQUIRE(s.health(fresh) == HealthState::HEALTHY);
+    const auto history = flow.events();
+    auto late = s.update(fresh, report_of(lost, TaskReport::SUCCEEDED, "stale"));
+    REQUIRE_FALSE(late.get());
+    CHECK(late.get().error().code == Errc::NOT_FOUND);
+    CHECK(flow.events() == history);
+
+    s.advance(1s, {&fresh});  // the retry's backoff
+    REQUIRE(link->runs.size() == 1);
+    CHECK(link->runs[0].invocation.attempt == 2);
+  }
+
+  TEST_CASE("a timed-out invocation is cancelled on its worker and keeps its slot until the worker reports") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-cancel", independent_tasks(2, "jobs", std::string(retry_twice) +
+                                                 R"(, "timeouts": {"scheduleToStart": "1m", "startToClose": "5s"})"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 1);
+    const auto first = w.link->runs[0].invocation;
+    w.link->runs[0].done(ok());
+    REQUIRE(s.report(w, report_of(first.invocation_id, TaskReport::STARTED)).is(false));
+    s.advance(5s, {&w});  // startToClose: the attempt is abandoned and will be retried
+    CHECK(flow.task(first.task_name).failure_reason == "Timeout:startToClose");
+    CHECK(w.link->cancels == std::vector<std::string>{first.invocation_id});
+    // The worker learns of the cancellation on its next heartbeat of the invocation.
+    CHECK(s.report(w, report_of(first.invocation_id, TaskReport::HEARTBEAT)).is(true));
+    CHECK(w.link->runs.size() == 1);  // it still runs there, so its slot stays taken
+
+    const auto history = flow.events_of(first.task_name);
+    CHECK(s.update(w, report_of(first.invocation_id, TaskReport::CANCELLED)).is(true));
+    CHECK(flow.events_of(first.task_name) == history);  // the task had already moved on
+    REQUIRE(w.link->runs.size() == 2);  // the slot came back: the other task, waiting longest
+    CHECK(w.link->runs[1].invocation.task_name != first.task_name);
   }
 
   TEST_CASE("a task whose list no worker serves waits, and its scheduleToStart timeout fails it") {
