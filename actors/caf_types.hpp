@@ -117,6 +117,7 @@ struct Invocation {
   std::string cwd;
   std::string input_json;
   std::string progress;                ///< the last heartbeat's progress, from earlier attempts
+  int64_t heartbeat_timeout_us = 0;    ///< the task's heartbeat timeout; 0: none
 };
 
 /// What an executor says about an invocation.
@@ -145,7 +146,8 @@ typename Inspector::result_type inspect(Inspector& f, EventBatch& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Invocation& x) {
   return f(caf::meta::type_name("Invocation"), x.invocation_id, x.workflow_id, x.task_name,
-           x.task_list, x.executor, x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress);
+           x.task_list, x.executor, x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress,
+           x.heartbeat_timeout_us);
 }
 
 template <class Inspector>

@@ -141,6 +141,7 @@ class CapnpWorkerLink final : public actors::WorkerLink {
       }
       spec.setInput(inv.input_json);
       spec.setProgress(as_data(inv.progress));
+      spec.setHeartbeatTimeoutMs(static_cast<uint32_t>(std::min<int64_t>(inv.heartbeat_timeout_us / 1000, UINT32_MAX)));
       request.setNotifySequence(notify_sequence);
       request.setReporter(kj::heap<TaskReporterImpl>(box->worker, inv.invocation_id));
       box->tasks->add(request.send().then(

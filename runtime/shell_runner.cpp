@@ -1,6 +1,12 @@
 // The shell runner: ProcessSupervisor behind the TaskContext of an invocation.
 #include "runtime/shell_runner.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
 #include "actors/caf_types.hpp"
 
 namespace troupe::runtime {
@@ -34,6 +40,51 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
+/// How often a task's progress file is looked at: often enough that a task writing it more
+/// often than its heartbeat timeout is never timed out (a quarter of the timeout), and about
+/// once a second without one.
+Duration progress_poll_interval(const actors::Invocation& invocation) {
+  using namespace std::chrono_literals;
+  if (invocation.heartbeat_timeout_us <= 0) return 1s;
+  return std::clamp<Duration>(Duration(invocation.heartbeat_timeout_us / 4), 20ms, 5s);
+}
+
+/// The state of a task's progress file when it was last looked at.
+struct ProgressWatch {
+  std::string path;
+  Duration interval;
+  std::atomic<bool> ended{false};
+  std::filesystem::file_time_type seen_time{};
+  std::string seen;
+};
+
+/// What the file holds now, if it changed since the last look (a rewrite with the same content
+/// counts: touching the file is a heartbeat).
+std::optional<std::string> progress_changed(ProgressWatch& watch) {
+  std::error_code ec;
+  const auto time = std::filesystem::last_write_time(watch.path, ec);
+  if (ec || time == watch.seen_time) return std::nullopt;
+  std::ifstream in(watch.path, std::ios::binary);
+  std::string content(ShellRunnerOptions::max_progress_bytes, '\0');
+  in.read(content.data(), static_cast<std::streamsize>(content.size()));
+  content.resize(static_cast<size_t>(in.gcount()));
+  watch.seen_time = time;
+  watch.seen = content;
+  return content;
+}
+
+/// Looks at the progress file every interval until the process ends; a change is a heartbeat.
+/// A heartbeat answered with "cancel requested" cancels the task, as in Cadence.
+void poll_progress(std::shared_ptr<ProgressWatch> watch, std::shared_ptr<actors::TaskContext> context) {
+  context->after(watch->interval, [watch, context] {
+    if (watch->ended) return;
+    if (auto progress = progress_changed(*watch)) {
+      if (context->heartbeat(std::move(*progress))) return;  // the cancel reaches on_cancel
+    }
+    poll_progress(watch, context);
+  });
+}
+
 }  // namespace
 
 std::string invocation_log_path(const std::string& log_dir, const actors::Invocation& invocation) {
@@ -62,7 +113,24 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
     spec.log_path = invocation_log_path(options.log_dir, invocation);
     spec.log_cap_bytes = options.log_cap_bytes;
     const std::string log_path = spec.log_path;
-    auto id = supervisor->spawn(std::move(spec), [context, log_path](ProcessExit exit) {
+    // Heartbeats: the task writes its progress to this file (beside its log); every change is
+    // a heartbeat carrying the content. It starts with the progress of the last attempt.
+    auto watch = std::make_shared<ProgressWatch>();
+    watch->path = log_path.substr(0, log_path.size() - 4) + ".progress";
+    watch->interval = progress_poll_interval(invocation);
+    {
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(watch->path).parent_path(), ec);
+      std::ofstream(watch->path, std::ios::binary | std::ios::trunc) << invocation.progress;
+      watch->seen_time = std::filesystem::last_write_time(watch->path, ec);
+    }
+    spec.env.push_back("TROUPE_PROGRESS_FILE=" + watch->path);
+    spec.env.push_back("TROUPE_PROGRESS=" + invocation.progress);
+    auto id = supervisor->spawn(std::move(spec), [context, log_path, watch](ProcessExit exit) {
+      watch->ended = true;
+      // Progress written just before the exit still counts (a failed attempt's last word is
+      // what the next one starts from).
+      if (auto progress = progress_changed(*watch); progress && !exit.cancelled) context->heartbeat(std::move(*progress));
       if (exit.cancelled) {
         context->cancelled();
       } else if (exit.success()) {
@@ -77,6 +145,7 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
       context->fail("SpawnFailed", id.error().message, false);
       return;
     }
+    poll_progress(watch, context);
     const auto process = *id;
     std::weak_ptr<ProcessSupervisor> weak = supervisor;
     context->on_cancel([weak, process, grace = options.cancel_grace] {

@@ -1,6 +1,13 @@
 // Runs shell invocations for a worker's executor: one process group each, output to a
 // per-invocation log under the node's log_dir (size-capped), exit code to result or failure
 // ("ExitCode:N"), cancellation as SIGTERM then SIGKILL after a grace period.
+//
+// Heartbeats: a task reports progress by writing it to the file named by $TROUPE_PROGRESS_FILE
+// (LOG_DIR/WORKFLOW/TASK.ATTEMPT.DISPATCH.progress). Each change of the file (a rewrite with the
+// same content counts) is a heartbeat carrying its content (at most 64 KiB); the file is looked
+// at four times per heartbeat timeout, or every second without one. A new attempt finds the
+// last progress in that file and in $TROUPE_PROGRESS. A heartbeat answered "cancel requested"
+// cancels the task.
 #pragma once
 
 #include <memory>
@@ -16,6 +23,8 @@ struct ShellRunnerOptions {
   uint64_t log_cap_bytes = uint64_t{16} << 20;
   /// Between SIGTERM and SIGKILL when an invocation is cancelled. Default: 10s
   Duration cancel_grace = std::chrono::seconds(10);
+  /// Progress beyond this many bytes is cut off.
+  static constexpr size_t max_progress_bytes = 64 * 1024;
 };
 
 /// The log file of an invocation: LOG_DIR/WORKFLOW/TASK.ATTEMPT.DISPATCH.log, each part made

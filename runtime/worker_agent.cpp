@@ -39,8 +39,10 @@ kj::Duration to_kj(Duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count() * kj::MILLISECONDS;
 }
 
-/// One invocation on the worker side: waits for a slot on the local executor (which the
-/// scheduler's credit keeps free), runs, and hands every report to `on_report`.
+/// One invocation on the worker side: runs on the node's local executor and hands every
+/// report but STARTED to `on_report` (the scheduler counts the accepted runTask as the start).
+/// It asks for no slot: a worker node's executor has unlimited slots, because the scheduler's
+/// credit already bounds what it sends.
 using ReportSink = std::function<void(TaskReport)>;
 
 struct ProxyState {
@@ -51,19 +53,16 @@ actors::task_port::behavior_type invocation_proxy(actors::task_port::stateful_po
                                                   actors::executor_actor executor, actors::Invocation invocation,
                                                   ReportSink sink) {
   self->link_to(executor);  // ends with the node's executor
-  self->send(executor, actors::enqueue_atom::value, caf::actor_cast<actors::task_port>(self), int32_t{0},
-             invocation.task_list);
+  self->send(executor, actors::run_atom::value, std::move(invocation), caf::actor_cast<actors::task_port>(self));
   return {
       [=](actors::report_atom, TaskReport& report) {
-        const bool ends = report.kind != TaskReport::STARTED && report.kind != TaskReport::HEARTBEAT;
+        if (report.kind == TaskReport::STARTED) return;
+        const bool ends = report.kind != TaskReport::HEARTBEAT;
         sink(std::move(report));
         if (ends) self->quit();
       },
       [=](actors::update_atom, TaskReport&) { return true; },
-      [=](actors::grant_atom, const std::string&) {
-        self->send(executor, actors::run_atom::value, invocation, caf::actor_cast<actors::task_port>(self));
-        return true;
-      },
+      [=](actors::grant_atom, const std::string&) { return false; },
   };
 }
 
@@ -134,6 +133,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     inv.input_json = text(spec.getInput());
     auto progress = spec.getProgress();
     inv.progress.assign(reinterpret_cast<const char*>(progress.begin()), progress.size());
+    inv.heartbeat_timeout_us = int64_t{spec.getHeartbeatTimeoutMs()} * 1000;
     running_.emplace(id, Running{kj::mv(reporter), false, {}});
     std::weak_ptr<Agent> weak = weak_from_this();
     RpcThread* rpc = setup_->rpc;
@@ -309,8 +309,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     const std::string id = report.invocation_id;
     switch (report.kind) {
       case TaskReport::STARTED:
-        tasks_.add(run.reporter.startedRequest().send().ignoreResult().catch_([](kj::Exception&&) {}));
-        return;
+        return;  // the accepted runTask told the scheduler
       case TaskReport::HEARTBEAT: {
         auto request = run.reporter.heartbeatRequest();
         request.setProgress(as_data(report.payload));

@@ -63,6 +63,7 @@ struct InvocationSpec {
   }
   input @9 :Text;                    # JSON
   progress @10 :Data;                # the last progress of an earlier attempt
+  heartbeatTimeoutMs @11 :UInt32;    # the task's heartbeat timeout (0: none): report more often
 }
 
 struct Outcome {
@@ -83,6 +84,8 @@ struct FailureReport {
 interface TaskReporter {
   # One invocation's line back to the scheduler.
   started @0 () -> ();
+  # Optional: runTask's acceptance already means started, and the scheduler records the task
+  # RUNNING then. Kept for workers that start an invocation later than they accept it.
   heartbeat @1 (progress :Data) -> (cancelRequested :Bool);
   # Cancellation is learned here, as in Cadence.
   complete @2 (outcome :Outcome) -> ();
@@ -94,7 +97,8 @@ interface WorkerControl {
   getRunningTasks @0 () -> (invocationIds :List(Text));
   runTask @1 (invocation :InvocationSpec, notifySequence :UInt64, reporter :TaskReporter)
       -> (error :Common.Error);
-  # error.code none: started. A runTask older than the last notify sequence is refused.
+  # error.code none: started (the scheduler records the task RUNNING). A runTask older than the
+  # last notify sequence is refused.
   notifyIfTasksNotRunning @2 (invocationIds :List(Text), notifySequence :UInt64)
       -> (notRunning :List(Text));
   cancelTask @3 (invocationId :Text, graceMs :UInt32) -> ();

@@ -83,6 +83,7 @@ Invocation make_invocation(Self self) {
   inv.attempt = st.model.attempt;
   inv.input_json = st.model.input_json;
   inv.progress = st.model.progress;
+  if (st.task().timeouts.heartbeat) inv.heartbeat_timeout_us = st.task().timeouts.heartbeat->count();
   if (auto* handler = std::get_if<HandlerSpec>(&st.task().body)) {
     inv.handler = handler->name;
   } else {

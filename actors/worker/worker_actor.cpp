@@ -187,8 +187,12 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       [=](sent_atom, const std::string& id, uint8_t outcome, const std::string& error) {
         auto& s = self->state;
         auto it = s.given.find(id);
-        if (it == s.given.end() || outcome == 0) return;
-        if (outcome == 1) {
+        if (it == s.given.end()) return;
+        if (outcome == 0) {
+          // The worker accepted the invocation and started it: that is the task's start.
+          it->second.unsure = false;
+          self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+        } else if (outcome == 1) {
           lose(self, id, "worker " + s.setup.info.shard_id + " refused the invocation: " + error);
         } else {
           it->second.unsure = true;

@@ -17,10 +17,12 @@ using troupe::test::eventually;
 
 namespace {
 
-size_t count_files(const std::string& dir) {
+size_t count_logs(const std::string& dir) {
   if (!fs::exists(dir)) return 0;
   size_t n = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) n += entry.is_regular_file();
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    n += entry.is_regular_file() && entry.path().extension() == ".log";
+  }
   return n;
 }
 
@@ -48,7 +50,7 @@ TEST_SUITE("integration.cluster") {
     CHECK(all.substr(all.size() - 2) == "d\n");
     CHECK(all.size() == 8);
     // One log per invocation, under the log_dir of whichever worker ran it.
-    CHECK(count_files(cluster.logs("worker-a")) + count_files(cluster.logs("worker-b")) == 4);
+    CHECK(count_logs(cluster.logs("worker-a")) + count_logs(cluster.logs("worker-b")) == 4);
     std::string a_log;
     for (const auto& w : {"worker-a", "worker-b"}) {
       const std::string path = cluster.logs(w) + "/diamond-1/a.1.1.log";
@@ -101,6 +103,36 @@ TEST_SUITE("integration.cluster") {
       REQUIRE(client->start("after-restart", R"({"name": "n", "tasks": [{"name": "t", "handler": "noop"}]})") ==
               "after-restart");
       CHECK(client->result("after-restart", 30s) == "SUCCESS");
+    }
+  }
+
+  TEST_CASE("shell tasks heartbeat by writing their progress file") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 4}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = connect(cluster.port);
+
+    SUBCASE("progress written more often than the heartbeat timeout keeps a long task alive") {
+      REQUIRE(client->start("beating", R"({"name": "b", "tasks": [{"name": "t",
+          "shell": {"command": ["sh", "-c", "for i in 1 2 3 4 5 6 7 8; do echo step-$i > \"$TROUPE_PROGRESS_FILE\"; sleep 0.2; done"]},
+          "timeouts": {"heartbeat": "700ms", "scheduleToClose": "1m"}, "retry": {"maximumAttempts": 1}}]})") == "beating");
+      CHECK(client->result("beating", 30s) == "SUCCESS");
+    }
+    SUBCASE("a task that stays silent past its heartbeat timeout fails with Timeout:heartbeat") {
+      REQUIRE(client->start("silent", R"({"name": "s", "tasks": [{"name": "t",
+          "shell": {"command": ["sleep", "5"]},
+          "timeouts": {"heartbeat": "700ms", "scheduleToClose": "1m"}, "retry": {"maximumAttempts": 1}}]})") == "silent");
+      const auto outcome = client->result("silent", 30s);
+      CHECK(outcome.rfind("FAILED", 0) == 0);
+      CHECK(outcome.find("Timeout:heartbeat") != std::string::npos);
+    }
+    SUBCASE("the next attempt starts from the last attempt's progress") {
+      REQUIRE(client->start("resumed", R"({"name": "r", "tasks": [{"name": "t",
+          "shell": {"command": ["sh", "-c", "if [ $TROUPE_ATTEMPT = 1 ]; then echo -n step-7 > \"$TROUPE_PROGRESS_FILE\"; exit 1; fi; test \"$TROUPE_PROGRESS\" = step-7 && test \"$(cat $TROUPE_PROGRESS_FILE)\" = step-7"]},
+          "retry": {"initialInterval": "50ms", "maximumAttempts": 2}}]})") == "resumed");
+      CHECK(client->result("resumed", 30s) == "SUCCESS");
     }
   }
 }
