@@ -236,8 +236,14 @@ class Agent : public std::enable_shared_from_this<Agent> {
     auto self = shared_from_this();
     return request.send().then([self, sent](auto response) -> kj::Promise<void> {
       if (response.hasError() && response.getError().getCode() != schema::ErrorCode::NONE) {
-        std::cerr << "worker " << self->setup_->node.name << ": registration refused: "
-                  << response.getError().getMessage().cStr() << " (retrying)\n";
+        // Said once per reason: a second node started with a taken name retries every interval
+        // (it takes over once the other instance is declared dead) and would flood its log.
+        std::string refusal = text(response.getError().getMessage());
+        if (refusal != self->last_refusal_) {
+          std::cerr << "worker " << self->setup_->node.name << ": registration refused: " << refusal
+                    << " (retrying every " << format_duration(self->timeouts_.heartbeat_interval) << ")\n";
+          self->last_refusal_ = std::move(refusal);
+        }
         self->connection_ = nullptr;
         return self->io_.provider->getTimer().afterDelay(to_kj(self->timeouts_.heartbeat_interval))
             .then([self] { self->connect(); });
@@ -251,6 +257,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
       self->last_acked_send_ = sent;
       self->ever_registered_ = true;
       self->reported_unreachable_ = false;
+      self->last_refusal_.clear();
       std::cerr << "worker " << self->setup_->node.name << ": registered with the scheduler at "
                 << self->setup_->node.scheduler_address.to_string()
                 << (registration.getStartClean() ? " (replacing an earlier instance)" : "") << "\n";
@@ -404,6 +411,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   bool dying_ = false;
   uint64_t last_notify_sequence_ = 0;
   uint64_t heartbeat_generation_ = 0;
+  std::string last_refusal_;  ///< the registration refusal last logged
   std::map<std::string, Running> running_;
 };
 
