@@ -2,8 +2,10 @@
 // into a stderr line and an exit code (0 ok, 1 failed, 2 usage or input error).
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,10 +13,12 @@
 #include "actors/task/task_machine.hpp"
 #include "actors/worker/health_machine.hpp"
 #include "actors/workflow/workflow_machine.hpp"
+#include "runtime/config/cluster_config.hpp"
 #include "tools/troupe/args.hpp"
 #include "tools/troupe/bench_cluster.hpp"
 #include "tools/troupe/bench_inprocess.hpp"
 #include "tools/troupe/bench_store.hpp"
+#include "tools/troupe/local_cluster.hpp"
 #include "tools/troupe/node_process.hpp"
 #include "tools/troupe/version.hpp"
 
@@ -47,6 +51,18 @@ commands:
   bench idle    the IDLE workload in-process: A workflows whose task sleeps 10 minutes;
                 RSS per running workflow and start rate
                   --workflows A (100000)  --dir DIR  --sync BOOL
+  up CLUSTER.toml [--node NAME ...]
+                starts the nodes of a cluster config on this machine, each a detached
+                troupe-node (schedulers first, awaited until they accept connections); their
+                pid files and logs go to .troupe-run/CLUSTER/ beside the config. Nodes already
+                running are left alone. Exit 0 all up, 1 a node did not come up (its log's end
+                is printed), 2 a bad config or usage
+                  --node NAME        only this node (repeatable)
+                  --timeout D        how long a node may take to come up (default 30s)
+                  --node-binary F    troupe-node to run (default: the one beside troupe)
+  down CLUSTER.toml [--node NAME ...] [--grace D]
+                stops the nodes troupe up started, workers first: SIGTERM, then SIGKILL after
+                the grace (default 10s); removes their pid files. Exit 0 when all are stopped
   describe states [--format markdown|dot]
                 the workflow, task and worker health state machines: every transition with
                 its actions (Markdown, the default) or as Graphviz graphs (dot)
@@ -218,6 +234,82 @@ int describe_states(const Args& args) {
   return 0;
 }
 
+/// Every `--node NAME` (or `--node=NAME`) in `words`: the option may be repeated, and Args
+/// keeps only the last value of an option.
+std::vector<std::string> node_names(const std::vector<std::string>& words) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "--node" && i + 1 < words.size()) names.push_back(words[++i]);
+    if (words[i].starts_with("--node=")) names.push_back(words[i].substr(7));
+  }
+  return names;
+}
+
+/// The cluster config named by the command's one argument, and its absolute path (which
+/// identifies the nodes started from it); nullopt once the problem is printed.
+std::optional<std::pair<runtime::ClusterConfig, std::string>> cluster_argument(const Args& args,
+                                                                               const std::string& command) {
+  if (args.positionals().size() != 1) {
+    usage_error(command + " takes one cluster config: troupe " + command + " CLUSTER.toml");
+    return std::nullopt;
+  }
+  auto config = runtime::load_cluster_config(args.positionals()[0]);
+  if (!config) {
+    std::cerr << config.error().message << "\n";
+    return std::nullopt;
+  }
+  std::error_code ec;
+  auto path = std::filesystem::canonical(args.positionals()[0], ec);
+  if (ec) path = std::filesystem::absolute(args.positionals()[0]);
+  return std::pair{std::move(*config), path.string()};
+}
+
+Result<Duration> duration_option(const Args& args, const std::string& name, Duration fallback) {
+  auto text = args.get(name);
+  if (!text) return fallback;
+  auto parsed = parse_duration(*text);
+  if (!parsed) return fail(Errc::INVALID_ARGUMENT, "--" + name + ": " + parsed.error().message);
+  return parsed;
+}
+
+int cluster_up(const Args& args, const std::vector<std::string>& words) {
+  if (auto known = args.only({"node", "timeout", "node-binary"}); !known) return usage_error(known.error().message);
+  auto cluster = cluster_argument(args, "up");
+  if (!cluster) return 2;
+  UpOptions options;
+  options.config_path = cluster->second;
+  options.nodes = node_names(words);
+  auto timeout = duration_option(args, "timeout", options.ready_timeout);
+  if (!timeout) return usage_error(timeout.error().message);
+  options.ready_timeout = *timeout;
+  options.node_binary = args.get("node-binary").value_or(executable_directory() + "/troupe-node");
+  if (::access(options.node_binary.c_str(), X_OK) != 0) {
+    return usage_error("no troupe-node at '" + options.node_binary + "'; name it with --node-binary");
+  }
+  auto reports = up_local_cluster(cluster->first, options);
+  if (!reports) return failed(reports.error());
+  print_node_table(*reports, std::cout);
+  const bool all_up = std::all_of(reports->begin(), reports->end(), [](const NodeReport& r) { return r.ok; });
+  return all_up ? 0 : 1;
+}
+
+int cluster_down(const Args& args, const std::vector<std::string>& words) {
+  if (auto known = args.only({"node", "grace"}); !known) return usage_error(known.error().message);
+  auto cluster = cluster_argument(args, "down");
+  if (!cluster) return 2;
+  DownOptions options;
+  options.config_path = cluster->second;
+  options.nodes = node_names(words);
+  auto grace = duration_option(args, "grace", options.grace);
+  if (!grace) return usage_error(grace.error().message);
+  options.grace = *grace;
+  auto reports = down_local_cluster(cluster->first, options);
+  if (!reports) return failed(reports.error());
+  print_node_table(*reports, std::cout);
+  const bool all_down = std::all_of(reports->begin(), reports->end(), [](const NodeReport& r) { return r.ok; });
+  return all_down ? 0 : 1;
+}
+
 int run(const std::vector<std::string>& words) {
   if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
     std::cout << usage;
@@ -230,6 +322,8 @@ int run(const std::vector<std::string>& words) {
     std::cout << "troupe " << git_revision() << " (" << build_type() << ")\n";
     return 0;
   }
+  if (command == "up") return cluster_up(*args, words);
+  if (command == "down") return cluster_down(*args, words);
   if (command == "describe") {
     const auto& rest = args->positionals();
     if (rest.size() == 1 && rest[0] == "states") return describe_states(*args);
