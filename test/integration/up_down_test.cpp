@@ -1,0 +1,278 @@
+// troupe up / troupe down as a user runs them: the troupe CLI ($TROUPE_CLI) on a config with a
+// free 127.0.0.1 port, its nodes found through their pid files and /proc, the example
+// workflows run on them through the Gateway. Whatever a test started is killed by pid at its
+// end, pass or fail.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "test/support/child_process.hpp"
+#include "test/support/cluster.hpp"
+#include "test/support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using troupe::test::ChildProcess;
+using troupe::test::TempDir;
+
+namespace {
+
+const std::vector<std::string> node_names = {"scheduler", "worker-a", "worker-b"};
+
+std::string cli_binary() {
+  const char* path = std::getenv("TROUPE_CLI");
+  if (path == nullptr || *path == '\0') throw std::runtime_error("TROUPE_CLI must name the troupe binary");
+  return path;
+}
+
+std::string examples_dir() {
+  const char* dir = std::getenv("TROUPE_EXAMPLES");
+  if (dir == nullptr || *dir == '\0') throw std::runtime_error("TROUPE_EXAMPLES must name the examples folder");
+  return dir;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> command_line(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+  return argv;
+}
+
+/// The pids of the troupe-node processes running with `--config config` (zombies have no
+/// command line, so exited ones are not counted).
+std::set<pid_t> nodes_of(const std::string& config) {
+  std::set<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    const auto argv = command_line(pid);
+    if (argv.size() >= 3 && fs::path(argv[0]).filename() == "troupe-node" && argv[1] == "--config" &&
+        argv[2] == config) {
+      pids.insert(pid);
+    }
+  }
+  return pids;
+}
+
+/// A cluster config in a fresh directory: a scheduler on a free port and two workers, one of
+/// them serving the examples' "io" task list. Its nodes are killed by pid when it goes away.
+struct LocalCluster {
+  LocalCluster() { write_config(); }
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  ~LocalCluster() {
+    // Whatever the test left running: found by command line, so a node whose pid file the
+    // test never saw is stopped too.
+    for (pid_t pid : nodes_of(config)) ::kill(pid, SIGKILL);
+  }
+
+  void write_config() const {
+    const std::string address = "\"127.0.0.1:" + std::to_string(port) + "\"";
+    std::ofstream(config) << "[cluster]\nname = \"updown\"\n\n"
+                          << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = " << address
+                          << "\ndata_dir = \"data\"\nsync = false\n\n"
+                          << "[[node]]\nname = \"worker-a\"\nroles = [\"worker\"]\nscheduler = " << address
+                          << "\ntask_lists = { default = 2 }\n\n"
+                          << "[[node]]\nname = \"worker-b\"\nroles = [\"worker\"]\nscheduler = " << address
+                          << "\ntask_lists = { default = 2, io = 1 }\n";
+  }
+
+  std::string pid_file(const std::string& node) const { return run_dir + "/" + node + ".pid"; }
+
+  /// The pid in `node`'s pid file, or -1 when there is none.
+  pid_t pid_of(const std::string& node) const {
+    std::ifstream in(pid_file(node));
+    pid_t pid = -1;
+    if (!(in >> pid)) return -1;
+    return pid;
+  }
+
+  TempDir dir;
+  uint16_t port = troupe::test::free_port();
+  // canonical: the nodes get the config's real path, and /tmp may be a symlink.
+  std::string config = (fs::canonical(dir.path()) / "cluster.toml").string();
+  std::string run_dir = (fs::canonical(dir.path()) / ".troupe-run" / "updown").string();
+};
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+/// Runs `troupe ARGS...` to its end and returns its exit code and output.
+Outcome troupe_cli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", cli_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess child(argv);
+  Outcome outcome;
+  outcome.output = troupe::test::read_output(child, 90s);
+  const int status = child.wait();
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return outcome;
+}
+
+bool alive(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  return !command_line(pid).empty();  // a zombie has none
+}
+
+/// The logs of every invocation of `task` under `dir` (a worker's LOG_DIR/WORKFLOW), joined.
+std::string task_logs(const std::string& dir, const std::string& task) {
+  std::string text;
+  if (!fs::is_directory(dir)) return text;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().starts_with(task + ".")) text += read_file(entry.path().string());
+  }
+  return text;
+}
+
+/// Runs the example workflow `name` to its end; returns its final state.
+std::string run_example(troupe::test::Client& client, const std::string& name) {
+  const std::string definition = read_file(examples_dir() + "/workflows/" + name + ".json");
+  REQUIRE(!definition.empty());
+  const std::string id = "example-" + name;
+  REQUIRE(client.start(id, definition) == id);
+  return client.result(id, 60s);
+}
+
+}  // namespace
+
+TEST_SUITE("integration.up_down") {
+  TEST_CASE("troupe up starts every node detached, runs the examples, and troupe down stops them all") {
+    LocalCluster cluster;
+    const auto up = troupe_cli({"up", cluster.config});
+    INFO(up.output);
+    REQUIRE(up.exit_code == 0);
+
+    std::set<pid_t> pids;
+    for (const auto& node : node_names) {
+      CAPTURE(node);
+      const pid_t pid = cluster.pid_of(node);
+      REQUIRE(pid > 0);
+      CHECK(alive(pid));
+      CHECK(::getsid(pid) == pid);  // a session of its own: a Ctrl-C in the terminal does not reach it
+      const auto argv = command_line(pid);
+      REQUIRE(argv.size() == 5);
+      CHECK(argv[4] == node);
+      CHECK(fs::exists(cluster.run_dir + "/" + node + ".log"));
+      CHECK(up.output.find(node) != std::string::npos);
+      pids.insert(pid);
+    }
+    CHECK(nodes_of(cluster.config) == pids);
+
+    SUBCASE("the scheduler runs the example workflows on the workers") {
+      auto client = troupe::test::connect(cluster.port);
+      CHECK(run_example(*client, "diamond") == "SUCCESS");
+      CHECK(run_example(*client, "fanout") == "SUCCESS");
+      CHECK(run_example(*client, "retry-heartbeat") == "SUCCESS");
+      // Only worker-b serves the io task list.
+      CHECK(task_logs(cluster.dir.path() + "/logs/worker-b/example-diamond", "right")
+                .find("right: on the io task list") != std::string::npos);
+    }
+
+    SUBCASE("troupe up again reports them running and starts nothing") {
+      const auto again = troupe_cli({"up", cluster.config});
+      INFO(again.output);
+      CHECK(again.exit_code == 0);
+      CHECK(again.output.find("already running") != std::string::npos);
+      CHECK(again.output.find("started") == std::string::npos);
+      CHECK(nodes_of(cluster.config) == pids);
+      for (const auto& node : node_names) CHECK(pids.count(cluster.pid_of(node)) == 1);
+    }
+
+    const auto down = troupe_cli({"down", cluster.config});
+    INFO(down.output);
+    CHECK(down.exit_code == 0);
+    for (pid_t pid : pids) CHECK_FALSE(alive(pid));
+    for (const auto& node : node_names) CHECK_FALSE(fs::exists(cluster.pid_file(node)));
+    CHECK(nodes_of(cluster.config).empty());
+
+    const auto down_again = troupe_cli({"down", cluster.config});
+    CHECK(down_again.exit_code == 0);
+    CHECK(down_again.output.find("not running") != std::string::npos);
+  }
+
+  TEST_CASE("a stale pid file is replaced by troupe up and removed by troupe down") {
+    LocalCluster cluster;
+    fs::create_directories(cluster.run_dir);
+    // A pid file naming a live process that is not the node (this test) must not stop up or
+    // get that process signalled; one naming no number is stale as well.
+    std::ofstream(cluster.pid_file("scheduler")) << ::getpid() << "\n";
+    std::ofstream(cluster.pid_file("worker-a")) << "not a pid\n";
+
+    const auto up = troupe_cli({"up", cluster.config, "--node", "scheduler"});
+    INFO(up.output);
+    CHECK(up.exit_code == 0);
+    CHECK(up.output.find("replaced a stale pid file naming pid " + std::to_string(::getpid())) != std::string::npos);
+    const pid_t scheduler = cluster.pid_of("scheduler");
+    CHECK(scheduler != ::getpid());
+    CHECK(alive(scheduler));
+    CHECK(nodes_of(cluster.config) == std::set<pid_t>{scheduler});
+
+    const auto down = troupe_cli({"down", cluster.config});
+    INFO(down.output);
+    CHECK(down.exit_code == 0);
+    CHECK(down.output.find("removed a stale pid file") != std::string::npos);
+    CHECK_FALSE(alive(scheduler));
+    CHECK_FALSE(fs::exists(cluster.pid_file("scheduler")));
+    CHECK_FALSE(fs::exists(cluster.pid_file("worker-a")));
+  }
+
+  TEST_CASE("a node that exits during startup fails troupe up with the end of its log") {
+    LocalCluster cluster;
+    std::ofstream(cluster.dir.path() + "/data") << "a file where the scheduler's data directory should be\n";
+    const auto up = troupe_cli({"up", cluster.config});
+    INFO(up.output);
+    CHECK(up.exit_code == 1);
+    CHECK(up.output.find("during startup") != std::string::npos);
+    CHECK(up.output.find("scheduler logged") != std::string::npos);
+    CHECK(up.output.find("not started: a scheduler did not come up") != std::string::npos);
+    CHECK_FALSE(fs::exists(cluster.pid_file("scheduler")));
+    CHECK(nodes_of(cluster.config).empty());
+  }
+
+  TEST_CASE("a config error or an unknown node exits 2 and starts nothing") {
+    LocalCluster cluster;
+    SUBCASE("an unknown key") {
+      std::ofstream(cluster.config, std::ios::app) << "colour = \"blue\"\n";
+      const auto up = troupe_cli({"up", cluster.config});
+      INFO(up.output);
+      CHECK(up.exit_code == 2);
+      CHECK(up.output.find("colour: unknown key") != std::string::npos);
+    }
+    SUBCASE("a node the config does not have") {
+      const auto up = troupe_cli({"up", cluster.config, "--node", "worker-z"});
+      INFO(up.output);
+      CHECK(up.exit_code == 2);
+      CHECK(up.output.find("worker-z") != std::string::npos);
+    }
+    SUBCASE("no config") {
+      CHECK(troupe_cli({"up"}).exit_code == 2);
+      CHECK(troupe_cli({"down", cluster.dir.path() + "/missing.toml"}).exit_code == 2);
+    }
+    CHECK_FALSE(fs::exists(cluster.run_dir));
+    CHECK(nodes_of(cluster.config).empty());
+  }
+}
