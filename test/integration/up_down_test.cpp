@@ -240,6 +240,23 @@ TEST_SUITE("integration.up_down") {
     CHECK_FALSE(fs::exists(cluster.pid_file("worker-a")));
   }
 
+  TEST_CASE("a node still running after the grace is killed") {
+    LocalCluster cluster;
+    const auto up = troupe_cli({"up", cluster.config, "--node", "scheduler"});
+    INFO(up.output);
+    REQUIRE(up.exit_code == 0);
+    const pid_t scheduler = cluster.pid_of("scheduler");
+    REQUIRE(alive(scheduler));
+    // A stopped process holds SIGTERM pending until it continues; SIGKILL ends it all the same.
+    REQUIRE(::kill(scheduler, SIGSTOP) == 0);
+    const auto down = troupe_cli({"down", cluster.config, "--grace", "300ms"});
+    INFO(down.output);
+    CHECK(down.exit_code == 0);
+    CHECK(down.output.find("killed (SIGKILL: still running 300ms after SIGTERM)") != std::string::npos);
+    CHECK_FALSE(alive(scheduler));
+    CHECK_FALSE(fs::exists(cluster.pid_file("scheduler")));
+  }
+
   TEST_CASE("a node that exits during startup fails troupe up with the end of its log") {
     LocalCluster cluster;
     std::ofstream(cluster.dir.path() + "/data") << "a file where the scheduler's data directory should be\n";
