@@ -82,6 +82,9 @@ using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 using associate_atom = caf::atom_constant<caf::atom("associate")>;
 using notify_atom = caf::atom_constant<caf::atom("notify")>;
 using sent_atom = caf::atom_constant<caf::atom("sent")>;
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
+using claim_atom = caf::atom_constant<caf::atom("claim")>;
+using recovered_atom = caf::atom_constant<caf::atom("recovered")>;
 
 // --- errors -------------------------------------------------------------------------------
 

@@ -33,6 +33,9 @@ using executor_actor = caf::typed_actor<
     caf::reacts_to<run_atom, Invocation, task_port>,
     // from a task: cancel the invocation
     caf::reacts_to<cancel_atom, std::string /* invocation id */, std::string /* executor */>,
+    // from a task revived after a scheduler restart: this invocation was on `executor` when
+    // the scheduler stopped; take it back if it still runs there, else report it LOST
+    caf::reacts_to<adopt_atom, Invocation, task_port>,
     // from the executor's own handler contexts
     caf::reacts_to<report_atom, TaskReport>,
     caf::reacts_to<wake_atom, uint64_t /* timer */>>;

@@ -171,6 +171,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     self->request(scheduler->directory, caf::infinite, actors::revive_atom::value)
         .receive([&](uint64_t revived) {
                    if (revived > 0) std::cerr << "troupe-node " << node.name << ": resumed " << revived << " open workflows\n";
+                   self->send(scheduler->dispatcher, actors::recovered_atom::value, revived);
                  },
                  [&](const caf::error& e) {
                    std::cerr << "troupe-node " << node.name << ": recovery failed: " << actors::from_caf(e).message << "\n";

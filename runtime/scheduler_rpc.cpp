@@ -223,6 +223,22 @@ class WorkerSessionImpl final : public schema::WorkerSession::Server {
     });
   }
 
+  kj::Promise<void> taskHeartbeat(TaskHeartbeatContext context) override {
+    auto params = context.getParams();
+    auto b = bridge<bool>();
+    caf::anon_send(worker_, actors::report_atom::value,
+                   TaskReport{text(params.getInvocationId()), TaskReport::HEARTBEAT, bytes(params.getProgress()), {},
+                              {}, false},
+                   Reply<bool>{b.resolve});
+    return b.promise.then([context](Result<bool> r) mutable {
+      if (r) {
+        context.getResults().setCancelRequested(*r);
+      } else {
+        set_error(context.getResults().initError(), r.error());
+      }
+    });
+  }
+
  private:
   actors::worker_actor worker_;
 };

@@ -134,7 +134,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     auto progress = spec.getProgress();
     inv.progress.assign(reinterpret_cast<const char*>(progress.begin()), progress.size());
     inv.heartbeat_timeout_us = int64_t{spec.getHeartbeatTimeoutMs()} * 1000;
-    running_.emplace(id, Running{kj::mv(reporter), false, {}});
+    running_.emplace(id, Running{kj::mv(reporter), false, {}, false});
     std::weak_ptr<Agent> weak = weak_from_this();
     RpcThread* rpc = setup_->rpc;
     ReportSink sink = [weak, rpc](TaskReport report) {
@@ -166,6 +166,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     schema::TaskReporter::Client reporter;
     bool ended = false;
     TaskReport outcome;
+    bool reporter_lost = false;  ///< heartbeats go through the session
   };
   struct Connection {
     kj::Own<kj::AsyncIoStream> stream;
@@ -317,21 +318,50 @@ class Agent : public std::enable_shared_from_this<Agent> {
     switch (report.kind) {
       case TaskReport::STARTED:
         return;  // the accepted runTask told the scheduler
-      case TaskReport::HEARTBEAT: {
-        auto request = run.reporter.heartbeatRequest();
-        request.setProgress(as_data(report.payload));
-        auto self = shared_from_this();
-        tasks_.add(request.send().then(
-            [self, id](auto response) {
-              if (response.getCancelRequested()) self->cancel(id);
-            },
-            [](kj::Exception&&) {}));
+      case TaskReport::HEARTBEAT:
+        if (run.reporter_lost) {
+          heartbeat_through_session(id, report.payload);
+          return;
+        }
+        {
+          auto request = run.reporter.heartbeatRequest();
+          request.setProgress(as_data(report.payload));
+          auto self = shared_from_this();
+          tasks_.add(request.send().then(
+              [self, id](auto response) {
+                if (response.getCancelRequested()) self->cancel(id);
+              },
+              [self, id, progress = report.payload](kj::Exception&&) {
+                // The reporter went with its connection (the scheduler restarted, or the link
+                // broke): this and later heartbeats go through the current session.
+                auto it = self->running_.find(id);
+                if (it == self->running_.end()) return;
+                it->second.reporter_lost = true;
+                self->heartbeat_through_session(id, progress);
+              }));
+        }
         return;
-      }
       default:
         run.ended = true;
         run.outcome = std::move(report);
         deliver(id);
+    }
+  }
+
+  /// A heartbeat whose reporter is gone; lost if there is no session right now (the next one
+  /// carries the progress again).
+  void heartbeat_through_session(const std::string& id, const std::string& progress) {
+    if (connection_.get() == nullptr) return;
+    KJ_IF_MAYBE(session, connection_->session) {
+      auto request = session->taskHeartbeatRequest();
+      request.setInvocationId(id);
+      request.setProgress(as_data(progress));
+      auto self = shared_from_this();
+      tasks_.add(request.send().then(
+          [self, id](auto response) {
+            if (response.getCancelRequested()) self->cancel(id);
+          },
+          [](kj::Exception&&) {}));
     }
   }
 
@@ -363,7 +393,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
     };
     auto request = it->second.reporter.completeRequest();
     fill(request.initOutcome(), it->second.outcome);
-    tasks_.add(request.send().then([acknowledged](auto) { acknowledged(); }, retry));
+    // Moved in: kj's then() keeps an lvalue handler by reference, which would dangle.
+    tasks_.add(request.send().then([acknowledged](auto) { acknowledged(); }, kj::mv(retry)));
   }
 
   void deliver_through_session(const std::string& id) {
@@ -383,8 +414,13 @@ class Agent : public std::enable_shared_from_this<Agent> {
       request.setInvocationId(id);
       fill(request.initOutcome(), it->second.outcome);
       tasks_.add(request.send().then(
-          [self, id](auto response) {
-            if (response.hasError() && response.getError().getCode() != schema::ErrorCode::NONE) {
+          [self, id, again](auto response) {
+            const auto code = response.hasError() ? response.getError().getCode() : schema::ErrorCode::NONE;
+            if (code == schema::ErrorCode::UNAVAILABLE) {
+              again();  // the scheduler is recovering and has not taken the invocation back yet
+              return;
+            }
+            if (code != schema::ErrorCode::NONE) {
               std::cerr << "worker " << self->setup_->node.name << ": the scheduler refused the outcome of " << id
                         << ": " << response.getError().getMessage().cStr() << "\n";
             }

@@ -112,6 +112,9 @@ interface WorkerSession {
   updateStatus @1 (invocationId :Text, outcome :Outcome) -> (error :Common.Error);
   # For a finished invocation whose reporter was lost. Returns once durable; an invocation
   # this worker was not given is refused.
+  taskHeartbeat @2 (invocationId :Text, progress :Data) -> (cancelRequested :Bool, error :Common.Error);
+  # TaskReporter.heartbeat for an invocation whose reporter was lost (the scheduler restarted
+  # and took the invocation back); refused for an invocation this worker was not given.
 }
 
 struct Registration {

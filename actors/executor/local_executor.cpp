@@ -236,6 +236,12 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
             },
             context, handler, self->state.handlers);
       },
+      [=](adopt_atom, const Invocation& invocation, const task_port& task) {
+        // Its invocations ran in this process's threads: none survived the restart.
+        self->send(task, report_atom::value,
+                   TaskReport{invocation.invocation_id, TaskReport::LOST, {}, "Failover",
+                              "the process that ran it restarted", false});
+      },
       [=](cancel_atom, const std::string& id, const std::string&) {
         auto it = self->state.running.find(id);
         if (it != self->state.running.end()) it->second.context->request_cancel();

@@ -83,6 +83,15 @@ bool CreditPool::assign_to(std::string_view id, TimePoint now) {
   return true;
 }
 
+bool CreditPool::claim(std::string_view id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return false;
+  unrank(*it);
+  ++it->second.credit.in_use;
+  rank(*it);
+  return true;
+}
+
 bool CreditPool::release(std::string_view id) {
   auto it = workers_.find(id);
   if (it == workers_.end() || it->second.credit.in_use == 0) return false;

@@ -58,6 +58,10 @@ class CreditPool {
   /// The same for one given worker (a task pinned to it, e.g. in a session). False, taking
   /// nothing, if it is unknown, has no free slot, or either bucket is empty.
   [[nodiscard]] bool assign_to(std::string_view id, TimePoint now);
+  /// Takes a slot on `id` for an invocation it already runs (one the scheduler takes back after a
+  /// restart): no tokens, and beyond its slots if need be, since the invocation runs whatever
+  /// the count says. False if `id` is unknown.
+  [[nodiscard]] bool claim(std::string_view id);
   /// Gives back one slot of `id`. False if `id` is unknown or has no slot in use.
   [[nodiscard]] bool release(std::string_view id);
 

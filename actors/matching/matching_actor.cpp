@@ -120,6 +120,9 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
       [=](release_atom, const std::string& shard) {
         if (from_holder(self, shard)) release(self, shard);
       },
+      [=](claim_atom, const std::string& shard) {
+        if (from_holder(self, shard)) (void)self->state.credit.claim(shard);
+      },
       [=](wake_atom, uint64_t generation) {
         if (generation != self->state.wake_generation) return;
         self->state.wake_armed = false;

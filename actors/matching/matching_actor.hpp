@@ -28,6 +28,9 @@ using matching_actor = caf::typed_actor<
     caf::reacts_to<leave_atom, std::string /* shard */>,
     // from a worker actor: one of its invocations of this list ended
     caf::reacts_to<release_atom, std::string /* shard */>,
+    // from a worker actor: it took back an invocation it runs (after a scheduler restart),
+    // which holds a slot until released like any other
+    caf::reacts_to<claim_atom, std::string /* shard */>,
     // its own timer: the rate limit allows the next grant
     caf::reacts_to<wake_atom, uint64_t /* generation */>>;
 

@@ -6,6 +6,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "schema/duration.hpp"
+
 namespace troupe::actors {
 namespace {
 
@@ -14,6 +16,9 @@ struct DispatcherState {
   DispatcherOptions options;
   std::map<std::string, matching_actor> matchers;
   std::map<std::string, worker_actor> workers;  ///< the live instance of each shard
+  /// Invocations revived tasks want back, by the shard that ran them, until it registers.
+  std::map<std::string, std::vector<std::pair<Invocation, task_port>>> adoptions;
+  caf::actor_clock::time_point recovery_ends;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -41,12 +46,24 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.link = std::move(link);
   setup.timeouts = st.options.timeouts;
   setup.cancel_grace = st.options.cancel_grace;
+  setup.orphans_kept_until = st.recovery_ends;
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));
   self->monitor(worker);
   self->link_to(worker);  // a stopping scheduler stops its worker actors too
   st.workers[shard] = worker;
+  if (auto waiting = st.adoptions.find(shard); waiting != st.adoptions.end()) {
+    for (auto& [invocation, task] : waiting->second) {
+      self->send(worker, adopt_atom::value, std::move(invocation), std::move(task));
+    }
+    st.adoptions.erase(waiting);
+  }
   return worker;
+}
+
+void report_lost(Self self, const Invocation& invocation, const task_port& task, const std::string& why) {
+  self->send(task, report_atom::value,
+             TaskReport{invocation.invocation_id, TaskReport::LOST, {}, "Failover", why, false});
 }
 
 std::string health_name(uint8_t health) {
@@ -55,6 +72,7 @@ std::string health_name(uint8_t health) {
 
 dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options) {
   self->state.options = std::move(options);
+  self->state.recovery_ends = self->clock().now() + self->state.options.recovery_window;
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& workers = self->state.workers;
     for (auto it = workers.begin(); it != workers.end(); ++it) {
@@ -75,9 +93,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       [=](run_atom, Invocation& invocation, task_port task) {
         auto it = self->state.workers.find(invocation.executor);
         if (it == self->state.workers.end()) {
-          self->send(task, report_atom::value,
-                     TaskReport{invocation.invocation_id, TaskReport::LOST, {}, "Failover",
-                                "worker " + invocation.executor + " is gone", false});
+          report_lost(self, invocation, task, "worker " + invocation.executor + " is gone");
           return;
         }
         self->send(it->second, run_atom::value, std::move(invocation), std::move(task));
@@ -85,6 +101,48 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       [=](cancel_atom, const std::string& id, const std::string& executor) {
         auto it = self->state.workers.find(executor);
         if (it != self->state.workers.end()) self->send(it->second, cancel_atom::value, id, executor);
+      },
+      [=](adopt_atom, Invocation& invocation, task_port task) {
+        auto& st = self->state;
+        if (auto it = st.workers.find(invocation.executor); it != st.workers.end()) {
+          self->send(it->second, adopt_atom::value, std::move(invocation), std::move(task));
+          return;
+        }
+        const auto now = self->clock().now();
+        if (now >= st.recovery_ends) {
+          report_lost(self, invocation, task,
+                      "worker " + invocation.executor + " did not register again after the scheduler restarted");
+          return;
+        }
+        auto& waiting = st.adoptions[invocation.executor];
+        if (waiting.empty()) self->delayed_send(self, st.recovery_ends - now, timeout_atom::value, invocation.executor);
+        waiting.emplace_back(std::move(invocation), std::move(task));
+      },
+      [=](timeout_atom, const std::string& shard) {
+        auto& st = self->state;
+        auto waiting = st.adoptions.find(shard);
+        if (waiting == st.adoptions.end()) return;
+        if (const auto now = self->clock().now(); now < st.recovery_ends) {
+          self->delayed_send(self, st.recovery_ends - now, timeout_atom::value, shard);  // extended
+          return;
+        }
+        for (const auto& [invocation, task] : waiting->second) {
+          report_lost(self, invocation, task,
+                      "worker " + shard + " did not register again within " +
+                          format_duration(st.options.recovery_window) + " of the scheduler's restart");
+        }
+        st.adoptions.erase(waiting);
+      },
+      [=](recovered_atom, uint64_t revived) {
+        auto& st = self->state;
+        const auto now = self->clock().now();
+        st.recovery_ends = revived == 0 ? now : now + st.options.recovery_window;
+        const int64_t remaining_us =
+            std::chrono::duration_cast<std::chrono::microseconds>(st.recovery_ends - now).count();
+        for (const auto& [shard, worker] : st.workers) self->send(worker, recovered_atom::value, remaining_us);
+        if (revived == 0) {
+          for (const auto& [shard, waiting] : st.adoptions) self->send(self, timeout_atom::value, shard);
+        }
       },
       [=](report_atom, const TaskReport&) {},
       [=](wake_atom, uint64_t) {},

@@ -1,7 +1,8 @@
 // The scheduler's executor: where task actors send their invocations when workers run them.
 // Routes a task's enqueue to the matching actor of its task list (spawned on first use) and
 // its run and cancel to the worker actor of the shard that granted the slot; registers
-// workers (Bistro's rules for a shard id already held).
+// workers (Bistro's rules for a shard id already held). After a restart it hands the
+// invocations revived tasks were running to their workers' actors as those register again.
 #pragma once
 
 #include <map>
@@ -24,7 +25,13 @@ struct RegistrationOutcome {
 
 using dispatcher_actor = executor_actor::extend<
     // from RPC: a worker registers (info, link); the reply is the outcome or why it was refused
-    caf::reacts_to<register_atom, WorkerInfo, std::shared_ptr<WorkerLink>, Reply<RegistrationOutcome>>>;
+    caf::reacts_to<register_atom, WorkerInfo, std::shared_ptr<WorkerLink>, Reply<RegistrationOutcome>>,
+    // its own timer: the recovery window closed for adoptions waiting on this shard
+    caf::reacts_to<timeout_atom, std::string /* shard */>,
+    // from the node: the open workflows are revived (how many). None: the recovery window
+    // closes now; some: it stays open for `recovery_window` from now, for their tasks to
+    // adopt what their workers run
+    caf::reacts_to<recovered_atom, uint64_t>>;
 
 struct DispatcherOptions {
   HealthTimeouts timeouts;
@@ -35,6 +42,12 @@ struct DispatcherOptions {
   /// Per-worker rate limits by shard id (tasks/s); absent: unlimited.
   std::map<std::string, double> worker_rates;
   Duration cancel_grace = std::chrono::seconds(10);
+  /// After a restart, how long the scheduler waits for the workers that ran its revived
+  /// invocations to register again: an invocation whose shard has not come back by then fails
+  /// over, and an invocation a worker runs that no revived task claims is cancelled only after
+  /// it (its task may not have been revived yet). It counts from the start, and again from
+  /// the end of the revival if that found open workflows; it closes at once if it found none.
+  Duration recovery_window = std::chrono::seconds(10);
 };
 
 dispatcher_actor spawn_dispatcher(caf::actor_system& system, DispatcherOptions options);

@@ -442,8 +442,18 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
             break;
           case TaskState::DISPATCHED:
           case TaskState::RUNNING: {
+            // The invocation may still run on its worker: ask the executor to take it back
+            // (Bistro's "unsure if running"); it reports LOST if the worker does not have it.
             rearm_task_timer();
-            fail_over(self, "the scheduler restarted and the invocation's executor is gone");
+            if (s.model.state == TaskState::RUNNING && timeouts.heartbeat) {
+              arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
+            }
+            if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, s.wiring->kill_grace);
+            self->send(s.wiring->executor, adopt_atom::value, make_invocation(self),
+                       caf::actor_cast<task_port>(self));
+            if (s.model.kill_requested) {
+              self->send(s.wiring->executor, cancel_atom::value, s.model.invocation_id, s.model.executor);
+            }
             break;
           }
           default:

@@ -16,7 +16,9 @@ namespace {
 struct Given {
   task_port task;
   std::string task_list;
-  bool unsure = false;  ///< runTask's outcome is unknown: it may or may not run
+  bool unsure = false;   ///< runTask's outcome is unknown: it may or may not run
+  bool adopted = false;  ///< taken back after a scheduler restart, not sent by this actor
+  bool holds_slot = true;  ///< counted in its task list's credit (an adopted one: once claimed)
 };
 
 struct WorkerActorState {
@@ -32,6 +34,9 @@ struct WorkerActorState {
   std::set<std::string> cancel_requested;
   std::deque<std::string> finished_order;    ///< recently finished, for duplicate updates
   std::set<std::string> finished;
+  /// Invocations the worker runs that no task has claimed yet, kept for adoption until the
+  /// recovery window closes.
+  std::set<std::string> orphans;
 };
 
 using Self = worker_actor::stateful_pointer<WorkerActorState>;
@@ -55,7 +60,7 @@ void finish(Self self, const std::string& id) {
   auto it = st.given.find(id);
   if (it == st.given.end()) return;
   auto matcher = st.setup.matchers.find(it->second.task_list);
-  if (matcher != st.setup.matchers.end()) {
+  if (matcher != st.setup.matchers.end() && it->second.holds_slot) {
     self->send(matcher->second, release_atom::value, st.setup.info.shard_id);
   }
   st.given.erase(it);
@@ -72,6 +77,20 @@ void lose(Self self, const std::string& id, const std::string& why) {
   finish(self, id);
 }
 
+/// Counts adopted invocations in their task lists' credit. Only once the worker has joined
+/// them (a claim before the join would find no credit to take from).
+void claim_adopted(Self self) {
+  auto& st = self->state;
+  if (st.health != HealthState::HEALTHY && st.health != HealthState::UNHEALTHY) return;
+  for (auto& [id, given] : st.given) {
+    if (given.holds_slot) continue;
+    auto matcher = st.setup.matchers.find(given.task_list);
+    if (matcher == st.setup.matchers.end()) continue;
+    self->send(matcher->second, claim_atom::value, st.setup.info.shard_id);
+    given.holds_slot = true;
+  }
+}
+
 void offer_slots(Self self, bool accept) {
   auto& st = self->state;
   for (const auto& [list, slots] : st.setup.info.task_lists) {
@@ -80,6 +99,7 @@ void offer_slots(Self self, bool accept) {
     self->send(matcher->second, join_atom::value, st.setup.info.shard_id, accept ? slots : 0u,
                st.setup.rate);
   }
+  claim_adopted(self);
 }
 
 void arm_health_timer(Self self) {
@@ -212,6 +232,30 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         }
         for (const auto& id : not_running) lose(self, id, "the invocation never started on its worker");
       },
+      [=](adopt_atom, Invocation& invocation, task_port task) {
+        auto& s = self->state;
+        const std::string id = invocation.invocation_id;
+        if (s.given.count(id)) return;
+        const bool runs = s.orphans.erase(id) > 0;
+        Given given{std::move(task), invocation.task_list, !runs, true, false};
+        if (runs) self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+        s.given.emplace(id, std::move(given));
+        claim_adopted(self);
+        // While NEW, the answer to getRunningTasks settles it; once HEALTHY, a notify does.
+        if (s.health == HealthState::HEALTHY) resolve_unsure(self);
+      },
+      [=](wake_atom) {
+        auto& s = self->state;
+        if (self->clock().now() < s.setup.orphans_kept_until) return;  // the window was extended
+        for (const auto& id : s.orphans) s.setup.link->cancel_task(id, Duration(0));
+        s.orphans.clear();
+      },
+      [=](recovered_atom, int64_t remaining_us) {
+        auto& s = self->state;
+        const auto remaining = std::max<Duration>(Duration(remaining_us), Duration(0));
+        s.setup.orphans_kept_until = self->clock().now() + remaining;
+        if (!s.orphans.empty()) self->delayed_send(self, remaining, wake_atom::value);
+      },
       [=](cancel_atom, const std::string& id, const std::string&) {
         auto& s = self->state;
         if (!s.given.count(id)) return;
@@ -251,6 +295,11 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         if (it == s.given.end()) {
           if (s.finished.count(id)) {
             reply.deliver(true);  // a duplicate: acknowledged before
+          } else if (self->clock().now() < s.setup.orphans_kept_until) {
+            // After a restart, before its task was revived and adopted it: the worker keeps the
+            // outcome and retries.
+            reply.deliver(fail(Errc::UNAVAILABLE, "the scheduler is recovering; invocation '" + id +
+                                                      "' is not known yet, retry"));
           } else {
             std::cerr << "worker " << s.setup.info.shard_id << " reported on invocation '" << id
                       << "', which it was not given (a late report from a lost worker?): ignored\n";
@@ -297,14 +346,27 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           return;  // asked again on the next heartbeat while NEW
         }
         // Reconcile: what it runs that it was not given is not the scheduler's (it was told
-        // to start clean); what it was given and does not run is lost unless its outcome is
-        // still on its way (unsure until notifyIfTasksNotRunning says).
+        // to start clean), unless a task revived after a restart may still adopt it; what it
+        // was given and does not run is lost unless its outcome is still on its way (unsure
+        // until notifyIfTasksNotRunning says).
         std::set<std::string> runs(running.begin(), running.end());
+        const auto now = self->clock().now();
         for (const auto& id : running) {
-          if (!s.given.count(id)) s.setup.link->cancel_task(id, Duration(0));
+          if (s.given.count(id)) continue;
+          if (now < s.setup.orphans_kept_until) {
+            if (s.orphans.empty()) self->delayed_send(self, s.setup.orphans_kept_until - now, wake_atom::value);
+            s.orphans.insert(id);
+          } else {
+            s.setup.link->cancel_task(id, Duration(0));
+          }
         }
         for (auto& [id, given] : s.given) {
-          if (!runs.count(id)) given.unsure = true;
+          if (!runs.count(id)) {
+            given.unsure = true;
+          } else if (given.adopted && given.unsure) {
+            given.unsure = false;  // adopted before this answer, and it runs: it started
+            self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+          }
         }
         handle(self, HealthEvent::ASSOCIATED);
         resolve_unsure(self);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/actor_clock.hpp>
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -47,6 +48,14 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<run_atom, Invocation, task_port>,
     // from the dispatcher: cancel an invocation (id, executor)
     caf::reacts_to<cancel_atom, std::string, std::string>,
+    // from the dispatcher: a revived task's invocation this worker ran before the scheduler
+    // restarted: kept if the worker still runs it, else reported LOST
+    caf::reacts_to<adopt_atom, Invocation, task_port>,
+    // its own timer: the recovery window may have closed; invocations it runs that nobody
+    // adopted go
+    caf::reacts_to<wake_atom>,
+    // from the dispatcher: the recovery window now closes in this many microseconds (<= 0: now)
+    caf::reacts_to<recovered_atom, int64_t>,
     // from RPC: the worker's heartbeat; the reply is its HealthState as the scheduler sees it
     caf::reacts_to<heartbeat_atom, Reply<HealthState>>,
     // from RPC: STARTED or HEARTBEAT; the reply says whether cancellation was requested
@@ -79,6 +88,10 @@ struct WorkerSetup {
   double rate = 0;
   /// How long a cancelled invocation may take before the worker kills it.
   Duration cancel_grace = std::chrono::seconds(10);
+  /// Until then (the scheduler's recovery window), an invocation the worker runs that no task
+  /// has claimed is kept for a revived task to adopt; after it, such an invocation is
+  /// cancelled (the worker was told to start clean).
+  caf::actor_clock::time_point orphans_kept_until{};
 };
 
 worker_actor spawn_worker(caf::actor_system& system, WorkerSetup setup);

@@ -135,4 +135,36 @@ TEST_SUITE("integration.cluster") {
       CHECK(client->result("resumed", 30s) == "SUCCESS");
     }
   }
+
+  TEST_CASE("a scheduler killed with -9 and restarted takes back the task its worker still runs") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    // The worker outlives the scheduler's absence: it must die only after 4 s without one.
+    spec.unhealthy_after = "2s";
+    spec.must_die_after = "4s";
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = connect(cluster.port);
+    const std::string marks = cluster.dir.path() + "/marks";
+    const std::string gate = cluster.dir.path() + "/gate";
+    fs::create_directories(marks);
+    const std::string definition = R"({"name": "survivor", "tasks": [{"name": "t", "shell": {"command": ["sh", "-c",
+        "touch )" + marks + R"(/started.$TROUPE_ATTEMPT; while [ ! -e )" + gate + R"( ]; do sleep 0.05; done"]},
+        "retry": {"initialInterval": "100ms", "maximumAttempts": 3}}]})";
+    REQUIRE(client->start("survivor", definition) == "survivor");
+    REQUIRE(eventually([&] { return fs::exists(marks + "/started.1"); }, 30s));
+
+    client.reset();
+    cluster.nodes["scheduler"]->kill(SIGKILL);
+    cluster.nodes["scheduler"]->wait();
+    cluster.start("scheduler");
+    client = connect(cluster.port);
+    std::ofstream(gate).put('\n');
+    // The revived task took its invocation back from the worker that still ran it: one attempt,
+    // whose outcome the worker delivered through its new session.
+    CHECK(client->result("survivor", 30s) == "SUCCESS");
+    CHECK_FALSE(fs::exists(marks + "/started.2"));
+    CHECK(count_logs(cluster.logs("worker-a")) == 1);
+  }
 }

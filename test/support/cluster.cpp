@@ -61,8 +61,9 @@ std::string node_binary() {
 std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
   const std::string address = quoted("127.0.0.1:" + std::to_string(port));
   std::ostringstream out;
-  out << "[cluster]\nname = \"test\"\nheartbeat_interval = \"200ms\"\nunhealthy_after = \"400ms\"\n"
-         "must_die_after = \"600ms\"\n\n";
+  out << "[cluster]\nname = \"test\"\nheartbeat_interval = \"" << spec.heartbeat_interval
+      << "\"\nunhealthy_after = \"" << spec.unhealthy_after << "\"\nmust_die_after = \"" << spec.must_die_after
+      << "\"\n\n";
   for (const auto& [list, limit] : spec.task_list_limits) {
     out << "[task_lists." << quoted(list) << "]\nrate = " << limit.rate << "\n";
     if (limit.burst) out << "burst = " << *limit.burst << "\n";

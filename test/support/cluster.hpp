@@ -50,6 +50,10 @@ struct ClusterSpec {
                                      {"worker-b", {{"default", 2}}, std::nullopt}};
   /// Global dispatch limits by task list name.
   std::map<std::string, TaskListLimit> task_list_limits;
+  /// The health timeouts, as config durations.
+  std::string heartbeat_interval = "200ms";
+  std::string unhealthy_after = "400ms";
+  std::string must_die_after = "600ms";
 };
 
 /// The TOML text of `spec` with the scheduler listening on 127.0.0.1:`port`. Relative paths

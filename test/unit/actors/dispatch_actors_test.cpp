@@ -131,10 +131,23 @@ struct Scheduler {
   test::ActorFixture fx;
   dispatcher_actor dispatcher;
 
-  explicit Scheduler(DispatcherOptions options = {}) {
+  /// A scheduler on `store`'s history: a fresh one by default, or another scheduler's to play
+  /// a restart (the earlier scheduler's actors stay idle: on the test coordinator they run only
+  /// when their own fixture runs). Unless it `revives` workflows, it has nothing to recover and
+  /// closes its recovery window at once, as a node does when its revival found nothing.
+  explicit Scheduler(DispatcherOptions options = {}, std::shared_ptr<storage::MemoryHistoryStore> store = nullptr,
+                     bool revives = false)
+      : fx({}, std::move(store)) {
     dispatcher = fx.own(spawn_dispatcher(fx.sys, std::move(options)));
     // Task actors send their invocations to the dispatcher instead of the local executor.
     fx.wiring.executor = caf::actor_cast<executor_actor>(dispatcher);
+    if (!revives) recovered(0);
+  }
+
+  /// What the node says once its revival is done.
+  void recovered(uint64_t revived) {
+    fx.self->send(dispatcher, recovered_atom::value, revived);
+    fx.run();
   }
 
   /// Sends a registration, runs, and returns the dispatcher's answer (TIMED_OUT if none).
@@ -217,6 +230,20 @@ struct Flow {
       : fx(scheduler.fx), id(std::move(workflow_id)) {
     REQUIRE_MESSAGE(parse_definition(json), "the test's definition must be valid");
     wf = fx.own(spawn_workflow(fx.sys, WorkflowSetup{id, json, "{}", {}, fx.shared_wiring(), nullptr}));
+  }
+
+  /// The workflow revived from its history by a restarted scheduler; it recovers its live tasks
+  /// at once. The result is asked for first, as in start().
+  Flow(Scheduler& scheduler, std::string workflow_id) : fx(scheduler.fx), id(std::move(workflow_id)) {
+    auto replayed = actors::replay(*fx.store, id);
+    REQUIRE_MESSAGE(replayed, test::why(replayed));
+    WorkflowSetup setup;
+    setup.id = id;
+    setup.wiring = fx.shared_wiring();
+    setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
+    wf = fx.own(spawn_workflow(fx.sys, std::move(setup)));
+    fx.self->send(wf, result_atom::value);
+    fx.run();
   }
 
   /// Starts the workflow and runs until every actor is idle. The result is asked for first:
@@ -846,5 +873,124 @@ TEST_SUITE("actors.dispatch") {
     auto late = s.connect("w2", {{"lonely", 1}});
     CHECK(late.link->runs.empty());
     CHECK(other.link->runs.empty());
+  }
+
+  // --- a scheduler restart with its workers still running ------------------------------------
+
+  /// Runs a one-task workflow on worker w1 (one slot on "jobs") until its invocation is
+  /// RUNNING, then plays a scheduler restart: a second scheduler on the same history revives the
+  /// workflow. Returns the invocation id.
+  struct Restarted {
+    Scheduler before;
+    std::string invocation;
+    std::optional<Scheduler> after;
+    std::optional<Flow> revived;
+
+    explicit Restarted(const std::string& workflow_id) {
+      auto w = before.connect("w1", {{"jobs", 1}});
+      Flow flow(before, workflow_id, independent_tasks(1, "jobs", retry_twice));
+      flow.start();
+      REQUIRE(w.link->runs.size() == 1);
+      invocation = w.link->runs[0].invocation.invocation_id;
+      w.link->runs[0].done(ok());
+      before.fx.run();
+      REQUIRE(flow.count("taskRunning:t0") == 1);
+      after.emplace(DispatcherOptions{}, before.fx.store, true);
+      revived.emplace(*after, workflow_id);
+      after->recovered(1);
+    }
+
+    /// w1 registering again with the restarted scheduler, running `running`.
+    Worker reconnect(const std::vector<std::string>& running) {
+      auto link = std::make_shared<FakeWorkerLink>();
+      auto registered = after->register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
+      REQUIRE_MESSAGE(registered, test::why(registered));
+      link->answer_running(running);
+      after->fx.run();
+      return Worker{"w1", link, registered->worker};
+    }
+  };
+
+  TEST_CASE("after a scheduler restart, an invocation its worker still runs is taken back, not run again") {
+    Restarted r("wf-adopted");
+    auto w = r.reconnect({r.invocation});
+    REQUIRE(r.after->health(w) == HealthState::HEALTHY);
+    CHECK(w.link->runs.empty());      // not sent again
+    CHECK(w.link->notifies.empty());  // nothing unsure: the worker said it runs it
+    CHECK(w.link->cancels.empty());
+
+    // It holds w1's only slot: another workflow's task waits for it.
+    Flow other(*r.after, "wf-waits", independent_tasks(1, "jobs"));
+    other.start();
+    CHECK(w.link->runs.empty());
+
+    // Its outcome reaches the revived task through the session and is acknowledged once durable.
+    auto acked = r.after->update(w, report_of(r.invocation, TaskReport::SUCCEEDED, "done"));
+    CHECK(acked.is(true));
+    auto outcome = r.revived->outcome();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+    CHECK(r.revived->count("taskDispatched:t0") == 1);
+    CHECK(r.revived->count("taskFailover:t0") == 0);
+    CHECK(r.revived->count("taskSucceeded:t0") == 1);
+    // The slot came back: the waiting task runs.
+    REQUIRE(w.link->runs.size() == 1);
+    CHECK(w.link->runs[0].invocation.workflow_id == "wf-waits");
+  }
+
+  TEST_CASE("after a scheduler restart, an invocation its worker no longer runs fails over") {
+    Restarted r("wf-gone");
+    auto w = r.reconnect({});
+    // Not among the running ones: unsure until the worker confirms it is not running.
+    REQUIRE(w.link->notifies.size() == 1);
+    CHECK(w.link->notifies[0].ids == std::vector<std::string>{r.invocation});
+    w.link->notifies[0].done(std::vector<std::string>{r.invocation});
+    r.after->fx.run();
+    CHECK(r.revived->count("taskFailover:t0") == 1);
+    // Retried per its policy, on the same worker now that it is back.
+    r.after->advance(1s, {&w});
+    REQUIRE(w.link->runs.size() == 1);
+    CHECK(w.link->runs[0].invocation.attempt == 2);
+  }
+
+  TEST_CASE("after a scheduler restart, an invocation whose worker does not come back fails over when the window closes") {
+    Restarted r("wf-abandoned");
+    r.after->advance(9s);
+    CHECK(r.revived->count("taskFailover:t0") == 0);  // still waiting for w1
+    r.after->advance(1s);
+    CHECK(r.revived->count("taskFailover:t0") == 1);
+    auto w2 = r.after->connect("w2", {{"jobs", 1}});
+    r.after->advance(1s, {&w2});
+    REQUIRE(w2.link->runs.size() == 1);
+    CHECK(w2.link->runs[0].invocation.attempt == 2);
+  }
+
+  TEST_CASE("after a scheduler restart, what a worker runs that no revived task claims is cancelled when the window closes") {
+    Scheduler s({}, nullptr, true);
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto registered = s.register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
+    REQUIRE_MESSAGE(registered, test::why(registered));
+    link->answer_running({"wf-unknown/t0/1.1"});
+    s.fx.run();
+    Worker w{"w1", link, registered->worker};
+    s.advance(9s, {&w});
+    CHECK(link->cancels.empty());  // a task revived late may still adopt it
+    s.advance(1s, {&w});
+    CHECK(link->cancels == std::vector<std::string>{"wf-unknown/t0/1.1"});
+  }
+
+  TEST_CASE("after a scheduler restart, an outcome that arrives before its task is revived is retried, not refused") {
+    Scheduler s({}, nullptr, true);
+    auto w = s.connect("w1", {{"jobs", 1}});
+    auto early = s.update(w, report_of("wf-late/t0/1.1", TaskReport::SUCCEEDED, "done"));
+    REQUIRE(early.arrived());
+    REQUIRE_FALSE(early.get());
+    CHECK(early.get().error().code == Errc::UNAVAILABLE);
+    // A revival that found nothing closes the window: the same report is now foreign.
+    s.recovered(0);
+    auto late = s.update(w, report_of("wf-late/t0/1.1", TaskReport::SUCCEEDED, "done"));
+    REQUIRE(late.arrived());
+    REQUIRE_FALSE(late.get());
+    CHECK(late.get().error().code == Errc::NOT_FOUND);
   }
 }
