@@ -38,7 +38,8 @@ constexpr std::string_view limit_keys[] = {"rate", "burst"};
 constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
                                           "task_lists", "resource_id", "max_concurrent_sessions",
-                                          "rate",       "log_dir",     "log_cap"};
+                                          "rate",       "log_dir",     "log_cap",
+                                          "actor_threads"};
 /// Keys that only mean something on a node with the scheduler role, resp. the worker role.
 constexpr std::string_view scheduler_only_keys[] = {"listen", "sync"};
 constexpr std::string_view worker_only_keys[] = {
@@ -636,6 +637,9 @@ class Checker {
       node.max_concurrent_sessions = static_cast<uint32_t>(*n);
     }
     node.rate = rate_value(field(t, "rate", path, line));
+    if (auto n = integer_value(field(t, "actor_threads", path, line), 1, 1024)) {
+      node.actor_threads = static_cast<uint32_t>(*n);
+    }
 
     const Field log_dir = field(t, "log_dir", path, line);
     if (auto p = path_value(log_dir)) {

@@ -86,6 +86,10 @@ struct NodeConfig {
   /// Cap of one invocation's task log, in bytes, >= 1024. Default: 16 MiB.
   uint64_t log_cap_bytes = uint64_t{16} << 20;
 
+  /// Threads that run the node's actors; 0 (absent): one per core but one, at least one (the
+  /// RPC thread and the history store's commit thread need a core too).
+  uint32_t actor_threads = 0;
+
   /// Line of the node's `[[node]]` header in the config file (1-based).
   int line = 0;
 };

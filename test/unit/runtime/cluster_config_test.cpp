@@ -123,6 +123,7 @@ scheduler = "sched.example.com:7700"
 task_lists = { gpu = 2, default = 4 }
 resource_id = "gpu0"
 max_concurrent_sessions = 3
+actor_threads = 3
 rate = 100.0
 log_dir = "logs/gpu"
 log_cap = "64MiB"
@@ -163,6 +164,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(w.task_lists == std::map<std::string, uint32_t>{{"default", 4}, {"gpu", 2}});
     CHECK(w.resource_id == "gpu0");
     CHECK(w.max_concurrent_sessions == 3);
+    CHECK(w.actor_threads == 3);
     REQUIRE(w.rate);
     CHECK(*w.rate == 100.0);
     CHECK(w.log_dir == d + "/logs/gpu");
@@ -211,6 +213,7 @@ task_lists = { default = 2 }
     CHECK(both.sync);
     CHECK(both.scheduler_address == Address{"localhost", 7701});  // its own listen address
     CHECK(both.max_concurrent_sessions == 1);
+    CHECK(both.actor_threads == 0);  // absent: chosen from the core count
     CHECK_FALSE(both.rate);
     CHECK(both.resource_id.empty());
     CHECK(both.log_cap_bytes == 16u << 20);
@@ -527,6 +530,8 @@ listen = "127.0.0.1:1"
                   "node[1].max_concurrent_sessions", "must be an integer, not a string"},
              Case{"task_lists = { default = 4 }", "task_lists = { default = 4 }\nrate = \"fast\"",
                   15, "node[1].rate", "must be a number of tasks per second, not a string"},
+             Case{"task_lists = { default = 4 }", "task_lists = { default = 4 }\nactor_threads = 0",
+                  15, "node[1].actor_threads", "1"},
              Case{"name = \"dev\"", "name = \"dev\"\ntoken_file = []", 3, "cluster.token_file",
                   "must be a string, not an array"},
              Case{"[cluster]\nname = \"dev\"", "cluster = 1", 1, "cluster",
