@@ -46,6 +46,10 @@ struct InProcessRuntime {
     if (!store) return store.error();
     runtime->store = std::move(*store);
     runtime->config.set("logger.file-verbosity", caf::atom("quiet"));
+    // As on a node (runtime/node.cpp): a shared queue, threads that sleep, one per core but one.
+    const unsigned cores = std::thread::hardware_concurrency();
+    runtime->config.set("scheduler.policy", caf::atom("sharing"));
+    runtime->config.set("scheduler.max-threads", static_cast<size_t>(cores > 1 ? cores - 1 : 1));
     runtime->system = std::make_unique<caf::actor_system>(runtime->config);
     auto handlers = std::make_shared<const HandlerRegistry>(HandlerRegistry::with_builtins());
     runtime->wiring.definitions = std::make_shared<DefinitionCache>();
