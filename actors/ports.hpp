@@ -31,8 +31,9 @@ using executor_actor = caf::typed_actor<
     caf::reacts_to<release_atom>,
     // from a task holding a granted slot: run this; reports go to the task_port
     caf::reacts_to<run_atom, Invocation, task_port>,
-    // from a task: cancel the invocation
-    caf::reacts_to<cancel_atom, std::string /* invocation id */, std::string /* executor */>,
+    // from a task: cancel the invocation, which may take `grace` to stop before it is killed
+    caf::reacts_to<cancel_atom, std::string /* invocation id */, std::string /* executor */,
+                   int64_t /* grace, microseconds */>,
     // from a task revived after a scheduler restart: this invocation was on `executor` when
     // the scheduler stopped; take it back if it still runs there, else report it LOST
     caf::reacts_to<adopt_atom, Invocation, task_port>,

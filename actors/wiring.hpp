@@ -21,7 +21,8 @@ struct Wiring {
   std::function<int64_t()> now_us;
   /// Parsed definitions shared by workflows of the same definition (nullptr: parse each).
   std::shared_ptr<DefinitionCache> definitions;
-  /// How long a killed invocation may take to confirm before KILLED is assumed.
+  /// How long a killed invocation may take to confirm before KILLED is assumed; also the grace
+  /// its executor gives it between asking it to stop (SIGTERM) and killing it (SIGKILL).
   Duration kill_grace = std::chrono::seconds(10);
   /// Called with a task's canonical state when its actor ends (tests compare it with replay).
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_task_end;

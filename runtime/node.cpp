@@ -121,6 +121,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     wiring.definitions = std::make_shared<DefinitionCache>();
     wiring.writer = actors::spawn_history_writer(system, store);
     wiring.executor = caf::actor_cast<actors::executor_actor>(scheduler->dispatcher);
+    wiring.kill_grace = cluster.kill_grace;
     wiring.now_us = [] {
       return std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())

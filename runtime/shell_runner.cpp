@@ -148,8 +148,11 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
     poll_progress(watch, context);
     const auto process = *id;
     std::weak_ptr<ProcessSupervisor> weak = supervisor;
-    context->on_cancel([weak, process, grace = options.cancel_grace] {
-      if (auto s = weak.lock()) s->terminate(process, grace);
+    std::weak_ptr<actors::TaskContext> weak_context = context;  // the context holds this callback
+    context->on_cancel([weak, weak_context, process] {
+      auto s = weak.lock();
+      auto c = weak_context.lock();
+      if (s && c) s->terminate(process, c->cancel_grace());
     });
   };
 }

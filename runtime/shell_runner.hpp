@@ -21,8 +21,6 @@ namespace troupe::runtime {
 struct ShellRunnerOptions {
   std::string log_dir;
   uint64_t log_cap_bytes = uint64_t{16} << 20;
-  /// Between SIGTERM and SIGKILL when an invocation is cancelled. Default: 10s
-  Duration cancel_grace = std::chrono::seconds(10);
   /// Progress beyond this many bytes is cut off.
   static constexpr size_t max_progress_bytes = 64 * 1024;
 };

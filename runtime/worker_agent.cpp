@@ -35,6 +35,9 @@ std::string random_instance_id() {
   return buf;
 }
 
+/// The grace of a cancel that names none.
+constexpr Duration default_cancel_grace = std::chrono::seconds(10);
+
 kj::Duration to_kj(Duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count() * kj::MILLISECONDS;
 }
@@ -155,8 +158,13 @@ class Agent : public std::enable_shared_from_this<Agent> {
     return out;
   }
 
-  void cancel(const std::string& id) {
-    if (running_.count(id)) caf::anon_send(setup_->executor, actors::cancel_atom::value, id, std::string());
+  /// Stops invocation `id`: SIGTERM for a shell task, SIGKILL after `grace`. A cancel learned
+  /// from a heartbeat's reply (which carries no grace) gets the default; the scheduler's
+  /// cancelTask follows with its own.
+  void cancel(const std::string& id, Duration grace = default_cancel_grace) {
+    if (running_.count(id)) {
+      caf::anon_send(setup_->executor, actors::cancel_atom::value, id, std::string(), int64_t{grace.count()});
+    }
   }
 
   void suicide(const std::string& reason) { die("the scheduler asked this worker to exit: " + reason); }
@@ -187,9 +195,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     if (dying_) return;
     dying_ = true;
     std::cerr << "worker " << setup_->node.name << ": " << reason << "\n";
-    for (const auto& [id, run] : running_) {
-      caf::anon_send(setup_->executor, actors::cancel_atom::value, id, std::string());
-    }
+    for (const auto& [id, run] : running_) cancel(id);
     if (setup_->exit) setup_->exit(reason);
   }
 
@@ -478,7 +484,8 @@ kj::Promise<void> WorkerControlImpl::notifyIfTasksNotRunning(NotifyIfTasksNotRun
 }
 
 kj::Promise<void> WorkerControlImpl::cancelTask(CancelTaskContext context) {
-  agent_->cancel(text(context.getParams().getInvocationId()));
+  auto params = context.getParams();
+  agent_->cancel(text(params.getInvocationId()), std::chrono::milliseconds(params.getGraceMs()));
   return kj::READY_NOW;
 }
 

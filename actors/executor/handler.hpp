@@ -37,6 +37,9 @@ class TaskContext {
   virtual void cancelled() = 0;
 
   virtual bool cancel_requested() const = 0;
+  /// Once cancellation is requested: how long the invocation may take to stop before its
+  /// executor kills what it started (a shell task's process group gets SIGTERM, then SIGKILL).
+  virtual Duration cancel_grace() const = 0;
   /// Runs `then` after `delay` on the executor, holding no thread meanwhile.
   virtual void after(Duration delay, std::function<void()> then) = 0;
   /// Runs `callback` on the executor when cancellation is requested.

@@ -51,6 +51,7 @@ class LocalContext final : public TaskContext {
   }
   void cancelled() override { end(TaskReport{invocation_.invocation_id, TaskReport::CANCELLED, {}, {}, {}, false}); }
   bool cancel_requested() const override { return cancel_requested_.load(); }
+  Duration cancel_grace() const override { return Duration(cancel_grace_us_.load()); }
 
   void after(Duration delay, std::function<void()> then) override {
     uint64_t id;
@@ -74,8 +75,9 @@ class LocalContext final : public TaskContext {
     on_cancel_ = nullptr;
   }
 
-  /// Called by the executor when the invocation is to be cancelled.
-  void request_cancel() {
+  /// Called by the executor when the invocation is to be cancelled, with its grace.
+  void request_cancel(Duration grace) {
+    cancel_grace_us_ = grace.count();
     cancel_requested_ = true;
     std::function<void()> callback;
     {
@@ -105,6 +107,7 @@ class LocalContext final : public TaskContext {
   const std::shared_ptr<Timers> timers_;
   std::atomic<bool> finished_{false};
   std::atomic<bool> cancel_requested_{false};
+  std::atomic<int64_t> cancel_grace_us_{0};
   std::mutex mutex_;
   std::function<void()> on_cancel_;
 };
@@ -242,9 +245,9 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
                    TaskReport{invocation.invocation_id, TaskReport::LOST, {}, "Failover",
                               "the process that ran it restarted", false});
       },
-      [=](cancel_atom, const std::string& id, const std::string&) {
+      [=](cancel_atom, const std::string& id, const std::string&, int64_t grace_us) {
         auto it = self->state.running.find(id);
-        if (it != self->state.running.end()) it->second.context->request_cancel();
+        if (it != self->state.running.end()) it->second.context->request_cancel(Duration(grace_us));
       },
       [=](report_atom, TaskReport report) {
         auto it = self->state.running.find(report.invocation_id);

@@ -45,7 +45,6 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.info = std::move(info);
   setup.link = std::move(link);
   setup.timeouts = st.options.timeouts;
-  setup.cancel_grace = st.options.cancel_grace;
   setup.orphans_kept_until = st.recovery_ends;
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));
@@ -98,9 +97,9 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         }
         self->send(it->second, run_atom::value, std::move(invocation), std::move(task));
       },
-      [=](cancel_atom, const std::string& id, const std::string& executor) {
+      [=](cancel_atom, const std::string& id, const std::string& executor, int64_t grace_us) {
         auto it = self->state.workers.find(executor);
-        if (it != self->state.workers.end()) self->send(it->second, cancel_atom::value, id, executor);
+        if (it != self->state.workers.end()) self->send(it->second, cancel_atom::value, id, executor, grace_us);
       },
       [=](adopt_atom, Invocation& invocation, task_port task) {
         auto& st = self->state;

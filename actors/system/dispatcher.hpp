@@ -41,7 +41,6 @@ struct DispatcherOptions {
   std::map<std::string, MatchingLimits> task_lists;
   /// Per-worker rate limits by shard id (tasks/s); absent: unlimited.
   std::map<std::string, double> worker_rates;
-  Duration cancel_grace = std::chrono::seconds(10);
   /// After a restart, how long the scheduler waits for the workers that ran its revived
   /// invocations to register again: an invocation whose shard has not come back by then fails
   /// over, and an invocation a worker runs that no revived task claims is cancelled only after

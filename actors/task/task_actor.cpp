@@ -129,7 +129,8 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
           break;
         case TaskAction::CANCEL_INVOCATION:
           if (!invocation.empty()) {
-            self->send(st.wiring->executor, cancel_atom::value, invocation, executor);
+            self->send(st.wiring->executor, cancel_atom::value, invocation, executor,
+                       int64_t{st.wiring->kill_grace.count()});
           }
           break;
         case TaskAction::START_KILL_TIMER:
@@ -452,7 +453,8 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
             self->send(s.wiring->executor, adopt_atom::value, make_invocation(self),
                        caf::actor_cast<task_port>(self));
             if (s.model.kill_requested) {
-              self->send(s.wiring->executor, cancel_atom::value, s.model.invocation_id, s.model.executor);
+              self->send(s.wiring->executor, cancel_atom::value, s.model.invocation_id, s.model.executor,
+                         int64_t{s.wiring->kill_grace.count()});
             }
             break;
           }

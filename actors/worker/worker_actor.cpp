@@ -256,11 +256,11 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         s.setup.orphans_kept_until = self->clock().now() + remaining;
         if (!s.orphans.empty()) self->delayed_send(self, remaining, wake_atom::value);
       },
-      [=](cancel_atom, const std::string& id, const std::string&) {
+      [=](cancel_atom, const std::string& id, const std::string&, int64_t grace_us) {
         auto& s = self->state;
         if (!s.given.count(id)) return;
         s.cancel_requested.insert(id);
-        s.setup.link->cancel_task(id, s.setup.cancel_grace);
+        s.setup.link->cancel_task(id, Duration(grace_us));
       },
       [=](heartbeat_atom, Reply<HealthState>& reply) {
         auto& s = self->state;

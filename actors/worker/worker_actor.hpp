@@ -46,8 +46,8 @@ typename Inspector::result_type inspect(Inspector& f, std::shared_ptr<WorkerLink
 using worker_actor = caf::typed_actor<
     // from the dispatcher: run this granted invocation on the worker
     caf::reacts_to<run_atom, Invocation, task_port>,
-    // from the dispatcher: cancel an invocation (id, executor)
-    caf::reacts_to<cancel_atom, std::string, std::string>,
+    // from the dispatcher: cancel an invocation (id, executor, grace in microseconds)
+    caf::reacts_to<cancel_atom, std::string, std::string, int64_t>,
     // from the dispatcher: a revived task's invocation this worker ran before the scheduler
     // restarted: kept if the worker still runs it, else reported LOST
     caf::reacts_to<adopt_atom, Invocation, task_port>,
@@ -86,8 +86,6 @@ struct WorkerSetup {
   std::map<std::string, matching_actor> matchers;
   /// Per-worker dispatch rate (tasks/s); 0: unlimited.
   double rate = 0;
-  /// How long a cancelled invocation may take before the worker kills it.
-  Duration cancel_grace = std::chrono::seconds(10);
   /// Until then (the scheduler's recovery window), an invocation the worker runs that no task
   /// has claimed is kept for a revived task to adopt; after it, such an invocation is
   /// cancelled (the worker was told to start clean).

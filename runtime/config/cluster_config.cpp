@@ -33,7 +33,8 @@ constexpr std::string_view cluster_keys[] = {"name",
                                              "heartbeat_interval",
                                              "unhealthy_after",
                                              "must_die_after",
-                                             "replace_unhealthy_workers"};
+                                             "replace_unhealthy_workers",
+                                             "kill_grace"};
 constexpr std::string_view limit_keys[] = {"rate", "burst"};
 constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
@@ -448,6 +449,7 @@ class Checker {
     if (auto b = bool_value(field(*t, "replace_unhealthy_workers", "cluster", line))) {
       out.replace_unhealthy_workers = *b;
     }
+    if (auto d = duration_value(field(*t, "kill_grace", "cluster", line))) out.kill_grace = *d;
 
     const Field hb_f = field(*t, "heartbeat_interval", "cluster", line);
     const Field un_f = field(*t, "unhealthy_after", "cluster", line);

@@ -111,6 +111,10 @@ struct ClusterConfig {
   /// A new worker with the same shard id may replace an UNHEALTHY one, not only a MUST_DIE
   /// one. Default: false.
   bool replace_unhealthy_workers = false;
+  /// How long a cancelled invocation may take to stop (SIGTERM to SIGKILL for a shell task),
+  /// and how long its task waits for the confirmation before it counts it as killed. > 0.
+  /// Default: 10s.
+  Duration kill_grace = std::chrono::seconds(10);
   /// Global dispatch limits per task list name; task lists not listed are unlimited.
   std::map<std::string, TaskListLimits> task_lists;
   /// The nodes, in file order; at least one.

@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <thread>
+
+#include <signal.h>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -166,5 +169,33 @@ TEST_SUITE("integration.cluster") {
     CHECK(client->result("survivor", 30s) == "SUCCESS");
     CHECK_FALSE(fs::exists(marks + "/started.2"));
     CHECK(count_logs(cluster.logs("worker-a")) == 1);
+  }
+
+  TEST_CASE("a cancelled shell task that ignores SIGTERM is killed after the cluster's kill_grace") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    spec.kill_grace = "1500ms";
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = connect(cluster.port);
+    const std::string pid_file = cluster.dir.path() + "/stubborn.pid";
+    REQUIRE(client->start("stubborn", R"({"name": "s", "tasks": [{"name": "t",
+        "shell": {"command": ["sh", "-c", "trap '' TERM; echo $$ > )" + pid_file + R"(; while true; do sleep 0.05; done"]},
+        "timeouts": {"startToClose": "500ms", "scheduleToClose": "1m"}, "retry": {"maximumAttempts": 1}}]})") == "stubborn");
+    const auto outcome = client->result("stubborn", 30s);
+    const auto ended = std::chrono::steady_clock::now();
+    CHECK(outcome.find("Timeout:startToClose") != std::string::npos);
+    std::ifstream in(pid_file);
+    pid_t pid = 0;
+    in >> pid;
+    REQUIRE(pid > 0);
+    auto alive = [pid] { return ::kill(pid, 0) == 0; };
+    // SIGTERM went out with the timeout and is ignored; SIGKILL follows 1.5 s later, not at once
+    // and not after the 10 s default.
+    std::this_thread::sleep_until(ended + 500ms);
+    CHECK(alive());
+    CHECK(eventually([&] { return !alive(); }, 5s));
+    CHECK(std::chrono::steady_clock::now() - ended < 5s);
   }
 }

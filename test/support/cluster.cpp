@@ -63,7 +63,9 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
   std::ostringstream out;
   out << "[cluster]\nname = \"test\"\nheartbeat_interval = \"" << spec.heartbeat_interval
       << "\"\nunhealthy_after = \"" << spec.unhealthy_after << "\"\nmust_die_after = \"" << spec.must_die_after
-      << "\"\n\n";
+      << "\"\n";
+  if (!spec.kill_grace.empty()) out << "kill_grace = \"" << spec.kill_grace << "\"\n";
+  out << "\n";
   for (const auto& [list, limit] : spec.task_list_limits) {
     out << "[task_lists." << quoted(list) << "]\nrate = " << limit.rate << "\n";
     if (limit.burst) out << "burst = " << *limit.burst << "\n";

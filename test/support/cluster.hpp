@@ -54,6 +54,8 @@ struct ClusterSpec {
   std::string heartbeat_interval = "200ms";
   std::string unhealthy_after = "400ms";
   std::string must_die_after = "600ms";
+  /// `kill_grace`; empty: the default.
+  std::string kill_grace;
 };
 
 /// The TOML text of `spec` with the scheduler listening on 127.0.0.1:`port`. Relative paths

@@ -101,6 +101,7 @@ heartbeat_interval = "500ms"
 unhealthy_after = "2s"
 must_die_after = "5s"
 replace_unhealthy_workers = true
+kill_grace = "2500ms"
 
 [task_lists.gpu]
 rate = 50.0
@@ -139,6 +140,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(config->unhealthy_after == Duration(2s));
     CHECK(config->must_die_after == Duration(5s));
     CHECK(config->replace_unhealthy_workers);
+    CHECK(config->kill_grace == Duration(2500ms));
     REQUIRE(config->task_lists.size() == 2);
     CHECK(config->task_lists.at("gpu") == TaskListLimits{50.0, 10});
     CHECK(config->task_lists.at("cpu") == TaskListLimits{2.0, 2});
@@ -151,7 +153,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(s.listen == Address{"127.0.0.1", 7700});
     CHECK(s.data_dir == d + "/data/scheduler-1");
     CHECK_FALSE(s.sync);
-    CHECK(s.line == 17);
+    CHECK(s.line == 18);
     CHECK(s.scheduler_address.empty());
     CHECK(s.log_dir.empty());
 
@@ -170,7 +172,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(w.log_dir == d + "/logs/gpu");
     CHECK(w.log_cap_bytes == 64u << 20);
     CHECK(w.data_dir == d + "/data/gpu-worker-1");
-    CHECK(w.line == 24);
+    CHECK(w.line == 25);
   }
 
   TEST_CASE("defaults apply to keys left out") {
@@ -204,6 +206,7 @@ task_lists = { default = 2 }
     CHECK(config->unhealthy_after == Duration(2s));
     CHECK(config->must_die_after == Duration(3s));
     CHECK_FALSE(config->replace_unhealthy_workers);
+    CHECK(config->kill_grace == Duration(10s));
     CHECK(config->task_lists.at("slow").burst == 1);    // max(1, ceil(0.2))
     CHECK(config->task_lists.at("medium").burst == 3);  // ceil(2.5)
 
@@ -532,6 +535,8 @@ listen = "127.0.0.1:1"
                   15, "node[1].rate", "must be a number of tasks per second, not a string"},
              Case{"task_lists = { default = 4 }", "task_lists = { default = 4 }\nactor_threads = 0",
                   15, "node[1].actor_threads", "1"},
+             Case{"name = \"dev\"", "name = \"dev\"\nkill_grace = \"0s\"", 3, "cluster.kill_grace",
+                  "must be longer than zero"},
              Case{"name = \"dev\"", "name = \"dev\"\ntoken_file = []", 3, "cluster.token_file",
                   "must be a string, not an array"},
              Case{"[cluster]\nname = \"dev\"", "cluster = 1", 1, "cluster",
