@@ -110,6 +110,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     actors::DispatcherOptions dispatch;
     dispatch.timeouts = timeouts;
     dispatch.replace_unhealthy = cluster.replace_unhealthy_workers;
+    dispatch.recovery_window = cluster.recovery_window;
     for (const auto& [list, limits] : cluster.task_lists) {
       dispatch.task_lists[list] = actors::MatchingLimits{limits.rate, limits.burst};
     }

@@ -34,7 +34,8 @@ constexpr std::string_view cluster_keys[] = {"name",
                                              "unhealthy_after",
                                              "must_die_after",
                                              "replace_unhealthy_workers",
-                                             "kill_grace"};
+                                             "kill_grace",
+                                             "recovery_window"};
 constexpr std::string_view limit_keys[] = {"rate", "burst"};
 constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
@@ -450,6 +451,7 @@ class Checker {
       out.replace_unhealthy_workers = *b;
     }
     if (auto d = duration_value(field(*t, "kill_grace", "cluster", line))) out.kill_grace = *d;
+    if (auto d = duration_value(field(*t, "recovery_window", "cluster", line))) out.recovery_window = *d;
 
     const Field hb_f = field(*t, "heartbeat_interval", "cluster", line);
     const Field un_f = field(*t, "unhealthy_after", "cluster", line);

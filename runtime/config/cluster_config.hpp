@@ -115,6 +115,9 @@ struct ClusterConfig {
   /// and how long its task waits for the confirmation before it counts it as killed. > 0.
   /// Default: 10s.
   Duration kill_grace = std::chrono::seconds(10);
+  /// After a scheduler restart, how long it waits for the workers that ran its revived
+  /// invocations to register again before those fail over. > 0. Default: 10s.
+  Duration recovery_window = std::chrono::seconds(10);
   /// Global dispatch limits per task list name; task lists not listed are unlimited.
   std::map<std::string, TaskListLimits> task_lists;
   /// The nodes, in file order; at least one.

@@ -102,6 +102,7 @@ unhealthy_after = "2s"
 must_die_after = "5s"
 replace_unhealthy_workers = true
 kill_grace = "2500ms"
+recovery_window = "30s"
 
 [task_lists.gpu]
 rate = 50.0
@@ -141,6 +142,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(config->must_die_after == Duration(5s));
     CHECK(config->replace_unhealthy_workers);
     CHECK(config->kill_grace == Duration(2500ms));
+    CHECK(config->recovery_window == Duration(30s));
     REQUIRE(config->task_lists.size() == 2);
     CHECK(config->task_lists.at("gpu") == TaskListLimits{50.0, 10});
     CHECK(config->task_lists.at("cpu") == TaskListLimits{2.0, 2});
@@ -153,7 +155,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(s.listen == Address{"127.0.0.1", 7700});
     CHECK(s.data_dir == d + "/data/scheduler-1");
     CHECK_FALSE(s.sync);
-    CHECK(s.line == 18);
+    CHECK(s.line == 19);
     CHECK(s.scheduler_address.empty());
     CHECK(s.log_dir.empty());
 
@@ -172,7 +174,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(w.log_dir == d + "/logs/gpu");
     CHECK(w.log_cap_bytes == 64u << 20);
     CHECK(w.data_dir == d + "/data/gpu-worker-1");
-    CHECK(w.line == 25);
+    CHECK(w.line == 26);
   }
 
   TEST_CASE("defaults apply to keys left out") {
@@ -207,6 +209,7 @@ task_lists = { default = 2 }
     CHECK(config->must_die_after == Duration(3s));
     CHECK_FALSE(config->replace_unhealthy_workers);
     CHECK(config->kill_grace == Duration(10s));
+    CHECK(config->recovery_window == Duration(10s));
     CHECK(config->task_lists.at("slow").burst == 1);    // max(1, ceil(0.2))
     CHECK(config->task_lists.at("medium").burst == 3);  // ceil(2.5)
 
