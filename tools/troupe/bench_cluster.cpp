@@ -135,17 +135,6 @@ class BenchCluster {
   std::unique_ptr<client::GatewayClient> client_;
 };
 
-std::string chain_definition(int tasks) {
-  std::string json = R"({"name": "chain", "tasks": [)";
-  for (int t = 1; t <= tasks; ++t) {
-    if (t > 1) json += ",";
-    json += R"({"name": "t)" + std::to_string(t) + R"(", "handler": "noop")";
-    if (t > 1) json += R"(, "dependsOn": ["t)" + std::to_string(t - 1) + R"("])";
-    json += "}";
-  }
-  return json + "]}";
-}
-
 std::string fanout_definition(int width) {
   std::string json = R"({"name": "fanout", "tasks": [{"name": "root", "handler": "noop"})";
   std::string all;

@@ -77,17 +77,6 @@ struct InProcessRuntime {
   }
 };
 
-std::string chain_definition(int tasks) {
-  std::string json = R"({"name": "chain", "tasks": [)";
-  for (int t = 1; t <= tasks; ++t) {
-    if (t > 1) json += ",";
-    json += R"({"name": "t)" + std::to_string(t) + R"(", "handler": "noop")";
-    if (t > 1) json += R"(, "dependsOn": ["t)" + std::to_string(t - 1) + R"("])";
-    json += "}";
-  }
-  return json + "]}";
-}
-
 }  // namespace
 
 Result<Json> run_chain_bench(const ChainBenchOptions& options, std::ostream& progress) {

@@ -27,4 +27,15 @@ double quantile(const std::vector<double>& sorted, double p) {
 uint64_t peak_rss_bytes() { return status_field_kib("VmHWM"); }
 uint64_t rss_bytes() { return status_field_kib("VmRSS"); }
 
+std::string chain_definition(int tasks) {
+  std::string json = R"({"name": "chain", "tasks": [)";
+  for (int t = 1; t <= tasks; ++t) {
+    if (t > 1) json += ",";
+    json += R"({"name": "t)" + std::to_string(t) + R"(", "handler": "noop")";
+    if (t > 1) json += R"(, "dependsOn": ["t)" + std::to_string(t - 1) + R"("])";
+    json += "}";
+  }
+  return json + "]}";
+}
+
 }  // namespace troupe::cli

@@ -15,4 +15,7 @@ uint64_t peak_rss_bytes();
 /// This process's current resident set size (VmRSS), in bytes; 0 if unknown.
 uint64_t rss_bytes();
 
+/// CHAIN's definition: tasks t1 -> t2 -> ... -> tK, each the noop handler.
+std::string chain_definition(int tasks);
+
 }  // namespace troupe::cli
