@@ -144,12 +144,17 @@ RpcThread::RpcThread(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RpcThread::~RpcThread() { stop(); }
 
 void RpcThread::post(std::function<void()> work) {
+  bool was_empty = false;
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->stopping) return;
+    was_empty = impl_->queue.empty();
     impl_->queue.push_back(std::move(work));
   }
-  impl_->wake();
+  // Only the post that makes the queue non-empty needs to wake the loop: the loop drains the
+  // whole queue after every wake, and a queue that was not empty has a wake on its way (or is
+  // about to be taken by a drain in progress). A burst of posts costs one write, not one each.
+  if (was_empty) impl_->wake();
 }
 
 void RpcThread::stop() {
