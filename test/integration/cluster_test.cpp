@@ -197,5 +197,8 @@ TEST_SUITE("integration.cluster") {
     CHECK(alive());
     CHECK(eventually([&] { return !alive(); }, 5s));
     CHECK(std::chrono::steady_clock::now() - ended < 5s);
+    // Whatever happened above, the task's process must not outlive the test (a worker stopped
+    // by SIGKILL leaves its tasks' process groups behind).
+    if (alive()) ::kill(-pid, SIGKILL);
   }
 }

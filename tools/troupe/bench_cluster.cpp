@@ -152,6 +152,7 @@ struct CpuMeter {
   const BenchCluster& cluster;
   double scheduler_start = cluster.scheduler().cpu_seconds();
   double worker_start = cluster.worker().cpu_seconds();
+  StealMeter steal;
 
   double scheduler() const { return cluster.scheduler().cpu_seconds() - scheduler_start; }
   double worker() const { return cluster.worker().cpu_seconds() - worker_start; }
@@ -159,9 +160,10 @@ struct CpuMeter {
   void report(Json& out, double tasks, std::ostream& progress) const {
     out.set("scheduler_cpu_us_per_task", scheduler() * 1e6 / tasks);
     out.set("worker_cpu_us_per_task", worker() * 1e6 / tasks);
-    char line[160];
-    std::snprintf(line, sizeof line, "  CPU per task: scheduler %.0f us, worker %.0f us\n", scheduler() * 1e6 / tasks,
-                  worker() * 1e6 / tasks);
+    out.set("cpu_steal_fraction", steal.fraction());
+    char line[200];
+    std::snprintf(line, sizeof line, "  CPU per task: scheduler %.0f us, worker %.0f us; CPU stolen by the hypervisor: %.0f%%\n",
+                  scheduler() * 1e6 / tasks, worker() * 1e6 / tasks, steal.fraction() * 100);
     progress << line;
   }
 };

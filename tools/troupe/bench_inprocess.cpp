@@ -96,6 +96,7 @@ Result<Json> run_chain_bench(const ChainBenchOptions& options, std::ostream& pro
   auto stats = std::make_shared<Stats>();
   std::promise<void> all_done;
   auto done_future = all_done.get_future();
+  const StealMeter steal;
   const auto start = Clock::now();
   auto directory = (*runtime)->directory;
   const int total = options.workflows;
@@ -155,6 +156,7 @@ Result<Json> run_chain_bench(const ChainBenchOptions& options, std::ostream& pro
   report.set("latency_p95_ms", quantile(stats->latencies_ms, 0.95));
   report.set("latency_p99_ms", quantile(stats->latencies_ms, 0.99));
   report.set("process_peak_rss_bytes", peak_rss_bytes());
+  report.set("cpu_steal_fraction", steal.fraction());
   report.set("history_bytes_written", store_stats.bytes_written);
   report.set("history_events", store_stats.events);
   report.set("group_commits", store_stats.batches);
@@ -183,6 +185,7 @@ Result<Json> run_idle_bench(const IdleBenchOptions& options, std::ostream& progr
   constexpr uint64_t events_when_running = 6;
 
   const uint64_t rss_before = rss_bytes();
+  const StealMeter steal;
   const auto start = Clock::now();
   {
     caf::scoped_actor self(*(*runtime)->system);
@@ -231,6 +234,7 @@ Result<Json> run_idle_bench(const IdleBenchOptions& options, std::ostream& progr
   report.set("rss_running_bytes", rss_after);
   report.set("rss_running_after_trim_bytes", rss_steady);
   report.set("process_peak_rss_bytes", peak_rss_bytes());
+  report.set("cpu_steal_fraction", steal.fraction());
   char line[256];
   std::snprintf(line, sizeof line,
                 "  all %d running after %.1f s (%.0f/s); RSS %.0f -> %.0f MiB: %.0f bytes per running "

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <tuple>
+#include <utility>
 
 namespace troupe::cli {
 namespace {
@@ -16,7 +18,28 @@ uint64_t status_field_kib(const std::string& field) {
   return 0;
 }
 
+/// The machine's steal and total CPU ticks from /proc/stat's first line.
+std::pair<uint64_t, uint64_t> cpu_ticks() {
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  stat >> cpu;
+  uint64_t value = 0, total = 0, steal = 0;
+  // user nice system idle iowait irq softirq steal (guest times are included in user)
+  for (int field = 0; field < 8 && stat >> value; ++field) {
+    total += value;
+    if (field == 7) steal = value;
+  }
+  return {steal, total};
+}
+
 }  // namespace
+
+StealMeter::StealMeter() { std::tie(steal_, total_) = cpu_ticks(); }
+
+double StealMeter::fraction() const {
+  const auto [steal, total] = cpu_ticks();
+  return total > total_ ? double(steal - steal_) / double(total - total_) : 0.0;
+}
 
 double quantile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
