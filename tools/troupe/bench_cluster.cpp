@@ -169,7 +169,6 @@ struct CpuMeter {
 };
 
 void add_cluster_facts(Json& report, const BenchClusterOptions& options, BenchCluster& cluster) {
-  report.set("mode", "cluster");
   report.set("worker_slots", options.worker_slots);
   report.set("scheduler_peak_rss_bytes", cluster.scheduler().peak_rss_bytes());
   report.set("worker_peak_rss_bytes", cluster.worker().peak_rss_bytes());
@@ -230,17 +229,7 @@ Result<Json> run_cluster_chain_bench(const BenchClusterOptions& setup, const Clu
   }
   std::sort(run.latencies_ms.begin(), run.latencies_ms.end());
 
-  Json report = Json::object();
-  report.set("workload", "CHAIN");
-  report.set("workflows", options.workflows);
-  report.set("tasks_per_workflow", options.tasks);
-  report.set("in_flight", options.in_flight);
-  report.set("wall_s", wall_s);
-  report.set("workflows_per_s", options.workflows / wall_s);
-  report.set("tasks_per_s", double(options.workflows) * options.tasks / wall_s);
-  report.set("latency_p50_ms", quantile(run.latencies_ms, 0.50));
-  report.set("latency_p95_ms", quantile(run.latencies_ms, 0.95));
-  report.set("latency_p99_ms", quantile(run.latencies_ms, 0.99));
+  Json report = chain_report("cluster", options.workflows, options.tasks, options.in_flight, wall_s, run.latencies_ms);
   add_cluster_facts(report, setup, **cluster);
   cpu.report(report, double(options.workflows) * options.tasks, progress);
   char line[320];
@@ -286,6 +275,7 @@ Result<Json> run_cluster_fanout_bench(const BenchClusterOptions& setup, const Cl
 
   Json report = Json::object();
   report.set("workload", "FANOUT");
+  report.set("mode", "cluster");
   report.set("width", options.width);
   report.set("runs", options.runs);
   report.set("wall_ms_p50", quantile(sorted, 0.5));

@@ -143,18 +143,8 @@ Result<Json> run_chain_bench(const ChainBenchOptions& options, std::ostream& pro
   std::sort(stats->latencies_ms.begin(), stats->latencies_ms.end());
   const auto store_stats = (*runtime)->store->stats();
 
-  Json report = Json::object();
-  report.set("workload", "CHAIN");
-  report.set("mode", "in-process");
-  report.set("workflows", options.workflows);
-  report.set("tasks_per_workflow", options.tasks);
-  report.set("in_flight", options.in_flight);
-  report.set("wall_s", wall_s);
-  report.set("workflows_per_s", options.workflows / wall_s);
-  report.set("tasks_per_s", double(options.workflows) * options.tasks / wall_s);
-  report.set("latency_p50_ms", quantile(stats->latencies_ms, 0.50));
-  report.set("latency_p95_ms", quantile(stats->latencies_ms, 0.95));
-  report.set("latency_p99_ms", quantile(stats->latencies_ms, 0.99));
+  Json report = chain_report("in-process", options.workflows, options.tasks, options.in_flight, wall_s,
+                             stats->latencies_ms);
   report.set("process_peak_rss_bytes", peak_rss_bytes());
   report.set("cpu_steal_fraction", steal.fraction());
   report.set("history_bytes_written", store_stats.bytes_written);

@@ -61,4 +61,21 @@ std::string chain_definition(int tasks) {
   return json + "]}";
 }
 
+Json chain_report(const std::string& mode, int workflows, int tasks, int in_flight, double wall_s,
+                  const std::vector<double>& sorted_latencies_ms) {
+  Json report = Json::object();
+  report.set("workload", "CHAIN");
+  report.set("mode", mode);
+  report.set("workflows", workflows);
+  report.set("tasks_per_workflow", tasks);
+  report.set("in_flight", in_flight);
+  report.set("wall_s", wall_s);
+  report.set("workflows_per_s", workflows / wall_s);
+  report.set("tasks_per_s", double(workflows) * tasks / wall_s);
+  report.set("latency_p50_ms", quantile(sorted_latencies_ms, 0.50));
+  report.set("latency_p95_ms", quantile(sorted_latencies_ms, 0.95));
+  report.set("latency_p99_ms", quantile(sorted_latencies_ms, 0.99));
+  return report;
+}
+
 }  // namespace troupe::cli

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/troupe/json.hpp"
+
 namespace troupe::cli {
 
 /// The p-quantile (0..1) of `values`, which must be sorted; 0 when empty.
@@ -30,5 +32,10 @@ class StealMeter {
 
 /// CHAIN's definition: tasks t1 -> t2 -> ... -> tK, each the noop handler.
 std::string chain_definition(int tasks);
+
+/// The fields every CHAIN report has: the workload, its parameters, throughput and latency
+/// quantiles (`sorted_latencies_ms` sorted).
+Json chain_report(const std::string& mode, int workflows, int tasks, int in_flight, double wall_s,
+                  const std::vector<double>& sorted_latencies_ms);
 
 }  // namespace troupe::cli
