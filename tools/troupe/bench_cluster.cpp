@@ -149,10 +149,15 @@ std::string fanout_definition(int width) {
 /// CPU time the nodes use during a workload: the cost per task that wall time hides when the
 /// machine is shared.
 struct CpuMeter {
+  explicit CpuMeter(const BenchCluster& measured)
+      : cluster(measured),
+        scheduler_start(measured.scheduler().cpu_seconds()),
+        worker_start(measured.worker().cpu_seconds()) {}
+
   const BenchCluster& cluster;
-  double scheduler_start = cluster.scheduler().cpu_seconds();
-  double worker_start = cluster.worker().cpu_seconds();
-  StealMeter steal;
+  const double scheduler_start;
+  const double worker_start;
+  const StealMeter steal;
 
   double scheduler() const { return cluster.scheduler().cpu_seconds() - scheduler_start; }
   double worker() const { return cluster.worker().cpu_seconds() - worker_start; }
@@ -217,7 +222,7 @@ Result<Json> run_cluster_chain_bench(const BenchClusterOptions& setup, const Clu
       });
     });
   };
-  const CpuMeter cpu{**cluster};
+  const CpuMeter cpu(**cluster);
   const auto start = Clock::now();
   for (int c = 0; c < options.in_flight && run.next < options.workflows; ++c) launch();
   auto finished = client.run(std::chrono::minutes(30));
@@ -252,7 +257,7 @@ Result<Json> run_cluster_fanout_bench(const BenchClusterOptions& setup, const Cl
   auto& client = (*cluster)->client();
   const std::string definition = fanout_definition(options.width);
   std::vector<double> walls_ms;
-  const CpuMeter cpu{**cluster};
+  const CpuMeter cpu(**cluster);
   for (int r = 0; r < options.runs; ++r) {
     const std::string id = "fanout-" + std::to_string(r);
     const auto start = Clock::now();
