@@ -42,27 +42,24 @@ kj::Duration to_kj(Duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count() * kj::MILLISECONDS;
 }
 
-/// One invocation on the worker side: runs on the node's local executor and hands every
-/// report but STARTED to `on_report` (the scheduler counts the accepted runTask as the start).
-/// It asks for no slot: a worker node's executor has unlimited slots, because the scheduler's
-/// credit already bounds what it sends.
+/// The worker's one task_port: the node's executor reports every invocation here, and the
+/// bridge hands each report but STARTED (the scheduler counts the accepted runTask as the
+/// start) to the agent. One long-lived actor rather than one per invocation: on a worker that
+/// runs thousands of short tasks a second, spawning and ending an actor each was a good part
+/// of its CPU. Invocations run without asking for a slot: a worker node's executor has
+/// unlimited slots, because the scheduler's credit already bounds what it sends.
 using ReportSink = std::function<void(TaskReport)>;
 
-struct ProxyState {
-  static inline const char* name = "invocation";
+struct BridgeState {
+  static inline const char* name = "report_bridge";
 };
 
-actors::task_port::behavior_type invocation_proxy(actors::task_port::stateful_pointer<ProxyState> self,
-                                                  actors::executor_actor executor, actors::Invocation invocation,
-                                                  ReportSink sink) {
+actors::task_port::behavior_type report_bridge(actors::task_port::stateful_pointer<BridgeState> self,
+                                               actors::executor_actor executor, ReportSink sink) {
   self->link_to(executor);  // ends with the node's executor
-  self->send(executor, actors::run_atom::value, std::move(invocation), caf::actor_cast<actors::task_port>(self));
   return {
       [=](actors::report_atom, TaskReport& report) {
-        if (report.kind == TaskReport::STARTED) return;
-        const bool ends = report.kind != TaskReport::HEARTBEAT;
-        sink(std::move(report));
-        if (ends) self->quit();
+        if (report.kind != TaskReport::STARTED) sink(std::move(report));
       },
       [=](actors::update_atom, TaskReport&) { return true; },
       [=](actors::grant_atom, const std::string&) { return false; },
@@ -93,7 +90,17 @@ class Agent : public std::enable_shared_from_this<Agent> {
     hostname_ = host;
   }
 
-  void start() { connect(); }
+  void start() {
+    std::weak_ptr<Agent> weak = weak_from_this();
+    // setup->rpc is read per report: it is set only once the RPC thread (running this) is up.
+    ReportSink sink = [weak, setup = setup_](TaskReport report) {
+      setup->rpc->post([weak, report = std::move(report)]() mutable {
+        if (auto agent = weak.lock()) agent->on_report(std::move(report));
+      });
+    };
+    bridge_ = setup_->system->spawn(report_bridge, setup_->executor, std::move(sink));
+    connect();
+  }
 
   void stop() {
     stopped_ = true;
@@ -138,14 +145,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     inv.progress.assign(reinterpret_cast<const char*>(progress.begin()), progress.size());
     inv.heartbeat_timeout_us = int64_t{spec.getHeartbeatTimeoutMs()} * 1000;
     running_.emplace(id, Running{kj::mv(reporter), false, {}, false});
-    std::weak_ptr<Agent> weak = weak_from_this();
-    RpcThread* rpc = setup_->rpc;
-    ReportSink sink = [weak, rpc](TaskReport report) {
-      rpc->post([weak, report = std::move(report)]() mutable {
-        if (auto agent = weak.lock()) agent->on_report(std::move(report));
-      });
-    };
-    setup_->system->spawn(invocation_proxy, setup_->executor, std::move(inv), std::move(sink));
+    caf::anon_send(setup_->executor, actors::run_atom::value, std::move(inv), bridge_);
     return ok();
   }
 
@@ -454,6 +454,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   uint64_t last_notify_sequence_ = 0;
   uint64_t heartbeat_generation_ = 0;
   std::string last_refusal_;  ///< the registration refusal last logged
+  actors::task_port bridge_;  ///< where the executor reports this worker's invocations
   std::map<std::string, Running> running_;
 };
 

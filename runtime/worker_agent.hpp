@@ -1,6 +1,7 @@
 // The worker side of the Bistro protocol, on the RPC thread: registers with the scheduler,
-// heartbeats, serves WorkerControl, and runs each invocation through the node's executor by
-// way of a small proxy actor. Outcomes are reported until the scheduler acknowledges them.
+// heartbeats, serves WorkerControl, and runs each invocation on the node's executor, whose
+// reports reach it through one bridge actor. Outcomes are reported until the scheduler
+// acknowledges them.
 #pragma once
 
 #include <functional>

@@ -66,7 +66,9 @@ class BenchCluster {
     if (!started) return started.error();
     auto ended = cluster->client_->result("warm-up", 30s);
     if (!ended) return fail(ended.error().code, "the cluster did not run a first workflow: " + ended.error().message);
-    if (ended->state != "SUCCESS") return fail(Errc::INTERNAL, "the warm-up workflow ended " + ended->state);
+    if (ended->state != "SUCCESS") {
+      return fail(Errc::INTERNAL, "the warm-up workflow ended " + ended->state + " " + ended->detail);
+    }
     char line[160];
     std::snprintf(line, sizeof line, "  cluster up on 127.0.0.1:%u (scheduler pid %d, worker pid %d), first workflow in %.0f ms\n",
                   cluster->port_, cluster->scheduler_->pid(), cluster->worker_->pid(), ms_since(warm));
