@@ -243,10 +243,28 @@ class WorkerSessionImpl final : public schema::WorkerSession::Server {
   actors::worker_actor worker_;
 };
 
-/// Runs `work` inside a short-lived actor, so RPC calls can use request/then on typed actors.
-template <class F>
-void in_actor(caf::actor_system& system, F work) {
-  system.spawn([](caf::event_based_actor* self, F w) { w(self); }, std::move(work));
+/// The one actor through which client calls reach the directory: RPC threads are not actors,
+/// so each call travels as a message with its Reply, and the bridge asks the directory and
+/// delivers the answer. (An actor spawned per call did the same at twice the cost.)
+struct ClientBridgeState {
+  static inline const char* name = "client_bridge";
+};
+
+caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors::directory_actor directory) {
+  self->link_to(directory);  // ends with the directory
+  return {
+      [=](actors::submit_atom, const std::string& id, const std::string& json, const std::string& input,
+          const std::string& run_from, Reply<std::string>& reply) {
+        self->request(directory, caf::infinite, actors::submit_atom::value, id, json, input, run_from)
+            .then([reply, id](const std::string&) { reply.deliver(id); },
+                  [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); });
+      },
+      [=](actors::result_atom, const std::string& id, Reply<actors::WorkflowOutcome>& reply) {
+        self->request(directory, caf::infinite, actors::result_atom::value, id)
+            .then([reply](const actors::WorkflowOutcome& o) { reply.deliver(o); },
+                  [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); });
+      },
+  };
 }
 
 class ClientServiceImpl final : public schema::ClientService::Server {
@@ -261,13 +279,8 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     std::string input = params.hasInputJson() ? text(params.getInputJson()) : "";
     if (input.empty()) input = "{}";
     std::string run_from = text(params.getRunFrom());
-    auto directory = services_->directory;
-    auto resolve = b.resolve;
-    in_actor(*services_->system, [=](caf::event_based_actor* self) {
-      self->request(directory, caf::infinite, actors::submit_atom::value, id, json, input, run_from)
-          .then([=](const std::string&) { resolve(id); },
-                [=](const caf::error& e) { resolve(actors::from_caf(e)); });
-    });
+    caf::anon_send(services_->client_bridge, actors::submit_atom::value, id, json, input, run_from,
+                   Reply<std::string>{b.resolve});
     return b.promise.then([context](Result<std::string> r) mutable {
       auto results = context.getResults();
       if (r) {
@@ -281,13 +294,8 @@ class ClientServiceImpl final : public schema::ClientService::Server {
   kj::Promise<void> result(ResultContext context) override {
     auto b = bridge<actors::WorkflowOutcome>();
     std::string id = text(context.getParams().getWorkflowId());
-    auto directory = services_->directory;
-    auto resolve = b.resolve;
-    in_actor(*services_->system, [=](caf::event_based_actor* self) {
-      self->request(directory, caf::infinite, actors::result_atom::value, id)
-          .then([=](const actors::WorkflowOutcome& o) { resolve(o); },
-                [=](const caf::error& e) { resolve(actors::from_caf(e)); });
-    });
+    caf::anon_send(services_->client_bridge, actors::result_atom::value, id,
+                   Reply<actors::WorkflowOutcome>{b.resolve});
     return b.promise.then([context, id](Result<actors::WorkflowOutcome> r) mutable {
       auto results = context.getResults();
       if (r) {
@@ -399,6 +407,7 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
                                        exception->getDescription().cStr());
   }
   if (bound_port) *bound_port = static_cast<uint16_t>(receiver->getPort());
+  services->client_bridge = services->system->spawn(client_bridge, services->directory);
   auto listener = std::make_shared<Listener>(
       Listener{kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks), tasks});
   auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(

@@ -24,6 +24,7 @@ struct SchedulerServices {
   actors::directory_actor directory;
   actors::dispatcher_actor dispatcher;
   RpcThread* rpc = nullptr;  ///< set before the first call arrives
+  caf::actor client_bridge;  ///< set by serve_scheduler: client calls reach the directory through it
 };
 
 /// Listens on `listen` and serves the Gateway; the returned teardown stops listening and drops
