@@ -2,6 +2,7 @@
 #include "actors/system/dispatcher.hpp"
 
 #include <iostream>
+#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -16,6 +17,9 @@ struct DispatcherState {
   DispatcherOptions options;
   std::map<std::string, matching_actor> matchers;
   std::map<std::string, worker_actor> workers;  ///< the live instance of each shard
+  /// Every shard registered since this scheduler started: one registering again without a live
+  /// instance had an earlier one that died or was replaced, so it is told to start clean.
+  std::set<std::string> known_shards;
   /// Invocations revived tasks want back, by the shard that ran them, until it registers.
   std::map<std::string, std::vector<std::pair<Invocation, task_port>>> adoptions;
   caf::actor_clock::time_point recovery_ends;
@@ -150,8 +154,9 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         auto& st = self->state;
         auto existing = st.workers.find(info.shard_id);
         if (existing == st.workers.end()) {
+          const bool known = !st.known_shards.insert(info.shard_id).second;
           auto worker = start_worker(self, std::move(info), std::move(link));
-          reply.deliver(RegistrationOutcome{worker, st.options.timeouts, false});
+          reply.deliver(RegistrationOutcome{worker, st.options.timeouts, known});
           return;
         }
         auto current = existing->second;

@@ -20,7 +20,10 @@ namespace troupe::actors {
 struct RegistrationOutcome {
   worker_actor worker;      ///< where the worker's session sends heartbeats and reports
   HealthTimeouts timeouts;  ///< the worker applies the same
-  bool start_clean = false; ///< it replaced an earlier instance of its shard
+  /// This scheduler knew an earlier instance of the shard (dead or replaced): whatever the
+  /// worker still runs from then is not the scheduler's any more. False after a scheduler
+  /// restart, when a revived task may take it back.
+  bool start_clean = false;
 };
 
 using dispatcher_actor = executor_actor::extend<

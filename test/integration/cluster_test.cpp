@@ -101,8 +101,17 @@ TEST_SUITE("integration.cluster") {
     }
     CHECK(second_attempt_logged);
 
-    SUBCASE("the killed worker restarted with the same shard id registers again and runs tasks") {
-      cluster.start(victim);
+    SUBCASE("the killed worker restarted with the same shard id is told to start clean and runs tasks") {
+      auto restarted = troupe::test::start_node_with_output(cluster.config, victim);
+      bool told_clean = false;
+      const auto deadline = std::chrono::steady_clock::now() + 20s;
+      while (!told_clean && std::chrono::steady_clock::now() < deadline) {
+        auto line = restarted->read_line(1s);
+        if (line) told_clean = line->find("registered") != std::string::npos &&
+                               line->find("replacing an earlier instance") != std::string::npos;
+      }
+      CHECK(told_clean);
+      cluster.nodes[victim] = std::move(restarted);
       REQUIRE(client->start("after-restart", R"({"name": "n", "tasks": [{"name": "t", "handler": "noop"}]})") ==
               "after-restart");
       CHECK(client->result("after-restart", 30s) == "SUCCESS");

@@ -167,6 +167,7 @@ struct Scheduler {
     auto link = std::make_shared<FakeWorkerLink>();
     auto registered = register_worker(worker_info(shard, instance, std::move(lists)), link);
     REQUIRE_MESSAGE(registered, test::why(registered));
+    CHECK_FALSE(registered->start_clean);  // the first instance this scheduler sees
     link->answer_running();
     fx.run();
     Worker worker{shard, link, registered->worker};
@@ -785,6 +786,7 @@ TEST_SUITE("actors.dispatch") {
     auto link = std::make_shared<FakeWorkerLink>();
     auto taken = s.register_worker(worker_info("w1", "instance-2", {{"jobs", 1}}), link);
     REQUIRE_MESSAGE(taken, test::why(taken));
+    CHECK(taken->start_clean);
     Worker fresh{"w1", link, taken->worker};
     link->answer_running();
     s.fx.run();
@@ -813,6 +815,7 @@ TEST_SUITE("actors.dispatch") {
     auto back = s.register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
     REQUIRE_MESSAGE(back, test::why(back));
     CHECK_FALSE(back->worker == old.actor);
+    CHECK(back->start_clean);  // its earlier self died: what it still runs is not ours
     link->answer_running({lost});
     s.fx.run();
     CHECK(link->cancels == std::vector<std::string>{lost});
