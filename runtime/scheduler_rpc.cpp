@@ -1,7 +1,9 @@
 // Gateway, ClientService, WorkerSession, TaskReporter and the Cap'n Proto WorkerLink.
 #include "runtime/scheduler_rpc.hpp"
 
+#include <cstdio>
 #include <iostream>
+#include <random>
 
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
@@ -243,6 +245,20 @@ class WorkerSessionImpl final : public schema::WorkerSession::Server {
   actors::worker_actor worker_;
 };
 
+/// A workflow id for a submission that names none: "wf-" and 128 random bits in hex, so ids
+/// from any number of schedulers and restarts do not collide.
+std::string new_workflow_id() {
+  thread_local std::mt19937_64 random = [] {
+    std::random_device device;
+    std::seed_seq seed{device(), device(), device(), device()};
+    return std::mt19937_64(seed);
+  }();
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "wf-%016llx%016llx", static_cast<unsigned long long>(random()),
+                static_cast<unsigned long long>(random()));
+  return buf;
+}
+
 /// The one actor through which client calls reach the directory: RPC threads are not actors,
 /// so each call travels as a message with its Reply, and the bridge asks the directory and
 /// delivers the answer. (An actor spawned per call did the same at twice the cost.)
@@ -275,6 +291,7 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     auto params = context.getParams();
     auto b = bridge<std::string>();
     std::string id = text(params.getWorkflowId());
+    if (id.empty()) id = new_workflow_id();
     std::string json = text(params.getDefinitionJson());
     std::string input = params.hasInputJson() ? text(params.getInputJson()) : "";
     if (input.empty()) input = "{}";

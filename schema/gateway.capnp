@@ -26,7 +26,8 @@ interface ClientService {
 
   startWorkflow @0 (definitionJson :Text, inputJson :Text, workflowId :Text, runFrom :Text)
       -> (workflowId :Text, error :Common.Error);
-  # Acknowledged once WorkflowSubmitted is durable. The same id while open returns that run.
+  # Acknowledged once WorkflowSubmitted is durable. The same id while open returns that run;
+  # an empty id gets a new one ("wf-" and 32 hex digits), returned in workflowId.
   result @1 (workflowId :Text) -> (result :WorkflowResult, error :Common.Error);
   # Waits for the workflow to end.
 }

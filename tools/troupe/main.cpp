@@ -18,6 +18,7 @@
 #include "tools/troupe/bench_cluster.hpp"
 #include "tools/troupe/bench_inprocess.hpp"
 #include "tools/troupe/bench_store.hpp"
+#include "tools/troupe/client_commands.hpp"
 #include "tools/troupe/local_cluster.hpp"
 #include "tools/troupe/node_process.hpp"
 #include "tools/troupe/version.hpp"
@@ -25,9 +26,22 @@
 namespace troupe::cli {
 namespace {
 
-constexpr const char* usage = R"(usage: troupe COMMAND [ARGS]
+constexpr const char* usage_head = R"(usage: troupe COMMAND [ARGS]
 
 commands:
+  submit FILE.json   starts the workflow defined in FILE.json (- reads stdin) and prints its id
+                  --id ID            the workflow id (default: the scheduler picks one); while a
+                                     workflow with this id is open, submitting again returns it
+                  --input JSON       the workflow's input (default {})
+                  --wait             wait for the end and print the state, as `result` does
+                  --timeout D        give up waiting after D (e.g. 10m)
+                  --json             print JSON
+  result ID       waits for workflow ID to end and prints "ID STATE[: reason]"; exit 0 when it
+                  succeeded, 1 when it failed or was stopped
+                  --timeout D  --json
+)";
+
+constexpr const char* usage_body = R"(
   bench store   the STORE workload: durable 200-byte appends through the history store
                 from 1, 8 and 64 concurrent appenders, against the raw fdatasync rate.
                   --seconds S        length of each run (default 10)
@@ -68,7 +82,13 @@ commands:
                 its actions (Markdown, the default) or as Graphviz graphs (dot)
   version       the build's git revision and type
   help          this text
+
+Client commands exit 0 on success, 1 when the workflow failed or was stopped, 2 on a usage or
+input error (the definition's problems are listed with their JSON paths), 3 when the
+scheduler cannot be reached.
 )";
+
+const std::string usage = std::string(usage_head) + client_options_usage + usage_body;
 
 int usage_error(const std::string& message) {
   std::cerr << "troupe: " << message << "\n\n" << usage;
@@ -315,13 +335,15 @@ int run(const std::vector<std::string>& words) {
     std::cout << usage;
     return words.empty() ? 2 : 0;
   }
-  auto args = Args::parse({words.begin() + 1, words.end()}, {"in-process"});
+  auto args = Args::parse({words.begin() + 1, words.end()}, {"in-process", "wait", "json"});
   if (!args) return usage_error(args.error().message);
   const std::string& command = words[0];
   if (command == "version" || command == "--version") {
     std::cout << "troupe " << git_revision() << " (" << build_type() << ")\n";
     return 0;
   }
+  if (command == "submit") return submit_command(*args);
+  if (command == "result") return result_command(*args);
   if (command == "up") return cluster_up(*args, words);
   if (command == "down") return cluster_down(*args, words);
   if (command == "describe") {

@@ -1,0 +1,112 @@
+// The client commands as a user runs them: the troupe CLI ($TROUPE_CLI) against a real
+// scheduler and worker, checked by output and exit code.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "test/support/cluster.hpp"
+
+using namespace std::chrono_literals;
+using troupe::test::Cluster;
+
+namespace {
+
+std::string cli_binary() {
+  const char* path = std::getenv("TROUPE_CLI");
+  REQUIRE_MESSAGE(path != nullptr, "TROUPE_CLI must name the troupe binary");
+  return path;
+}
+
+struct CliRun {
+  int code = -1;
+  std::string output;  ///< stdout and stderr together
+};
+
+/// Runs `troupe ARGS...` to its end (60 s at most) with its stderr joined to its stdout.
+CliRun troupe_cli(const std::vector<std::string>& args) {
+  std::string command = "exec '" + cli_binary() + "'";
+  for (const auto& a : args) command += " '" + a + "'";  // test arguments hold no quotes
+  troupe::test::ChildProcess child({"/bin/sh", "-c", command + " 2>&1"});
+  CliRun run;
+  run.output = troupe::test::read_output(child, 60s);
+  const int status = child.wait();
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_SUITE("integration.cli") {
+  TEST_CASE("submit and result against a cluster: output and exit codes") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    troupe::test::connect(cluster.port);  // waits until the scheduler accepts connections
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+    const std::string dir = cluster.dir.path();
+    std::ofstream(dir + "/ok.json") << R"({"name": "ok", "tasks": [
+        {"name": "a", "handler": "noop"}, {"name": "b", "handler": "noop", "dependsOn": ["a"]}]})";
+    std::ofstream(dir + "/fails.json") << R"({"name": "fails", "tasks": [
+        {"name": "t", "shell": {"command": ["sh", "-c", "exit 3"]}}]})";
+    std::ofstream(dir + "/broken.json") << R"({"name": "broken", "tasks": [
+        {"name": "a", "handler": "noop", "dependsOn": ["nope"]}]})";
+
+    SUBCASE("submit --wait prints the state and exits 0 when the workflow succeeds") {
+      auto run = troupe_cli({"submit", dir + "/ok.json", "--id", "ok-1", "--wait", "--address", address});
+      CHECK(run.code == 0);
+      CHECK(contains(run.output, "ok-1 SUCCESS"));
+    }
+    SUBCASE("submit prints the id; result waits for the end; --json prints JSON") {
+      auto submitted = troupe_cli({"submit", dir + "/ok.json", "--id", "ok-2", "--address", address});
+      CHECK(submitted.code == 0);
+      CHECK(submitted.output == "ok-2\n");
+      auto result = troupe_cli({"result", "ok-2", "--json", "--address", address});
+      CHECK(result.code == 0);
+      CHECK(contains(result.output, R"("workflowId":"ok-2")"));
+      CHECK(contains(result.output, R"("state":"SUCCESS")"));
+    }
+    SUBCASE("a failed workflow exits 1 with its reason") {
+      auto run = troupe_cli({"submit", dir + "/fails.json", "--wait", "--address", address});
+      CHECK(run.code == 1);
+      CHECK(contains(run.output, "FAILED"));
+      CHECK(contains(run.output, "ExitCode:3"));
+    }
+    SUBCASE("an invalid definition exits 2 naming the problem's JSON path") {
+      auto run = troupe_cli({"submit", dir + "/broken.json", "--address", address});
+      CHECK(run.code == 2);
+      CHECK(contains(run.output, "$.tasks[0].dependsOn[0]: unknown task 'nope'"));
+    }
+    SUBCASE("an unknown workflow id exits 2") {
+      auto run = troupe_cli({"result", "no-such-workflow", "--address", address});
+      CHECK(run.code == 2);
+      CHECK(contains(run.output, "no-such-workflow"));
+    }
+    SUBCASE("the address comes from TROUPE_ADDRESS when --address is absent") {
+      auto run = troupe_cli({"submit", dir + "/ok.json", "--id", "ok-env", "--wait"});
+      CHECK(run.code == 3);  // the default 127.0.0.1:7700 has no scheduler in the test
+      ::setenv("TROUPE_ADDRESS", address.c_str(), 1);
+      auto with_env = troupe_cli({"submit", dir + "/ok.json", "--id", "ok-env", "--wait"});
+      ::unsetenv("TROUPE_ADDRESS");
+      CHECK(with_env.code == 0);
+      CHECK(contains(with_env.output, "ok-env SUCCESS"));
+    }
+    SUBCASE("an unreachable scheduler exits 3") {
+      auto run = troupe_cli({"result", "x", "--address", "127.0.0.1:" + std::to_string(troupe::test::free_port())});
+      CHECK(run.code == 3);
+      CHECK(contains(run.output, "cannot reach the scheduler"));
+    }
+    SUBCASE("usage errors exit 2") {
+      CHECK(troupe_cli({"submit"}).code == 2);
+      CHECK(troupe_cli({"submit", dir + "/ok.json", "--bogus", "1"}).code == 2);
+      CHECK(troupe_cli({"result", "x", "--timeout", "soon"}).code == 2);
+    }
+  }
+}

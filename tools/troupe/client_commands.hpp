@@ -1,0 +1,21 @@
+// The client commands of the troupe CLI: talk to a scheduler's Gateway through the C++ client.
+// Exit codes: 0 success, 1 the workflow failed or was stopped, 2 usage or input error (a bad
+// definition, an unknown workflow id), 3 the scheduler cannot be reached.
+#pragma once
+
+#include "tools/troupe/args.hpp"
+
+namespace troupe::cli {
+
+/// `troupe submit FILE.json [--id ID] [--input JSON] [--wait] [--timeout D] [--json]`
+int submit_command(const Args& args);
+
+/// `troupe result ID [--timeout D] [--json]`
+int result_command(const Args& args);
+
+/// The options every client command takes, for the usage text.
+inline constexpr const char* client_options_usage =
+    "                  --address HOST:PORT  the scheduler (default $TROUPE_ADDRESS, else 127.0.0.1:7700)\n"
+    "                  --config CLUSTER.toml  take the address from the config's scheduler node\n";
+
+}  // namespace troupe::cli
