@@ -85,6 +85,7 @@ using sent_atom = caf::atom_constant<caf::atom("sent")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using recovered_atom = caf::atom_constant<caf::atom("recovered")>;
+using control_atom = caf::atom_constant<caf::atom("control")>;
 
 // --- errors -------------------------------------------------------------------------------
 

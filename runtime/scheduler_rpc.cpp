@@ -275,6 +275,27 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
             .then([reply, id](const std::string&) { reply.deliver(id); },
                   [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); });
       },
+      [=](actors::control_atom, const std::string& id, uint8_t action, Reply<std::string>& reply) {
+        // Find (or revive) the workflow, then ask it; its answer comes once the event is durable.
+        self->request(directory, caf::infinite, actors::lookup_atom::value, id)
+            .then(
+                [=](actors::workflow_actor& wf) {
+                  auto answer = [reply](const std::string& state) { reply.deliver(state); };
+                  auto refused = [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); };
+                  switch (static_cast<schema::ControlAction>(action)) {
+                    case schema::ControlAction::PAUSE:
+                      self->request(wf, caf::infinite, actors::pause_atom::value).then(answer, refused);
+                      break;
+                    case schema::ControlAction::RESUME:
+                      self->request(wf, caf::infinite, actors::resume_atom::value).then(answer, refused);
+                      break;
+                    case schema::ControlAction::STOP:
+                      self->request(wf, caf::infinite, actors::stop_atom::value).then(answer, refused);
+                      break;
+                  }
+                },
+                [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); });
+      },
       [=](actors::result_atom, const std::string& id, Reply<actors::WorkflowOutcome>& reply) {
         self->request(directory, caf::infinite, actors::result_atom::value, id)
             .then([reply](const actors::WorkflowOutcome& o) { reply.deliver(o); },
@@ -320,6 +341,21 @@ class ClientServiceImpl final : public schema::ClientService::Server {
         out.setWorkflowId(id);
         out.setState(r->state);
         out.setDetail(r->failure_reason);
+      } else {
+        set_error(results.initError(), r.error());
+      }
+    });
+  }
+
+  kj::Promise<void> control(ControlContext context) override {
+    auto params = context.getParams();
+    auto b = bridge<std::string>();
+    caf::anon_send(services_->client_bridge, actors::control_atom::value, text(params.getWorkflowId()),
+                   static_cast<uint8_t>(params.getAction()), Reply<std::string>{b.resolve});
+    return b.promise.then([context](Result<std::string> r) mutable {
+      auto results = context.getResults();
+      if (r) {
+        results.setState(*r);
       } else {
         set_error(results.initError(), r.error());
       }

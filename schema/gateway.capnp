@@ -21,6 +21,12 @@ struct WorkflowResult {
   detail @2 :Text;                   # the failure reason of a failed workflow
 }
 
+enum ControlAction {
+  pause @0;                          # no new tasks start; PAUSED once none is active
+  resume @1;                         # a paused workflow carries on
+  stop @2;                           # active tasks are killed; STOPPED once they are
+}
+
 interface ClientService {
   # What clients call (named so because capnp reserves "Client" inside every interface).
 
@@ -30,4 +36,8 @@ interface ClientService {
   # an empty id gets a new one ("wf-" and 32 hex digits), returned in workflowId.
   result @1 (workflowId :Text) -> (result :WorkflowResult, error :Common.Error);
   # Waits for the workflow to end.
+  control @2 (workflowId :Text, action :ControlAction) -> (state :Text, error :Common.Error);
+  # Pauses, resumes or stops a workflow; answers the state it leads to (READY_PAUSE, PAUSED,
+  # RUNNING, READY_STOP, STOPPED, ...) once that is durable. notAllowedInState when the action
+  # does not apply ("PAUSE is not allowed in state SUCCESS").
 }

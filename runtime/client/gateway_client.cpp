@@ -125,6 +125,22 @@ Result<WorkflowResult> GatewayClient::result(const std::string& workflow_id, Dur
       .wait(impl_->rpc.getWaitScope());
 }
 
+Result<std::string> GatewayClient::control(const std::string& workflow_id, Control action) {
+  auto call = impl_->service.controlRequest();
+  call.setWorkflowId(workflow_id);
+  call.setAction(action == Control::PAUSE    ? schema::ControlAction::PAUSE
+                 : action == Control::RESUME ? schema::ControlAction::RESUME
+                                             : schema::ControlAction::STOP);
+  return call.send()
+      .then(
+          [](capnp::Response<schema::ClientService::ControlResults>&& response) -> Result<std::string> {
+            if (has_error(response)) return error_of(response);
+            return text(response.getState());
+          },
+          [address = impl_->address](kj::Exception&& e) -> Result<std::string> { return lost(address, e); })
+      .wait(impl_->rpc.getWaitScope());
+}
+
 void GatewayClient::start_async(const StartRequest& request, StartCallback done) {
   ++impl_->outstanding;
   impl_->tasks.add(impl_->start(request).then([impl = impl_.get(), done = std::move(done)](Result<std::string> r) {

@@ -50,6 +50,12 @@ class GatewayClient {
   /// Waits up to `timeout` for the workflow to end. TIMED_OUT when it has not.
   Result<WorkflowResult> result(const std::string& workflow_id, Duration timeout);
 
+  enum class Control { PAUSE, RESUME, STOP };
+  /// Pauses, resumes or stops a workflow; the state it leads to once durable (READY_PAUSE,
+  /// PAUSED, RUNNING, READY_STOP, STOPPED, ...). NOT_ALLOWED_IN_STATE when the action does not
+  /// apply, NOT_FOUND for an unknown id.
+  Result<std::string> control(const std::string& workflow_id, Control action);
+
   using StartCallback = std::function<void(Result<std::string>)>;
   using ResultCallback = std::function<void(Result<WorkflowResult>)>;
   /// Queues a start; `done` runs inside run().

@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -107,6 +108,53 @@ TEST_SUITE("integration.cli") {
       CHECK(troupe_cli({"submit"}).code == 2);
       CHECK(troupe_cli({"submit", dir + "/ok.json", "--bogus", "1"}).code == 2);
       CHECK(troupe_cli({"result", "x", "--timeout", "soon"}).code == 2);
+    }
+  }
+
+  TEST_CASE("pause, resume and stop a running workflow") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    troupe::test::connect(cluster.port);
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+    const std::string dir = cluster.dir.path();
+
+    SUBCASE("a paused workflow starts nothing new until resumed") {
+      std::ofstream(dir + "/gated.json") << R"({"name": "gated", "tasks": [
+          {"name": "a", "shell": {"command": ["sh", "-c", "while [ ! -e )" << dir << R"(/gate ]; do sleep 0.05; done"]}},
+          {"name": "b", "dependsOn": ["a"], "shell": {"command": ["touch", ")" << dir << R"(/b-ran"]}}]})";
+      REQUIRE(troupe_cli({"submit", dir + "/gated.json", "--id", "gated", "--address", address}).code == 0);
+      auto paused = troupe_cli({"pause", "gated", "--address", address});
+      CHECK(paused.code == 0);
+      CHECK(contains(paused.output, "gated READY_PAUSE"));  // task a is still running
+      std::ofstream(dir + "/gate").put('\n');
+      // Once a ends the workflow is PAUSED; pausing again is idempotent and says so.
+      CHECK(troupe::test::eventually([&] {
+        auto again = troupe_cli({"pause", "gated", "--address", address});
+        return again.code == 0 && contains(again.output, "gated PAUSED");
+      }, 20s));
+      CHECK_FALSE(std::filesystem::exists(dir + "/b-ran"));
+      auto resumed = troupe_cli({"resume", "gated", "--address", address});
+      CHECK(resumed.code == 0);
+      CHECK(contains(resumed.output, "gated RUNNING"));
+      auto result = troupe_cli({"result", "gated", "--address", address});
+      CHECK(result.code == 0);
+      CHECK(std::filesystem::exists(dir + "/b-ran"));
+    }
+    SUBCASE("a stopped workflow kills its task and ends STOPPED, exit 1") {
+      std::ofstream(dir + "/long.json") << R"({"name": "long", "tasks": [
+          {"name": "t", "shell": {"command": ["sleep", "60"]}}]})";
+      REQUIRE(troupe_cli({"submit", dir + "/long.json", "--id", "long", "--address", address}).code == 0);
+      auto stopped = troupe_cli({"stop", "long", "--address", address});
+      CHECK(stopped.code == 0);
+      auto result = troupe_cli({"result", "long", "--timeout", "30s", "--address", address});
+      CHECK(result.code == 1);
+      CHECK(contains(result.output, "long STOPPED"));
+    }
+    SUBCASE("control of an unknown workflow exits 2") {
+      CHECK(troupe_cli({"stop", "nobody", "--address", address}).code == 2);
     }
   }
 }

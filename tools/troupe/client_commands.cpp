@@ -154,4 +154,28 @@ int result_command(const Args& args) {
   return print_result(*result, *json);
 }
 
+int control_command(const std::string& action, const Args& args) {
+  if (auto known = args.only({"json", "address", "config"}); !known) return complain(exit_usage, known.error().message);
+  const auto& words = args.positionals();
+  if (words.size() != 1) return complain(exit_usage, action + " takes one workflow id");
+  auto json = args.boolean("json", false);
+  if (!json) return complain(exit_usage, json.error().message);
+  const auto which = action == "pause"    ? client::GatewayClient::Control::PAUSE
+                     : action == "resume" ? client::GatewayClient::Control::RESUME
+                                          : client::GatewayClient::Control::STOP;
+  auto client = connect(args);
+  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  auto state = (*client)->control(words[0], which);
+  if (!state) return complain(exit_code_of(state.error()), state.error().message);
+  if (*json) {
+    Json out = Json::object();
+    out.set("workflowId", words[0]);
+    out.set("state", *state);
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << words[0] << " " << *state << "\n";
+  }
+  return 0;
+}
+
 }  // namespace troupe::cli

@@ -13,6 +13,9 @@ int submit_command(const Args& args);
 /// `troupe result ID [--timeout D] [--json]`
 int result_command(const Args& args);
 
+/// `troupe pause|resume|stop ID [--json]`: prints the state the workflow is in once durable.
+int control_command(const std::string& action, const Args& args);
+
 /// The options every client command takes, for the usage text.
 inline constexpr const char* client_options_usage =
     "                  --address HOST:PORT  the scheduler (default $TROUPE_ADDRESS, else 127.0.0.1:7700)\n"

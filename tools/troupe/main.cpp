@@ -39,6 +39,10 @@ commands:
   result ID       waits for workflow ID to end and prints "ID STATE[: reason]"; exit 0 when it
                   succeeded, 1 when it failed or was stopped
                   --timeout D  --json
+  pause ID        no new tasks of workflow ID start; it is PAUSED once none is active
+  resume ID       a paused workflow carries on
+  stop ID         the workflow's active tasks are killed; it is STOPPED once they are
+                  each prints "ID STATE" (the state reached, durable); --json
 )";
 
 constexpr const char* usage_body = R"(
@@ -344,6 +348,7 @@ int run(const std::vector<std::string>& words) {
   }
   if (command == "submit") return submit_command(*args);
   if (command == "result") return result_command(*args);
+  if (command == "pause" || command == "resume" || command == "stop") return control_command(command, *args);
   if (command == "up") return cluster_up(*args, words);
   if (command == "down") return cluster_down(*args, words);
   if (command == "describe") {
