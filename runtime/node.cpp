@@ -118,6 +118,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
       if (n.worker && n.rate) dispatch.worker_rates[n.name] = *n.rate;
     }
     scheduler->system = &system;
+    scheduler->store = store;
     scheduler->dispatcher = actors::spawn_dispatcher(system, dispatch);
     wiring.definitions = std::make_shared<DefinitionCache>();
     wiring.writer = actors::spawn_history_writer(system, store);

@@ -13,6 +13,9 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
+#include "actors/system/replay.hpp"
+#include "actors/task/task_machine.hpp"
+#include "actors/workflow/workflow_machine.hpp"
 #include "runtime/caf_kj.hpp"
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
@@ -266,9 +269,54 @@ struct ClientBridgeState {
   static inline const char* name = "client_bridge";
 };
 
-caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors::directory_actor directory) {
+/// What describe answers, as plain values for the trip back to the RPC thread.
+struct TaskView {
+  std::string name, state, worker, failure, progress;
+  uint32_t attempt = 0;
+};
+struct WorkflowView {
+  std::string id, state, detail;
+  std::vector<TaskView> tasks;
+};
+
+/// The durable state of workflow `id`, from its replayed history. NOT_FOUND for an unknown id.
+Result<WorkflowView> describe_workflow(storage::HistoryStore& store, const std::string& id) {
+  auto record = store.find_workflow(id);
+  if (!record) return record.error();
+  if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
+  auto replayed = actors::replay(store, id);
+  if (!replayed) return replayed.error();
+  WorkflowView view;
+  view.id = id;
+  view.state = std::string(actors::WorkflowMachineTraits::name(replayed->workflow.state));
+  view.detail = replayed->workflow.failure_reason;
+  if (replayed->workflow.spec) {
+    for (const auto& spec : replayed->workflow.spec->tasks) {
+      TaskView task;
+      task.name = spec.name;
+      task.state = "WAITING";
+      if (auto it = replayed->tasks.find(spec.name); it != replayed->tasks.end()) {
+        const auto& model = it->second;
+        task.state = std::string(actors::TaskMachineTraits::name(model.state));
+        task.attempt = model.attempt;
+        task.worker = model.executor;
+        task.failure = model.failure_reason;
+        task.progress = model.progress;
+      }
+      view.tasks.push_back(std::move(task));
+    }
+  }
+  return view;
+}
+
+caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors::directory_actor directory,
+                            std::shared_ptr<storage::HistoryStore> store) {
   self->link_to(directory);  // ends with the directory
   return {
+      [=](actors::describe_atom, const std::string& id, Reply<WorkflowView>& reply) {
+        // A read of one history: short enough for this actor's thread.
+        reply.deliver(describe_workflow(*store, id));
+      },
       [=](actors::submit_atom, const std::string& id, const std::string& json, const std::string& input,
           const std::string& run_from, Reply<std::string>& reply) {
         self->request(directory, caf::infinite, actors::submit_atom::value, id, json, input, run_from)
@@ -343,6 +391,34 @@ class ClientServiceImpl final : public schema::ClientService::Server {
         out.setDetail(r->failure_reason);
       } else {
         set_error(results.initError(), r.error());
+      }
+    });
+  }
+
+  kj::Promise<void> describe(DescribeContext context) override {
+    auto b = bridge<WorkflowView>();
+    caf::anon_send(services_->client_bridge, actors::describe_atom::value, text(context.getParams().getWorkflowId()),
+                   Reply<WorkflowView>{b.resolve});
+    return b.promise.then([context](Result<WorkflowView> r) mutable {
+      auto results = context.getResults();
+      if (!r) {
+        set_error(results.initError(), r.error());
+        return;
+      }
+      auto out = results.initDescription();
+      out.setWorkflowId(r->id);
+      out.setState(r->state);
+      out.setDetail(r->detail);
+      auto tasks = out.initTasks(static_cast<unsigned>(r->tasks.size()));
+      for (size_t i = 0; i < r->tasks.size(); ++i) {
+        const auto& t = r->tasks[i];
+        auto task = tasks[static_cast<unsigned>(i)];
+        task.setName(t.name);
+        task.setState(t.state);
+        task.setAttempt(t.attempt);
+        task.setWorker(t.worker);
+        task.setFailure(t.failure);
+        task.setProgress(as_data(t.progress));
       }
     });
   }
@@ -460,7 +536,7 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
                                        exception->getDescription().cStr());
   }
   if (bound_port) *bound_port = static_cast<uint16_t>(receiver->getPort());
-  services->client_bridge = services->system->spawn(client_bridge, services->directory);
+  services->client_bridge = services->system->spawn(client_bridge, services->directory, services->store);
   auto listener = std::make_shared<Listener>(
       Listener{kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks), tasks});
   auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(

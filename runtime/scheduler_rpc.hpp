@@ -25,6 +25,7 @@ struct SchedulerServices {
   actors::dispatcher_actor dispatcher;
   RpcThread* rpc = nullptr;  ///< set before the first call arrives
   caf::actor client_bridge;  ///< set by serve_scheduler: client calls reach the directory through it
+  std::shared_ptr<storage::HistoryStore> store;  ///< read for describe
 };
 
 /// Listens on `listen` and serves the Gateway; the returned teardown stops listening and drops

@@ -21,6 +21,22 @@ struct WorkflowResult {
   detail @2 :Text;                   # the failure reason of a failed workflow
 }
 
+struct TaskDescription {
+  name @0 :Text;
+  state @1 :Text;                    # a task state, or WAITING before the task was scheduled
+  attempt @2 :UInt32;
+  worker @3 :Text;                   # the shard of its current or last invocation
+  failure @4 :Text;                  # the reason of its last failure, if any
+  progress @5 :Data;                 # its last heartbeat's progress
+}
+
+struct WorkflowDescription {
+  workflowId @0 :Text;
+  state @1 :Text;
+  detail @2 :Text;                   # the failure reason of a failed workflow
+  tasks @3 :List(TaskDescription);        # in definition order
+}
+
 enum ControlAction {
   pause @0;                          # no new tasks start; PAUSED once none is active
   resume @1;                         # a paused workflow carries on
@@ -40,4 +56,6 @@ interface ClientService {
   # Pauses, resumes or stops a workflow; answers the state it leads to (READY_PAUSE, PAUSED,
   # RUNNING, READY_STOP, STOPPED, ...) once that is durable. notAllowedInState when the action
   # does not apply ("PAUSE is not allowed in state SUCCESS").
+  describe @3 (workflowId :Text) -> (description :WorkflowDescription, error :Common.Error);
+  # The workflow's and every task's state as durably recorded (its history replayed).
 }

@@ -125,6 +125,26 @@ Result<WorkflowResult> GatewayClient::result(const std::string& workflow_id, Dur
       .wait(impl_->rpc.getWaitScope());
 }
 
+Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
+  auto call = impl_->service.describeRequest();
+  call.setWorkflowId(workflow_id);
+  return call.send()
+      .then(
+          [](capnp::Response<schema::ClientService::DescribeResults>&& response) -> Result<WorkflowStatus> {
+            if (has_error(response)) return error_of(response);
+            auto d = response.getDescription();
+            WorkflowStatus out{text(d.getWorkflowId()), text(d.getState()), text(d.getDetail()), {}};
+            for (auto t : d.getTasks()) {
+              out.tasks.push_back(TaskStatus{text(t.getName()), text(t.getState()), t.getAttempt(),
+                                             text(t.getWorker()), text(t.getFailure()),
+                                             runtime::bytes(t.getProgress())});
+            }
+            return out;
+          },
+          [address = impl_->address](kj::Exception&& e) -> Result<WorkflowStatus> { return lost(address, e); })
+      .wait(impl_->rpc.getWaitScope());
+}
+
 Result<std::string> GatewayClient::control(const std::string& workflow_id, Control action) {
   auto call = impl_->service.controlRequest();
   call.setWorkflowId(workflow_id);

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "schema/duration.hpp"
 #include "schema/result.hpp"
@@ -34,6 +35,24 @@ struct WorkflowResult {
   std::string detail;  ///< the failure reason of a failed workflow
 };
 
+/// A task as its workflow's history records it.
+struct TaskStatus {
+  std::string name;
+  std::string state;     ///< a task state, or WAITING before it was scheduled
+  uint32_t attempt = 0;
+  std::string worker;    ///< the shard of its current or last invocation
+  std::string failure;   ///< its last failure's reason
+  std::string progress;  ///< its last heartbeat's progress
+};
+
+/// A workflow and its tasks (in definition order) as its history records them.
+struct WorkflowStatus {
+  std::string workflow_id;
+  std::string state;
+  std::string detail;
+  std::vector<TaskStatus> tasks;
+};
+
 class GatewayClient {
  public:
   /// Connects to the scheduler at host:port and obtains its client service. UNAVAILABLE
@@ -49,6 +68,9 @@ class GatewayClient {
   Result<std::string> start(const StartRequest& request);
   /// Waits up to `timeout` for the workflow to end. TIMED_OUT when it has not.
   Result<WorkflowResult> result(const std::string& workflow_id, Duration timeout);
+
+  /// The workflow's and its tasks' durable state. NOT_FOUND for an unknown id.
+  Result<WorkflowStatus> describe(const std::string& workflow_id);
 
   enum class Control { PAUSE, RESUME, STOP };
   /// Pauses, resumes or stops a workflow; the state it leads to once durable (READY_PAUSE,

@@ -74,6 +74,23 @@ TEST_SUITE("integration.cli") {
       CHECK(contains(result.output, R"("workflowId":"ok-2")"));
       CHECK(contains(result.output, R"("state":"SUCCESS")"));
     }
+    SUBCASE("status shows the workflow and every task as recorded") {
+      REQUIRE(troupe_cli({"submit", dir + "/ok.json", "--id", "st-1", "--wait", "--address", address}).code == 0);
+      auto status = troupe_cli({"status", "st-1", "--address", address});
+      CHECK(status.code == 0);
+      CHECK(contains(status.output, "st-1 SUCCESS\n"));
+      CHECK(contains(status.output, "TASK"));
+      auto json = troupe_cli({"status", "st-1", "--json", "--address", address});
+      CHECK(json.code == 0);
+      CHECK(contains(json.output, R"({"name":"a","state":"SUCCESS","attempt":1,"worker":"worker-a")"));
+      CHECK(contains(json.output, R"({"name":"b","state":"SUCCESS","attempt":1,"worker":"worker-a")"));
+      REQUIRE(troupe_cli({"submit", dir + "/fails.json", "--id", "st-2", "--wait", "--address", address}).code == 1);
+      auto failed = troupe_cli({"status", "st-2", "--address", address});
+      CHECK(failed.code == 0);
+      CHECK(contains(failed.output, "FAILED"));
+      CHECK(contains(failed.output, "ExitCode:3"));
+      CHECK(troupe_cli({"status", "no-such-workflow", "--address", address}).code == 2);
+    }
     SUBCASE("a failed workflow exits 1 with its reason") {
       auto run = troupe_cli({"submit", dir + "/fails.json", "--wait", "--address", address});
       CHECK(run.code == 1);

@@ -2,6 +2,8 @@
 // exit codes.
 #include "tools/troupe/client_commands.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -174,6 +176,51 @@ int control_command(const std::string& action, const Args& args) {
     std::cout << out.dump() << "\n";
   } else {
     std::cout << words[0] << " " << *state << "\n";
+  }
+  return 0;
+}
+
+int status_command(const Args& args) {
+  if (auto known = args.only({"json", "address", "config"}); !known) return complain(exit_usage, known.error().message);
+  const auto& words = args.positionals();
+  if (words.size() != 1) return complain(exit_usage, "status takes one workflow id");
+  auto json = args.boolean("json", false);
+  if (!json) return complain(exit_usage, json.error().message);
+  auto client = connect(args);
+  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  auto status = (*client)->describe(words[0]);
+  if (!status) return complain(exit_code_of(status.error()), status.error().message);
+  if (*json) {
+    Json out = Json::object();
+    out.set("workflowId", status->workflow_id);
+    out.set("state", status->state);
+    out.set("detail", status->detail);
+    Json tasks = Json::array();
+    for (const auto& t : status->tasks) {
+      Json task = Json::object();
+      task.set("name", t.name);
+      task.set("state", t.state);
+      task.set("attempt", static_cast<int64_t>(t.attempt));
+      task.set("worker", t.worker);
+      task.set("failure", t.failure);
+      task.set("progress", t.progress);
+      tasks.push(std::move(task));
+    }
+    out.set("tasks", std::move(tasks));
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  std::cout << status->workflow_id << " " << status->state
+            << (status->detail.empty() ? "" : ": " + status->detail) << "\n";
+  size_t name_width = 4;
+  for (const auto& t : status->tasks) name_width = std::max(name_width, t.name.size());
+  std::printf("  %-*s  %-15s  %7s  %-12s  %s\n", static_cast<int>(name_width), "TASK", "STATE", "ATTEMPT",
+              "WORKER", "PROGRESS / FAILURE");
+  for (const auto& t : status->tasks) {
+    std::string note = t.failure.empty() ? t.progress : t.failure;
+    if (note.size() > 60) note = note.substr(0, 57) + "...";
+    std::printf("  %-*s  %-15s  %7u  %-12s  %s\n", static_cast<int>(name_width), t.name.c_str(), t.state.c_str(),
+                t.attempt, t.worker.c_str(), note.c_str());
   }
   return 0;
 }

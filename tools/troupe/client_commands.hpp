@@ -13,6 +13,9 @@ int submit_command(const Args& args);
 /// `troupe result ID [--timeout D] [--json]`
 int result_command(const Args& args);
 
+/// `troupe status ID [--json]`: the workflow's state and a table of its tasks.
+int status_command(const Args& args);
+
 /// `troupe pause|resume|stop ID [--json]`: prints the state the workflow is in once durable.
 int control_command(const std::string& action, const Args& args);
 

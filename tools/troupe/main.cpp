@@ -39,6 +39,8 @@ commands:
   result ID       waits for workflow ID to end and prints "ID STATE[: reason]"; exit 0 when it
                   succeeded, 1 when it failed or was stopped
                   --timeout D  --json
+  status ID       the workflow's state and a table of its tasks (state, attempt, worker, progress
+                  or failure) as its history records them; --json
   pause ID        no new tasks of workflow ID start; it is PAUSED once none is active
   resume ID       a paused workflow carries on
   stop ID         the workflow's active tasks are killed; it is STOPPED once they are
@@ -348,6 +350,7 @@ int run(const std::vector<std::string>& words) {
   }
   if (command == "submit") return submit_command(*args);
   if (command == "result") return result_command(*args);
+  if (command == "status") return status_command(*args);
   if (command == "pause" || command == "resume" || command == "stop") return control_command(command, *args);
   if (command == "up") return cluster_up(*args, words);
   if (command == "down") return cluster_down(*args, words);
