@@ -91,8 +91,18 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
         }
         auto existing = st.store->find_workflow(id);
         if (!existing) return to_caf(existing.error());
-        if (st.live.count(id) || *existing) {
-          return to_caf(fail(Errc::ALREADY_EXISTS, "a workflow with id '" + id + "' exists already"));
+        if (*existing && (*existing)->status == storage::WorkflowStatus::OPEN) {
+          // Submitted before and durable: the same run, as Temporal's workflow id reuse does
+          // while a run is open. A client that lost the first answer can safely submit again.
+          return std::string("OPEN");
+        }
+        if (*existing) {
+          return to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + id +
+                                                       "' has finished; submit under another id to run it again"));
+        }
+        if (st.live.count(id)) {
+          return to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + id + "' is being submitted right now; "
+                                                       "submit again to get it once it is recorded"));
         }
         auto wf = spawn_workflow(self, WorkflowSetup{id, json, input, run_from, st.wiring, nullptr});
         track(self, id, wf);

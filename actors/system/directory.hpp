@@ -16,8 +16,9 @@ namespace troupe::actors {
 
 using directory_actor = caf::typed_actor<
     // from clients: submit (id, definition JSON, input, run-from task); replies the state once
-    // durable. INVALID_ARGUMENT lists every problem of the definition; ALREADY_EXISTS if the
-    // id is taken
+    // durable. INVALID_ARGUMENT lists every problem of the definition. The id of a workflow that
+    // is still open replies "OPEN" and starts nothing (idempotent submit); the id of a finished
+    // one, or of one whose first submission is still on its way, is ALREADY_EXISTS
     caf::replies_to<submit_atom, std::string, std::string, std::string, std::string>::with<std::string>,
     // from clients: the actor of an open workflow, revived if needed. NOT_FOUND for an unknown
     // id; NOT_ALLOWED_IN_STATE for a finished workflow

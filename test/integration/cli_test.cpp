@@ -143,6 +143,10 @@ TEST_SUITE("integration.cli") {
           {"name": "a", "shell": {"command": ["sh", "-c", "while [ ! -e )" << dir << R"(/gate ]; do sleep 0.05; done"]}},
           {"name": "b", "dependsOn": ["a"], "shell": {"command": ["touch", ")" << dir << R"(/b-ran"]}}]})";
       REQUIRE(troupe_cli({"submit", dir + "/gated.json", "--id", "gated", "--address", address}).code == 0);
+      // Submitting an open workflow's id again is the same run, not a second one.
+      auto again = troupe_cli({"submit", dir + "/gated.json", "--id", "gated", "--address", address});
+      CHECK(again.code == 0);
+      CHECK(again.output == "gated\n");
       auto paused = troupe_cli({"pause", "gated", "--address", address});
       CHECK(paused.code == 0);
       CHECK(contains(paused.output, "gated READY_PAUSE"));  // task a is still running
@@ -159,6 +163,10 @@ TEST_SUITE("integration.cli") {
       auto result = troupe_cli({"result", "gated", "--address", address});
       CHECK(result.code == 0);
       CHECK(std::filesystem::exists(dir + "/b-ran"));
+      // A finished workflow's id is not run again.
+      auto finished = troupe_cli({"submit", dir + "/gated.json", "--id", "gated", "--address", address});
+      CHECK(finished.code == 2);
+      CHECK(contains(finished.output, "has finished"));
     }
     SUBCASE("a stopped workflow kills its task and ends STOPPED, exit 1") {
       std::ofstream(dir + "/long.json") << R"({"name": "long", "tasks": [

@@ -34,7 +34,7 @@ std::vector<std::string> body_kinds(storage::HistoryStore& store, const std::str
 }  // namespace
 
 TEST_SUITE("actors.directory") {
-  TEST_CASE("submissions are validated, and ids are not reused") {
+  TEST_CASE("submissions are validated; an open workflow's id returns that run, a finished one's is refused") {
     test::ActorFixture fx;
     auto dir = fx.own(spawn_directory(fx.sys, fx.store, fx.wiring));
     auto bad = fx.ask<std::string>(dir, submit_atom::value, std::string("wf"),
@@ -48,10 +48,19 @@ TEST_SUITE("actors.directory") {
                                   std::string("{}"), std::string());
     REQUIRE(ok);
     CHECK(*ok == "RUNNING");
+    const auto events_before = fx.store->read("wf", 1, 1000)->size();
     auto again = fx.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
                                      std::string("{}"), std::string());
-    REQUIRE_FALSE(again);
-    CHECK(again.error().code == Errc::ALREADY_EXISTS);
+    REQUIRE(again);
+    CHECK(*again == "OPEN");                                     // the same run...
+    CHECK(fx.store->read("wf", 1, 1000)->size() == events_before);  // ...and nothing new recorded
+    fx.advance(10s);
+    REQUIRE((*fx.store->find_workflow("wf"))->status == storage::WorkflowStatus::CLOSED);
+    auto finished = fx.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
+                                        std::string("{}"), std::string());
+    REQUIRE_FALSE(finished);
+    CHECK(finished.error().code == Errc::ALREADY_EXISTS);
+    CHECK(finished.error().message.find("has finished") != std::string::npos);
 
     auto unknown = fx.ask<WorkflowOutcome>(dir, result_atom::value, std::string("nope"));
     REQUIRE_FALSE(unknown);
