@@ -309,6 +309,12 @@ Result<WorkflowView> describe_workflow(storage::HistoryStore& store, const std::
   return view;
 }
 
+/// The error handler of a request made for `reply`: passes the refusal on.
+template <class T>
+auto refuse(const Reply<T>& reply) {
+  return [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); };
+}
+
 caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors::directory_actor directory,
                             std::shared_ptr<storage::HistoryStore> store) {
   self->link_to(directory);  // ends with the directory
@@ -321,7 +327,7 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
           const std::string& run_from, Reply<std::string>& reply) {
         self->request(directory, caf::infinite, actors::submit_atom::value, id, json, input, run_from)
             .then([reply, id](const std::string&) { reply.deliver(id); },
-                  [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); });
+                  refuse(reply));
       },
       [=](actors::control_atom, const std::string& id, uint8_t action, Reply<std::string>& reply) {
         // Find (or revive) the workflow, then ask it; its answer comes once the event is durable.
@@ -329,25 +335,24 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
             .then(
                 [=](actors::workflow_actor& wf) {
                   auto answer = [reply](const std::string& state) { reply.deliver(state); };
-                  auto refused = [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); };
                   switch (static_cast<schema::ControlAction>(action)) {
                     case schema::ControlAction::PAUSE:
-                      self->request(wf, caf::infinite, actors::pause_atom::value).then(answer, refused);
+                      self->request(wf, caf::infinite, actors::pause_atom::value).then(answer, refuse(reply));
                       break;
                     case schema::ControlAction::RESUME:
-                      self->request(wf, caf::infinite, actors::resume_atom::value).then(answer, refused);
+                      self->request(wf, caf::infinite, actors::resume_atom::value).then(answer, refuse(reply));
                       break;
                     case schema::ControlAction::STOP:
-                      self->request(wf, caf::infinite, actors::stop_atom::value).then(answer, refused);
+                      self->request(wf, caf::infinite, actors::stop_atom::value).then(answer, refuse(reply));
                       break;
                   }
                 },
-                [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); });
+                refuse(reply));
       },
       [=](actors::result_atom, const std::string& id, Reply<actors::WorkflowOutcome>& reply) {
         self->request(directory, caf::infinite, actors::result_atom::value, id)
             .then([reply](const actors::WorkflowOutcome& o) { reply.deliver(o); },
-                  [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); });
+                  refuse(reply));
       },
   };
 }

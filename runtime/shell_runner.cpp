@@ -55,7 +55,6 @@ struct ProgressWatch {
   Duration interval;
   std::atomic<bool> ended{false};
   std::filesystem::file_time_type seen_time{};
-  std::string seen;
 };
 
 /// What the file holds now, if it changed since the last look (a rewrite with the same content
@@ -69,7 +68,6 @@ std::optional<std::string> progress_changed(ProgressWatch& watch) {
   in.read(content.data(), static_cast<std::streamsize>(content.size()));
   content.resize(static_cast<size_t>(in.gcount()));
   watch.seen_time = time;
-  watch.seen = content;
   return content;
 }
 

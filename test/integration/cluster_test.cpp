@@ -188,11 +188,11 @@ TEST_SUITE("integration.cluster") {
     cluster.start("scheduler");
     cluster.start("worker-a");
     auto client = connect(cluster.port);
-    const std::string pid_file = cluster.dir.path() + "/stubborn.pid";
-    REQUIRE(client->start("stubborn", R"({"name": "s", "tasks": [{"name": "t",
+    const std::string pid_file = cluster.dir.path() + "/term-ignoring.pid";
+    REQUIRE(client->start("term-ignoring", R"({"name": "s", "tasks": [{"name": "t",
         "shell": {"command": ["sh", "-c", "trap '' TERM; echo $$ > )" + pid_file + R"(; while true; do sleep 0.05; done"]},
-        "timeouts": {"startToClose": "500ms", "scheduleToClose": "1m"}, "retry": {"maximumAttempts": 1}}]})") == "stubborn");
-    const auto outcome = client->result("stubborn", 30s);
+        "timeouts": {"startToClose": "500ms", "scheduleToClose": "1m"}, "retry": {"maximumAttempts": 1}}]})") == "term-ignoring");
+    const auto outcome = client->result("term-ignoring", 30s);
     const auto ended = std::chrono::steady_clock::now();
     CHECK(outcome.find("Timeout:startToClose") != std::string::npos);
     std::ifstream in(pid_file);

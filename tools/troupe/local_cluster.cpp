@@ -369,9 +369,9 @@ void stop_nodes(const std::vector<const runtime::NodeConfig*>& nodes, const RunD
   }
   std::vector<pid_t> pids;
   for (const auto& s : stopping) pids.push_back(s.pid);
-  const auto stubborn = wait_for_exit(pids, options.grace);
-  for (pid_t pid : stubborn) (void)send_signal(pid, SIGKILL);
-  const auto stuck = wait_for_exit(stubborn, kill_timeout);
+  const auto outlived_grace = wait_for_exit(pids, options.grace);
+  for (pid_t pid : outlived_grace) (void)send_signal(pid, SIGKILL);
+  const auto stuck = wait_for_exit(outlived_grace, kill_timeout);
   for (const auto& s : stopping) {
     NodeReport& report = reports[s.row];
     if (std::find(stuck.begin(), stuck.end(), s.pid) != stuck.end()) {
@@ -380,7 +380,7 @@ void stop_nodes(const std::vector<const runtime::NodeConfig*>& nodes, const RunD
       continue;
     }
     remove_pid_file(run, report.node);
-    report.status = std::find(stubborn.begin(), stubborn.end(), s.pid) != stubborn.end()
+    report.status = std::find(outlived_grace.begin(), outlived_grace.end(), s.pid) != outlived_grace.end()
                         ? "killed (SIGKILL: still running " + format_duration(options.grace) + " after SIGTERM)"
                         : "stopped";
   }
