@@ -206,6 +206,7 @@ struct WorkflowRecord {
   definitionDigest @2 :Data;
   createdUs @3 :Int64;          # microseconds since the Unix epoch
   closedUs @4 :Int64;           # 0 while open
+  finalState @5 :Text;          # how a closed workflow ended (SUCCESS, FAILED, STOPPED); empty while open
 }
 
 struct WorkerRecord {

@@ -120,6 +120,7 @@ std::string encode_workflow_record(const WorkflowRecord& record) {
   root.setDefinitionDigest(bytes_of(record.definition_digest));
   root.setCreatedUs(record.created_us);
   root.setClosedUs(record.closed_us);
+  root.setFinalState(record.final_state);
   return pack(message);
 }
 
@@ -132,6 +133,7 @@ Result<WorkflowRecord> decode_workflow_record(std::string_view bytes) {
     record.definition_digest = data(root.getDefinitionDigest());
     record.created_us = root.getCreatedUs();
     record.closed_us = root.getClosedUs();
+    record.final_state = text(root.getFinalState());
     return record;
   });
 }

@@ -1,7 +1,9 @@
-// The blocking conveniences of HistoryStore, built on its callback interface.
+// The blocking conveniences of HistoryStore, built on its callback interface, and the checks
+// and filters of ListQuery both stores share.
 #include "storage/history_store.hpp"
 
 #include <future>
+#include <string>
 
 namespace troupe::storage {
 namespace {
@@ -15,6 +17,42 @@ Result<T> wait_for(Start&& start) {
 }
 
 }  // namespace
+
+Result<void> ListQuery::check() const {
+  if (limit == 0) {
+    return fail(Errc::INVALID_ARGUMENT, "listing workflows: limit is 0; ask for at least 1 entry");
+  }
+  if (scan_budget == 0) {
+    return fail(Errc::INVALID_ARGUMENT,
+                "listing workflows: scan_budget is 0, so no call would make progress; allow at "
+                "least 1 record");
+  }
+  if (created_from_us != 0 && created_to_us != 0 && created_to_us <= created_from_us) {
+    return fail(Errc::INVALID_ARGUMENT,
+                "listing workflows: created_to_us " + std::to_string(created_to_us) +
+                    " is not after created_from_us " + std::to_string(created_from_us) +
+                    ", so no workflow can match; swap or widen the bounds");
+  }
+  // Caught here rather than answered with an empty list after scanning the whole index.
+  if (status == WorkflowStatus::OPEN && !final_state.empty()) {
+    return fail(Errc::INVALID_ARGUMENT, "listing workflows: final_state '" + final_state +
+                                            "' only matches closed workflows, but status asks "
+                                            "for open ones; drop one of the two");
+  }
+  return ok();
+}
+
+bool ListQuery::matches(const WorkflowRecord& record) const {
+  if (status && record.status != *status) return false;
+  if (!final_state.empty() &&
+      (record.status != WorkflowStatus::CLOSED || record.final_state != final_state)) {
+    return false;
+  }
+  if (!definition_name.empty() && record.definition_name != definition_name) return false;
+  if (created_from_us != 0 && record.created_us < created_from_us) return false;
+  if (created_to_us != 0 && record.created_us >= created_to_us) return false;
+  return true;
+}
 
 Result<AppendReceipt> HistoryStore::append_wait(std::string workflow_id,
                                                 std::vector<NewEvent> events,

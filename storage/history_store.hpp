@@ -44,6 +44,8 @@ struct WorkflowRecord {
   std::string definition_digest;
   int64_t created_us = 0;
   int64_t closed_us = 0;  ///< 0 while open
+  /// How a closed workflow ended (SUCCESS, FAILED, STOPPED); empty while open.
+  std::string final_state;
 
   friend bool operator==(const WorkflowRecord&, const WorkflowRecord&) = default;
 };
@@ -51,6 +53,28 @@ struct WorkflowRecord {
 struct WorkflowEntry {
   std::string id;
   WorkflowRecord record;
+};
+
+/// Which workflows list_workflows() returns, and how much of the index one call may read.
+struct ListQuery {
+  std::optional<WorkflowStatus> status;  ///< OPEN or CLOSED; none: both
+  std::string final_state;      ///< only closed workflows that ended so ("SUCCESS"...); empty: any
+  std::string definition_name;  ///< exact match; empty: any
+  int64_t created_from_us = 0;  ///< created_us >= this (0: no bound)
+  int64_t created_to_us = 0;    ///< created_us < this (0: no bound)
+  std::string after;            ///< cursor: ids sorting after this; empty: from the start
+  size_t limit = 100;           ///< most entries returned, >= 1
+  size_t scan_budget = 100000;  ///< most index records examined in one call, >= 1
+
+  /// INVALID_ARGUMENT, saying which field is wrong, for a query no page can answer.
+  Result<void> check() const;
+  /// Whether `record` passes every filter (`after` and the limits are not filters).
+  bool matches(const WorkflowRecord& record) const;
+};
+
+struct ListPage {
+  std::vector<WorkflowEntry> entries;  ///< in id order
+  std::string next_cursor;             ///< pass as `after` for the next page; empty: no more
 };
 
 /// The persisted record of a worker, keyed by its shard id (column family `workers`).
@@ -127,6 +151,15 @@ class HistoryStore {
   /// id order. Memory is bounded by the page, whatever the number of workflows; pass the last
   /// id of a page as `after` to get the next.
   virtual Result<std::vector<WorkflowEntry>> scan_open(std::string_view after, size_t limit) = 0;
+
+  /// The workflows matching `query`, a page at a time, from the `workflows` index in id order
+  /// after `query.after`. A page ends after `limit` matches or after `scan_budget` records
+  /// were examined, whichever comes first, so a sparse filter over a huge index still answers
+  /// in bounded time: the page may then hold fewer than `limit` entries, even none, and the
+  /// caller pages on with `next_cursor` (the last id examined). `next_cursor` is empty only
+  /// once the end of the index was reached. Memory is bounded by the page, not the index.
+  /// Errors: INVALID_ARGUMENT (see ListQuery::check), CORRUPTION (names the damaged record).
+  virtual Result<ListPage> list_workflows(const ListQuery& query) = 0;
 
   /// Deletes the histories and records of workflows closed before `closed_before_us`, a page
   /// at a time, interleaved with other writes. Returns how many were deleted.

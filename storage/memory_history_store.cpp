@@ -2,6 +2,8 @@
 // code sees the same bytes.
 #include "storage/memory_history_store.hpp"
 
+#include <iterator>
+
 #include "storage/codec.hpp"
 #include "storage/keys.hpp"
 
@@ -126,6 +128,23 @@ Result<std::vector<WorkflowEntry>> MemoryHistoryStore::scan_open(std::string_vie
     if (it->second.status == WorkflowStatus::OPEN) out.push_back({it->first, it->second});
   }
   return out;
+}
+
+Result<ListPage> MemoryHistoryStore::list_workflows(const ListQuery& query) {
+  if (auto checked = query.check(); !checked) return checked.error();
+  std::lock_guard lock(mutex_);
+  ListPage page;
+  size_t examined = 0;
+  for (auto it = workflows_.upper_bound(query.after); it != workflows_.end(); ++it) {
+    ++examined;
+    if (query.matches(it->second)) page.entries.push_back({it->first, it->second});
+    if (page.entries.size() == query.limit || examined == query.scan_budget) {
+      // As RocksHistoryStore: resume after the last id examined, unless nothing is left.
+      if (std::next(it) != workflows_.end()) page.next_cursor = it->first;
+      break;
+    }
+  }
+  return page;
 }
 
 Result<uint64_t> MemoryHistoryStore::purge_closed(int64_t closed_before_us) {

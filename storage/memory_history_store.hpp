@@ -23,6 +23,7 @@ class MemoryHistoryStore final : public HistoryStore {
   Result<uint64_t> last_sequence(std::string_view workflow_id) override;
   Result<std::optional<WorkflowRecord>> find_workflow(std::string_view workflow_id) override;
   Result<std::vector<WorkflowEntry>> scan_open(std::string_view after, size_t limit) override;
+  Result<ListPage> list_workflows(const ListQuery& query) override;
   Result<uint64_t> purge_closed(int64_t closed_before_us) override;
   Result<std::optional<WorkerRecord>> find_worker(std::string_view shard_id) override;
   Result<std::vector<WorkerEntry>> list_workers() override;

@@ -195,6 +195,24 @@ struct RocksHistoryStore::Impl {
     return key->sequence;
   }
 
+  /// An iterator over `family` (within `snapshot`, if given) at the first key sorting after
+  /// `after`, or at the first key if `after` is empty: how a paged scan resumes from the last
+  /// id of the previous page.
+  std::unique_ptr<rocksdb::Iterator> iterate_after(rocksdb::ColumnFamilyHandle* family,
+                                                   std::string_view after,
+                                                   const rocksdb::Snapshot* snapshot = nullptr) {
+    rocksdb::ReadOptions read_options;
+    read_options.snapshot = snapshot;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read_options, family));
+    if (after.empty()) {
+      it->SeekToFirst();
+    } else {
+      it->Seek(slice(after));
+      if (it->Valid() && view(it->key()) == after) it->Next();
+    }
+    return it;
+  }
+
   Result<std::optional<WorkflowRecord>> read_workflow(std::string_view workflow_id,
                                                       const rocksdb::Snapshot* snapshot) {
     rocksdb::ReadOptions read_options;
@@ -614,15 +632,7 @@ Result<std::vector<WorkflowEntry>> RocksHistoryStore::scan_open(std::string_view
     ~Release() { db->ReleaseSnapshot(snapshot); }
   } release{impl_->db.get(), snapshot};
 
-  rocksdb::ReadOptions read_options;
-  read_options.snapshot = snapshot;
-  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(read_options, impl_->open_index));
-  if (after.empty()) {
-    it->SeekToFirst();
-  } else {
-    it->Seek(slice(after));
-    if (it->Valid() && view(it->key()) == after) it->Next();
-  }
+  auto it = impl_->iterate_after(impl_->open_index, after, snapshot);
   for (; it->Valid() && page.size() < limit; it->Next()) {
     page.push_back(WorkflowEntry{std::string(view(it->key())), {}});
   }
@@ -636,6 +646,33 @@ Result<std::vector<WorkflowEntry>> RocksHistoryStore::scan_open(std::string_view
     }
     entry.record = std::move(**record);
   }
+  return page;
+}
+
+Result<ListPage> RocksHistoryStore::list_workflows(const ListQuery& query) {
+  if (auto checked = query.check(); !checked) return checked.error();
+  ListPage page;
+  // One iterator sees one consistent view; records are decoded one at a time and only the
+  // matches kept, so memory follows the page, not the index.
+  auto it = impl_->iterate_after(impl_->workflows, query.after);
+  size_t examined = 0;
+  for (; it->Valid(); it->Next()) {
+    std::string id(view(it->key()));
+    auto record = decode_workflow_record(view(it->value()));
+    if (!record) {
+      return fail(Errc::CORRUPTION, "workflow '" + id + "' in " + impl_->where() + ": " +
+                                        record.error().message);
+    }
+    ++examined;
+    if (query.matches(*record)) page.entries.push_back(WorkflowEntry{id, std::move(*record)});
+    if (page.entries.size() == query.limit || examined == query.scan_budget) {
+      page.next_cursor = std::move(id);
+      it->Next();  // only to learn whether anything is left
+      break;
+    }
+  }
+  if (!it->status().ok()) return to_error(it->status(), "listing workflows in " + impl_->where());
+  if (!it->Valid()) page.next_cursor.clear();  // the end of the index: no next page
   return page;
 }
 

@@ -186,7 +186,8 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
       case WorkflowAction::CLOSE: {
         batch.events.has_record = true;
         batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::CLOSED, st.model.spec->name,
-                                                      "", st.model.submitted_us, st.setup.wiring->now_us()};
+                                                      "", st.model.submitted_us, st.setup.wiring->now_us(),
+                                                      std::string(WorkflowMachineTraits::name(st.model.state))};
         batch.effects.push_back([self] {
           auto& s = self->state;
           for (auto& waiter : s.waiters) waiter.deliver(outcome_of(s.model));
@@ -372,7 +373,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         std::string().swap(st.setup.input);
         batch.events.has_record = true;
         batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::OPEN, st.model.spec->name, "",
-                                                      st.model.submitted_us, 0};
+                                                      st.model.submitted_us, 0, ""};
         decide(self, batch, WorkflowEvent::START, [](Body b) { b.setWorkflowStarted(); });
         // Acknowledged once the submission is durable, with the state it reached.
         batch.effects.insert(batch.effects.begin(), [self, promise]() mutable {

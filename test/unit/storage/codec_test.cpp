@@ -45,7 +45,8 @@ TEST_SUITE("storage.codec") {
   }
 
   TEST_CASE("index records round-trip") {
-    WorkflowRecord workflow{WorkflowStatus::CLOSED, "train-model", std::string("\x01\x02", 2), 10, 20};
+    WorkflowRecord workflow{WorkflowStatus::CLOSED, "train-model", std::string("\x01\x02", 2),
+                            10, 20, "FAILED"};
     auto decoded = decode_workflow_record(encode_workflow_record(workflow));
     REQUIRE(decoded);
     CHECK(*decoded == workflow);

@@ -27,7 +27,7 @@ std::unique_ptr<RocksHistoryStore> open_store(const std::string& dir, StoreOptio
 }
 
 WorkflowRecord open_record(std::string name, int64_t created_us = 1) {
-  return WorkflowRecord{WorkflowStatus::OPEN, std::move(name), "digest", created_us, 0};
+  return WorkflowRecord{WorkflowStatus::OPEN, std::move(name), "digest", created_us, 0, ""};
 }
 
 /// Decodes every event of `workflow` and checks sequences are 1..n with no gap.
@@ -184,7 +184,8 @@ TEST_SUITE("storage.history_store") {
     }
     REQUIRE(store->close_wait("wf-03", 500));
     // Closing through an append's record update works the same way.
-    REQUIRE(store->append_wait("wf-07", {}, WorkflowRecord{WorkflowStatus::CLOSED, "n", "digest", 7, 600}));
+    REQUIRE(store->append_wait(
+        "wf-07", {}, WorkflowRecord{WorkflowStatus::CLOSED, "n", "digest", 7, 600, "SUCCESS"}));
 
     std::vector<std::string> seen;
     std::string after;
@@ -352,6 +353,31 @@ TEST_SUITE("storage.history_store.errors") {
     auto before = store->read("wf", 1, 1);
     REQUIRE(before);
     CHECK(before->size() == 1);
+  }
+
+  TEST_CASE("a damaged workflow record fails a listing that reaches it, naming the workflow") {
+    test::TempDir dir;
+    {
+      auto store = open_store(dir.path());
+      for (const char* id : {"wf-a", "wf-b", "wf-c"}) {
+        REQUIRE(store->append_wait(id, {test::sample_event(0, 1, 0)}, open_record("x")));
+      }
+    }
+    { RawDb(dir.path()).put("workflows", "wf-b", "garbage that is not a packed record"); }
+    auto store = open_store(dir.path());
+    auto listed = store->list_workflows({});
+    REQUIRE_FALSE(listed);
+    CHECK(listed.error().code == Errc::CORRUPTION);
+    CHECK(listed.error().message.find("workflow 'wf-b' in history store at '" + dir.path() + "'") ==
+          0);
+    // A page that ends before the damage still works.
+    ListQuery first;
+    first.limit = 1;
+    auto page = store->list_workflows(first);
+    REQUIRE_MESSAGE(page, test::why(page));
+    REQUIRE(page->entries.size() == 1);
+    CHECK(page->entries[0].id == "wf-a");
+    CHECK(page->next_cursor == "wf-a");
   }
 
   TEST_CASE("a record stored under the wrong key is reported as damaged") {

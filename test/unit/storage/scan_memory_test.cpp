@@ -35,7 +35,8 @@ TEST_SUITE("storage.scan_memory") {
         char id[32];
         std::snprintf(id, sizeof id, "workflow-%07d", i);
         (*store)->append(id, {test::sample_event(0, 1, 0)},
-                         WorkflowRecord{WorkflowStatus::OPEN, name + std::to_string(i), "d", i, 0},
+                         WorkflowRecord{WorkflowStatus::OPEN, name + std::to_string(i), "d", i,
+                                        0, ""},
                          [&](Result<AppendReceipt> r) {
                            if (!r) ++failures;
                            if (--pending == 0) all_done.set_value();
