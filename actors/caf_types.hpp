@@ -86,6 +86,7 @@ using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using recovered_atom = caf::atom_constant<caf::atom("recovered")>;
 using control_atom = caf::atom_constant<caf::atom("control")>;
+using complete_atom = caf::atom_constant<caf::atom("complete")>;
 
 // --- errors -------------------------------------------------------------------------------
 
@@ -122,6 +123,8 @@ struct Invocation {
   std::string input_json;
   std::string progress;                ///< the last heartbeat's progress, from earlier attempts
   int64_t heartbeat_timeout_us = 0;    ///< the task's heartbeat timeout; 0: none
+  bool async_completion = false;       ///< a successful end hands the task off (HANDED_OFF)
+  std::string task_token;              ///< set by the scheduler's link to the worker, not by the task
 };
 
 /// What an executor says about an invocation.
@@ -133,6 +136,7 @@ struct TaskReport {
     FAILED,
     CANCELLED,
     LOST,  ///< the executor running it was lost (a worker declared MUST_DIE)
+    HANDED_OFF,  ///< asyncCompletion: the invocation is done; its token will end the task
   };
   std::string invocation_id;
   uint8_t kind = STARTED;
@@ -151,7 +155,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Invocation& x) {
   return f(caf::meta::type_name("Invocation"), x.invocation_id, x.workflow_id, x.task_name,
            x.task_list, x.executor, x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress,
-           x.heartbeat_timeout_us);
+           x.heartbeat_timeout_us, x.async_completion, x.task_token);
 }
 
 template <class Inspector>

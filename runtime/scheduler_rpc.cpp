@@ -14,6 +14,7 @@
 #include <caf/send.hpp>
 
 #include "actors/system/replay.hpp"
+#include "runtime/auth/task_token.hpp"
 #include "actors/task/task_machine.hpp"
 #include "actors/workflow/workflow_machine.hpp"
 #include "runtime/caf_kj.hpp"
@@ -41,6 +42,7 @@ TaskReport report_of(const std::string& id, schema::Outcome::Reader outcome) {
       break;
     }
     case schema::Outcome::CANCELLED: report.kind = TaskReport::CANCELLED; break;
+    case schema::Outcome::HANDED_OFF: report.kind = TaskReport::HANDED_OFF; break;
   }
   return report;
 }
@@ -93,10 +95,12 @@ class CapnpWorkerLink final : public actors::WorkerLink {
     schema::WorkerControl::Client control;
     actors::worker_actor worker;
     kj::TaskSet* tasks;
+    std::string token_key;  ///< signs the tokens of asyncCompletion invocations
   };
 
-  CapnpWorkerLink(RpcThread* rpc, schema::WorkerControl::Client control, kj::TaskSet& tasks)
-      : rpc_(rpc), box_(new Box{kj::mv(control), {}, &tasks}) {}
+  CapnpWorkerLink(RpcThread* rpc, schema::WorkerControl::Client control, kj::TaskSet& tasks,
+                  const std::string& token_key)
+      : rpc_(rpc), box_(new Box{kj::mv(control), {}, &tasks, token_key}) {}
 
   ~CapnpWorkerLink() override {
     Box* box = box_;
@@ -147,6 +151,10 @@ class CapnpWorkerLink final : public actors::WorkerLink {
       spec.setInput(inv.input_json);
       spec.setProgress(as_data(inv.progress));
       spec.setHeartbeatTimeoutMs(static_cast<uint32_t>(std::min<int64_t>(inv.heartbeat_timeout_us / 1000, UINT32_MAX)));
+      if (inv.async_completion) {
+        spec.setAsyncCompletion(true);
+        spec.setTaskToken(mint_task_token(box->token_key, {inv.workflow_id, inv.task_name, inv.invocation_id}));
+      }
       request.setNotifySequence(notify_sequence);
       request.setReporter(kj::heap<TaskReporterImpl>(box->worker, inv.invocation_id));
       box->tasks->add(request.send().then(
@@ -269,44 +277,14 @@ struct ClientBridgeState {
   static inline const char* name = "client_bridge";
 };
 
-/// What describe answers, as plain values for the trip back to the RPC thread.
-struct TaskView {
-  std::string name, state, worker, failure, progress;
-  uint32_t attempt = 0;
-};
-struct WorkflowView {
-  std::string id, state, detail;
-  std::vector<TaskView> tasks;
-};
-
 /// The durable state of workflow `id`, from its replayed history. NOT_FOUND for an unknown id.
-Result<WorkflowView> describe_workflow(storage::HistoryStore& store, const std::string& id) {
+Result<actors::WorkflowSnapshot> describe_workflow(storage::HistoryStore& store, const std::string& id) {
   auto record = store.find_workflow(id);
   if (!record) return record.error();
   if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
   auto replayed = actors::replay(store, id);
   if (!replayed) return replayed.error();
-  WorkflowView view;
-  view.id = id;
-  view.state = std::string(actors::WorkflowMachineTraits::name(replayed->workflow.state));
-  view.detail = replayed->workflow.failure_reason;
-  if (replayed->workflow.spec) {
-    for (const auto& spec : replayed->workflow.spec->tasks) {
-      TaskView task;
-      task.name = spec.name;
-      task.state = "WAITING";
-      if (auto it = replayed->tasks.find(spec.name); it != replayed->tasks.end()) {
-        const auto& model = it->second;
-        task.state = std::string(actors::TaskMachineTraits::name(model.state));
-        task.attempt = model.attempt;
-        task.worker = model.executor;
-        task.failure = model.failure_reason;
-        task.progress = model.progress;
-      }
-      view.tasks.push_back(std::move(task));
-    }
-  }
-  return view;
+  return actors::snapshot(*replayed);
 }
 
 /// The error handler of a request made for `reply`: passes the refusal on.
@@ -319,7 +297,7 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
                             std::shared_ptr<storage::HistoryStore> store) {
   self->link_to(directory);  // ends with the directory
   return {
-      [=](actors::describe_atom, const std::string& id, Reply<WorkflowView>& reply) {
+      [=](actors::describe_atom, const std::string& id, Reply<actors::WorkflowSnapshot>& reply) {
         // A read of one history: short enough for this actor's thread.
         reply.deliver(describe_workflow(*store, id));
       },
@@ -345,7 +323,20 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
                     case schema::ControlAction::STOP:
                       self->request(wf, caf::infinite, actors::stop_atom::value).then(answer, refuse(reply));
                       break;
+                    case schema::ControlAction::KILL:
+                      self->request(wf, caf::infinite, actors::kill_atom::value).then(answer, refuse(reply));
+                      break;
                   }
+                },
+                refuse(reply));
+      },
+      [=](actors::complete_atom, const std::string& id, const std::string& task, TaskReport& report,
+          Reply<bool>& reply) {
+        self->request(directory, caf::infinite, actors::lookup_atom::value, id)
+            .then(
+                [=](actors::workflow_actor& wf) {
+                  self->request(wf, caf::infinite, actors::complete_atom::value, task, report)
+                      .then([reply](bool) { reply.deliver(true); }, refuse(reply));
                 },
                 refuse(reply));
       },
@@ -357,9 +348,170 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
   };
 }
 
+/// Whether `presented` is the cluster's token, in time independent of where they differ.
+bool token_matches(const std::string& expected, const std::string& presented) {
+  if (expected.empty()) return true;  // the cluster has no token
+  unsigned char diff = expected.size() == presented.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < presented.size() ? presented[i] : 0));
+  }
+  return diff == 0;
+}
+
+Error wrong_token(const std::string& presented) {
+  return fail(Errc::INVALID_ARGUMENT, presented.empty()
+                                          ? "this cluster requires its token: pass --token-file FILE or --config CLUSTER.toml"
+                                          : "the token presented is not this cluster's token");
+}
+
+/// A client's list query as the store's. INVALID_ARGUMENT for a state or limit it cannot serve.
+Result<storage::ListQuery> store_query(schema::ListQuery::Reader in) {
+  storage::ListQuery q;
+  const std::string state = text(in.getState());
+  if (state == "OPEN") {
+    q.status = storage::WorkflowStatus::OPEN;
+  } else if (state == "CLOSED") {
+    q.status = storage::WorkflowStatus::CLOSED;
+  } else if (state == "SUCCESS" || state == "FAILED" || state == "STOPPED") {
+    q.status = storage::WorkflowStatus::CLOSED;
+    q.final_state = state;
+  } else if (!state.empty()) {
+    return fail(Errc::INVALID_ARGUMENT, "unknown state '" + state + "' (OPEN, CLOSED, SUCCESS, FAILED or STOPPED)");
+  }
+  q.definition_name = text(in.getDefinitionName());
+  q.created_from_us = in.getCreatedFromUs();
+  q.created_to_us = in.getCreatedToUs();
+  q.after = text(in.getAfter());
+  q.limit = in.getLimit() == 0 ? 100 : in.getLimit();
+  if (q.limit > 1000) return fail(Errc::INVALID_ARGUMENT, "a page holds at most 1000 workflows");
+  // Bounds the time one call holds the RPC thread when few records match; the client pages on.
+  q.scan_budget = 20000;
+  return q;
+}
+
+/// One watch: pushes a workflow's history to the client's sink, a page per call (the next call
+/// once the sink answered, so a slow client slows the watch, not the scheduler), then polls the
+/// store for new events until the workflow has closed and everything was delivered. The store
+/// is read on the RPC thread: each read is one short range scan.
+class HistoryWatch {
+ public:
+  HistoryWatch(std::shared_ptr<storage::HistoryStore> store, std::string id, uint64_t from,
+               schema::HistorySink::Client sink, kj::Timer& timer)
+      : store_(std::move(store)), id_(std::move(id)), next_(from), sink_(kj::mv(sink)), timer_(timer) {}
+
+  /// The last sequence delivered, once the watch is over.
+  kj::Promise<Result<uint64_t>> run() {
+    auto page = store_->read(id_, next_, 512);
+    if (!page) return Result<uint64_t>(page.error());
+    if (!page->empty()) {
+      auto request = sink_.eventsRequest();
+      auto list = request.initEvents(static_cast<unsigned>(page->size()));
+      for (size_t i = 0; i < page->size(); ++i) {
+        auto decoded = storage::DecodedEvent::decode((*page)[i].packed);
+        if (!decoded) return Result<uint64_t>(decoded.error());
+        list.setWithCaveats(static_cast<unsigned>(i), decoded->get());
+      }
+      next_ = page->back().sequence + 1;
+      poll_ = min_poll;
+      return request.send().then([this](capnp::Response<schema::HistorySink::EventsResults>&& response) {
+        if (response.getStop()) return kj::Promise<Result<uint64_t>>(Result<uint64_t>(next_ - 1));
+        return run();
+      });
+    }
+    // Caught up. A closed workflow's last events were written with its closing record, so
+    // once the record says closed, one more read finds whatever is left.
+    if (closed_) return Result<uint64_t>(next_ - 1);
+    auto record = store_->find_workflow(id_);
+    if (!record) return Result<uint64_t>(record.error());
+    if (*record && (*record)->status == storage::WorkflowStatus::CLOSED) {
+      closed_ = true;
+      return run();
+    }
+    auto wait = poll_;
+    poll_ = std::min(poll_ * 2, max_poll);
+    return timer_.afterDelay(wait).then([this] { return run(); });
+  }
+
+ private:
+  // New events are looked for soon after the last ones (a running workflow records in bursts),
+  // and less often the longer it stays quiet.
+  static constexpr kj::Duration min_poll = 10 * kj::MILLISECONDS;
+  static constexpr kj::Duration max_poll = 250 * kj::MILLISECONDS;
+
+  std::shared_ptr<storage::HistoryStore> store_;
+  std::string id_;
+  uint64_t next_;
+  schema::HistorySink::Client sink_;
+  kj::Timer& timer_;
+  kj::Duration poll_ = min_poll;
+  bool closed_ = false;
+};
+
 class ClientServiceImpl final : public schema::ClientService::Server {
  public:
-  explicit ClientServiceImpl(std::shared_ptr<SchedulerServices> services) : services_(std::move(services)) {}
+  ClientServiceImpl(std::shared_ptr<SchedulerServices> services, kj::Timer& timer)
+      : services_(std::move(services)), timer_(timer) {}
+
+  kj::Promise<void> completeTask(CompleteTaskContext context) override {
+    auto params = context.getParams();
+    TaskReport report{{}, TaskReport::SUCCEEDED, bytes(params.getResult()), {}, {}, false};
+    return end_task(text(params.getToken()), std::move(report), context.getResults().initError());
+  }
+
+  kj::Promise<void> failTask(FailTaskContext context) override {
+    auto params = context.getParams();
+    TaskReport report{{}, TaskReport::FAILED, {}, text(params.getReason()), text(params.getDetails()), false};
+    if (report.reason.empty()) report.reason = "Failed";
+    return end_task(text(params.getToken()), std::move(report), context.getResults().initError());
+  }
+
+  kj::Promise<void> list(ListContext context) override {
+    auto results = context.getResults();
+    auto query = store_query(context.getParams().getQuery());
+    if (!query) {
+      set_error(results.initError(), query.error());
+      return kj::READY_NOW;
+    }
+    auto page = services_->store->list_workflows(*query);
+    if (!page) {
+      set_error(results.initError(), page.error());
+      return kj::READY_NOW;
+    }
+    auto out = results.initWorkflows(static_cast<unsigned>(page->entries.size()));
+    for (size_t i = 0; i < page->entries.size(); ++i) {
+      const auto& entry = page->entries[i];
+      auto w = out[static_cast<unsigned>(i)];
+      w.setWorkflowId(entry.id);
+      w.setDefinitionName(entry.record.definition_name);
+      w.setState(entry.record.status == storage::WorkflowStatus::OPEN ? "OPEN" : entry.record.final_state);
+      w.setCreatedUs(entry.record.created_us);
+      w.setClosedUs(entry.record.closed_us);
+    }
+    results.setNextCursor(page->next_cursor);
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> watch(WatchContext context) override {
+    auto params = context.getParams();
+    std::string id = text(params.getWorkflowId());
+    auto record = services_->store->find_workflow(id);
+    if (!record || !*record) {
+      set_error(context.getResults().initError(),
+                record ? fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'") : record.error());
+      return kj::READY_NOW;
+    }
+    auto watch = kj::heap<HistoryWatch>(services_->store, id, std::max<uint64_t>(1, params.getFromSequence()),
+                                        params.getSink(), timer_);
+    auto running = watch->run();
+    return running.attach(kj::mv(watch)).then([context](Result<uint64_t> last) mutable {
+      auto results = context.getResults();
+      if (last) {
+        results.setLastSequence(*last);
+      } else {
+        set_error(results.initError(), last.error());
+      }
+    });
+  }
 
   kj::Promise<void> startWorkflow(StartWorkflowContext context) override {
     auto params = context.getParams();
@@ -401,10 +553,10 @@ class ClientServiceImpl final : public schema::ClientService::Server {
   }
 
   kj::Promise<void> describe(DescribeContext context) override {
-    auto b = bridge<WorkflowView>();
+    auto b = bridge<actors::WorkflowSnapshot>();
     caf::anon_send(services_->client_bridge, actors::describe_atom::value, text(context.getParams().getWorkflowId()),
-                   Reply<WorkflowView>{b.resolve});
-    return b.promise.then([context](Result<WorkflowView> r) mutable {
+                   Reply<actors::WorkflowSnapshot>{b.resolve});
+    return b.promise.then([context](Result<actors::WorkflowSnapshot> r) mutable {
       auto results = context.getResults();
       if (!r) {
         set_error(results.initError(), r.error());
@@ -424,6 +576,7 @@ class ClientServiceImpl final : public schema::ClientService::Server {
         task.setWorker(t.worker);
         task.setFailure(t.failure);
         task.setProgress(as_data(t.progress));
+        task.setAwaitingCompletion(t.awaiting_completion);
       }
     });
   }
@@ -444,21 +597,47 @@ class ClientServiceImpl final : public schema::ClientService::Server {
   }
 
  private:
+  /// Ends the invocation the token names with `report`; `error` is set unless that is durable.
+  kj::Promise<void> end_task(const std::string& token, TaskReport report, schema::Error::Builder error) {
+    auto claims = verify_task_token(services_->task_token_key, token);
+    if (!claims) {
+      set_error(error, claims.error());
+      return kj::READY_NOW;
+    }
+    report.invocation_id = claims->invocation_id;
+    auto b = bridge<bool>();
+    caf::anon_send(services_->client_bridge, actors::complete_atom::value, claims->workflow_id, claims->task_name,
+                   std::move(report), Reply<bool>{b.resolve});
+    return b.promise.then([error](Result<bool> r) mutable {
+      if (!r) set_error(error, r.error());
+    });
+  }
+
   std::shared_ptr<SchedulerServices> services_;
+  kj::Timer& timer_;
 };
 
 class GatewayImpl final : public schema::Gateway::Server {
  public:
-  GatewayImpl(std::shared_ptr<SchedulerServices> services, kj::TaskSet& tasks)
-      : services_(std::move(services)), tasks_(tasks) {}
+  GatewayImpl(std::shared_ptr<SchedulerServices> services, kj::TaskSet& tasks, kj::Timer& timer)
+      : services_(std::move(services)), tasks_(tasks), timer_(timer) {}
 
   kj::Promise<void> client(ClientContext context) override {
-    context.getResults().setClient(kj::heap<ClientServiceImpl>(services_));
+    const std::string token = text(context.getParams().getToken());
+    if (!token_matches(services_->cluster_token, token)) {
+      set_error(context.getResults().initError(), wrong_token(token));
+      return kj::READY_NOW;
+    }
+    context.getResults().setClient(kj::heap<ClientServiceImpl>(services_, timer_));
     return kj::READY_NOW;
   }
 
   kj::Promise<void> registerWorker(RegisterWorkerContext context) override {
     auto params = context.getParams();
+    if (const std::string token = text(params.getToken()); !token_matches(services_->cluster_token, token)) {
+      set_error(context.getResults().initError(), wrong_token(token));
+      return kj::READY_NOW;
+    }
     auto in = params.getInfo();
     actors::WorkerInfo info;
     info.shard_id = text(in.getShardId());
@@ -473,7 +652,8 @@ class GatewayImpl final : public schema::Gateway::Server {
                 fail(Errc::INVALID_ARGUMENT, "a worker registers with a shard id, an instance id and at least one task list"));
       return kj::READY_NOW;
     }
-    auto link = std::make_shared<CapnpWorkerLink>(services_->rpc, params.getControl(), tasks_);
+    auto link = std::make_shared<CapnpWorkerLink>(services_->rpc, params.getControl(), tasks_,
+                                                  services_->task_token_key);
     auto b = bridge<actors::RegistrationOutcome>();
     caf::anon_send(services_->dispatcher, actors::register_atom::value, info,
                    std::shared_ptr<actors::WorkerLink>(link), Reply<actors::RegistrationOutcome>{b.resolve});
@@ -500,6 +680,7 @@ class GatewayImpl final : public schema::Gateway::Server {
  private:
   std::shared_ptr<SchedulerServices> services_;
   kj::TaskSet& tasks_;
+  kj::Timer& timer_;
 };
 
 /// Accepts connections and serves each with its own RpcSystem until it disconnects.
@@ -543,7 +724,7 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
   if (bound_port) *bound_port = static_cast<uint16_t>(receiver->getPort());
   services->client_bridge = services->system->spawn(client_bridge, services->directory, services->store);
   auto listener = std::make_shared<Listener>(
-      Listener{kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks), tasks});
+      Listener{kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()), tasks});
   auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(
       [](kj::Exception&& e) { std::cerr << "scheduler: accept failed: " << e.getDescription().cStr() << "\n"; }));
   return std::function<void()>([listener, accepting]() mutable {

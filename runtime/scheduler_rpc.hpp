@@ -25,7 +25,13 @@ struct SchedulerServices {
   actors::dispatcher_actor dispatcher;
   RpcThread* rpc = nullptr;  ///< set before the first call arrives
   caf::actor client_bridge;  ///< set by serve_scheduler: client calls reach the directory through it
-  std::shared_ptr<storage::HistoryStore> store;  ///< read for describe
+  std::shared_ptr<storage::HistoryStore> store;  ///< read for describe, list and watch
+  /// The cluster's secret (its token file): clients and workers must present it. Empty: the
+  /// cluster has none and the gateway admits anyone who can connect.
+  std::string cluster_token;
+  /// The key of task tokens (asyncCompletion): the cluster's secret, else one kept in the
+  /// scheduler's data directory, so tokens outlive a restart either way.
+  std::string task_token_key;
 };
 
 /// Listens on `listen` and serves the Gateway; the returned teardown stops listening and drops

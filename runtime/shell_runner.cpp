@@ -107,6 +107,7 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
     spec.env.push_back("TROUPE_TASK=" + invocation.task_name);
     spec.env.push_back("TROUPE_ATTEMPT=" + std::to_string(invocation.attempt));
     spec.env.push_back("TROUPE_INPUT=" + invocation.input_json);
+    if (!invocation.task_token.empty()) spec.env.push_back("TROUPE_TASK_TOKEN=" + invocation.task_token);
     spec.cwd = invocation.cwd;
     spec.log_path = invocation_log_path(options.log_dir, invocation);
     spec.log_cap_bytes = options.log_cap_bytes;
@@ -131,6 +132,8 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
       if (auto progress = progress_changed(*watch); progress && !exit.cancelled) context->heartbeat(std::move(*progress));
       if (exit.cancelled) {
         context->cancelled();
+      } else if (exit.success() && context->async_completion()) {
+        context->handed_off();  // the task ends when its token is presented
       } else if (exit.success()) {
         context->succeed("{\"exitCode\":0,\"log\":\"" + json_escape(log_path) + "\"}");
       } else if (exit.signal != 0) {

@@ -144,6 +144,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
     auto progress = spec.getProgress();
     inv.progress.assign(reinterpret_cast<const char*>(progress.begin()), progress.size());
     inv.heartbeat_timeout_us = int64_t{spec.getHeartbeatTimeoutMs()} * 1000;
+    inv.async_completion = spec.getAsyncCompletion();
+    inv.task_token = text(spec.getTaskToken());
     running_.emplace(id, Running{kj::mv(reporter), false, {}, false});
     caf::anon_send(setup_->executor, actors::run_atom::value, std::move(inv), bridge_);
     return ok();
@@ -224,6 +226,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     connection_ = kj::heap<Connection>(kj::mv(stream));
     associated_ = false;
     auto request = connection_->gateway.registerWorkerRequest();
+    request.setToken(setup_->cluster_token);
     auto info = request.initInfo();
     info.setShardId(setup_->node.name);
     info.setHostname(hostname_);
@@ -375,6 +378,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     switch (report.kind) {
       case TaskReport::SUCCEEDED: out.setSucceeded(as_data(report.payload)); break;
       case TaskReport::CANCELLED: out.setCancelled(); break;
+      case TaskReport::HANDED_OFF: out.setHandedOff(); break;
       default: {
         auto f = out.initFailed();
         f.setReason(report.reason);

@@ -24,6 +24,7 @@ struct WorkerAgentSetup {
   caf::actor_system* system = nullptr;
   actors::executor_actor executor;
   NodeConfig node;
+  std::string cluster_token;  ///< presented at registration; empty when the cluster has none
   RpcThread* rpc = nullptr;
   /// Asks the node to exit (MUST_DIE, requestSuicide); called on the RPC thread.
   std::function<void(const std::string& reason)> exit;

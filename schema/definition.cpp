@@ -412,6 +412,7 @@ std::optional<WorkflowSpec> build_spec(schema::WorkflowDefinition::Reader def,
       b.check_name(t.task_list, path + ".taskList", "the task list");
     }
     t.priority = task.getPriority();
+    t.async_completion = task.getAsyncCompletion();
     std::optional<TaskBody> body;
     switch (task.which()) {
       case schema::TaskDefinition::SHELL:

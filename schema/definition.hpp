@@ -65,6 +65,7 @@ struct TaskSpec {
   TimeoutsSpec timeouts;
   std::optional<RetrySpec> retry;  ///< nullopt: one attempt, no retry
   std::optional<uint32_t> session;  ///< index into WorkflowSpec::sessions
+  bool async_completion = false;    ///< ended by completeTask/failTask with its token
 
   friend bool operator==(const TaskSpec&, const TaskSpec&) = default;
 };

@@ -7,12 +7,14 @@ $Cxx.namespace("troupe::schema");
 
 using Common = import "common.capnp";
 using Worker = import "worker.capnp";
+using History = import "history.capnp";
 
 interface Gateway {
-  client @0 () -> (client :ClientService);
-  registerWorker @1 (info :Worker.WorkerInfo, control :Worker.WorkerControl)
+  client @0 (token :Text) -> (client :ClientService, error :Common.Error);
+  # `token`: the cluster's secret (its token file) when the cluster has one; refused otherwise.
+  registerWorker @1 (info :Worker.WorkerInfo, control :Worker.WorkerControl, token :Text)
       -> (registration :Worker.Registration, error :Common.Error);
-  # Refused (error set) while another live instance holds the shard id.
+  # Refused (error set) while another live instance holds the shard id, or for a wrong token.
 }
 
 struct WorkflowResult {
@@ -28,6 +30,7 @@ struct TaskDescription {
   worker @3 :Text;                   # the shard of its current or last invocation
   failure @4 :Text;                  # the reason of its last failure, if any
   progress @5 :Data;                 # its last heartbeat's progress
+  awaitingCompletion @6 :Bool;       # asyncCompletion: handed off, waiting for its token
 }
 
 struct WorkflowDescription {
@@ -40,7 +43,9 @@ struct WorkflowDescription {
 enum ControlAction {
   pause @0;                          # no new tasks start; PAUSED once none is active
   resume @1;                         # a paused workflow carries on
-  stop @2;                           # active tasks are killed; STOPPED once they are
+  stop @2;                           # active tasks are cancelled with the cluster's kill_grace;
+                                     # STOPPED once each confirmed or its grace ran out
+  kill @3;                           # a stop without grace: active tasks are killed at once
 }
 
 interface ClientService {
@@ -58,4 +63,42 @@ interface ClientService {
   # does not apply ("PAUSE is not allowed in state SUCCESS").
   describe @3 (workflowId :Text) -> (description :WorkflowDescription, error :Common.Error);
   # The workflow's and every task's state as durably recorded (its history replayed).
+  list @4 (query :ListQuery) -> (workflows :List(WorkflowSummary), nextCursor :Text, error :Common.Error);
+  # One page of workflows in id order, from the store's index (no workflow is loaded). An empty
+  # nextCursor means the end; otherwise pass it as query.after for the next page (a page may
+  # hold fewer than query.limit workflows, even none, when few match a filter).
+  watch @5 (workflowId :Text, fromSequence :UInt64, sink :HistorySink) -> (lastSequence :UInt64, error :Common.Error);
+  # Pushes the workflow's history from sequence `fromSequence` (1: from the start) to `sink`,
+  # in order, each event once, live as it is recorded; returns once the workflow has closed and
+  # its last event was delivered. A client that reconnects passes the sequence after the last
+  # one it received and misses nothing.
+  completeTask @6 (token :Text, result :Data) -> (error :Common.Error);
+  failTask @7 (token :Text, reason :Text, details :Text) -> (error :Common.Error);
+  # Ends an invocation of a task with asyncCompletion, by the token it was given
+  # ($TROUPE_TASK_TOKEN). A forged or altered token is refused (INVALID_ARGUMENT); so is one
+  # whose invocation is no longer current (retried, timed out or already ended: NOT_FOUND).
+}
+
+interface HistorySink {
+  events @0 (events :List(History.HistoryEvent)) -> (stop :Bool);
+  # The next events of a watched history. The next call comes once this one returns; `stop`
+  # ends the watch early.
+}
+
+struct ListQuery {
+  state @0 :Text;                    # OPEN, CLOSED, or how closed ones ended: SUCCESS, FAILED,
+                                     # STOPPED; empty: all
+  definitionName @1 :Text;           # empty: any
+  createdFromUs @2 :Int64;           # created at or after (0: no bound), µs since the epoch
+  createdToUs @3 :Int64;             # created before (0: no bound)
+  after @4 :Text;                    # the cursor: a previous page's nextCursor
+  limit @5 :UInt32;                  # most workflows in the page (0: 100; at most 1000)
+}
+
+struct WorkflowSummary {
+  workflowId @0 :Text;
+  definitionName @1 :Text;
+  state @2 :Text;                    # OPEN, or how it ended (SUCCESS, FAILED, STOPPED)
+  createdUs @3 :Int64;
+  closedUs @4 :Int64;                # 0 while open
 }

@@ -57,11 +57,15 @@ struct EventBody {
 
     workerRegistered @32 :WorkerRegistered;
     workerHealthChanged @33 :WorkerHealthChanged;
+
+    taskAwaitingCompletion @34 :Invocation; # asyncCompletion: the invocation handed off; its
+                                            # token's completeTask/failTask ends the task
   }
 }
 
 struct Reason {
   text @0 :Text;                # who asked and why, shown to operators
+  immediate @1 :Bool;           # a kill: no grace, and no wait for the worker's confirmation
 }
 
 struct Failure {

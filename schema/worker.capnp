@@ -64,6 +64,8 @@ struct InvocationSpec {
   input @9 :Text;                    # JSON
   progress @10 :Data;                # the last progress of an earlier attempt
   heartbeatTimeoutMs @11 :UInt32;    # the task's heartbeat timeout (0: none): report more often
+  taskToken @12 :Text;               # names this invocation to completeTask/failTask
+  asyncCompletion @13 :Bool;         # a successful end hands the task off (Outcome.handedOff)
 }
 
 struct Outcome {
@@ -72,6 +74,7 @@ struct Outcome {
     succeeded @0 :Data;              # the result
     failed @1 :FailureReport;
     cancelled @2 :Void;              # stopped because it was asked to
+    handedOff @3 :Void;              # asyncCompletion: done here; its token will end the task
   }
 }
 

@@ -29,6 +29,9 @@ struct TaskDefinition {
   input @6 :Json.Value;               # any JSON value, handed to the task as JSON text
   timeouts @7 :Timeouts;
   retry @8 :RetryPolicy;              # absent: one attempt, no retry
+  asyncCompletion @9 :Bool;           # the task ends when someone presents its token
+                                      # ($TROUPE_TASK_TOKEN) to completeTask or failTask; a shell
+                                      # command exiting 0 only hands it off (non-zero still fails)
 }
 
 struct ShellCommand {

@@ -14,8 +14,8 @@
 
 namespace troupe::actors {
 
-/// One invocation, as its handler sees it. Thread-safe. Exactly one of succeed(), fail() and
-/// cancelled() ends the invocation; later calls are ignored.
+/// One invocation, as its handler sees it. Thread-safe. Exactly one of succeed(), fail(),
+/// cancelled() and handed_off() ends the invocation; later calls are ignored.
 class TaskContext {
  public:
   virtual ~TaskContext() = default;
@@ -26,6 +26,12 @@ class TaskContext {
   virtual const std::string& progress() const = 0;
   /// The attempt, from 1.
   virtual uint32_t attempt() const = 0;
+  /// The task's token for completeTask/failTask; empty where none was minted (in-process runs).
+  virtual const std::string& task_token() const = 0;
+  /// Whether the task was defined with asyncCompletion.
+  virtual bool async_completion() const = 0;
+  /// asyncCompletion: this invocation's part is done and whoever holds the token ends the task.
+  virtual void handed_off() = 0;
 
   /// Reports progress, which a retry will receive. Returns true once cancellation was
   /// requested: as in Cadence, a heartbeating handler learns it must stop this way.
@@ -42,7 +48,8 @@ class TaskContext {
   virtual Duration cancel_grace() const = 0;
   /// Runs `then` after `delay` on the executor, holding no thread meanwhile.
   virtual void after(Duration delay, std::function<void()> then) = 0;
-  /// Runs `callback` on the executor when cancellation is requested.
+  /// Runs `callback` on the executor when cancellation is requested, and again when a later
+  /// request shortens the grace (a kill after a stop).
   virtual void on_cancel(std::function<void()> callback) = 0;
 };
 

@@ -35,6 +35,9 @@ class LocalContext final : public TaskContext {
   const std::string& input_json() const override { return invocation_.input_json; }
   const std::string& progress() const override { return invocation_.progress; }
   uint32_t attempt() const override { return invocation_.attempt; }
+  const std::string& task_token() const override { return invocation_.task_token; }
+  bool async_completion() const override { return invocation_.async_completion; }
+  void handed_off() override { end(TaskReport{invocation_.invocation_id, TaskReport::HANDED_OFF, {}, {}, {}, false}); }
 
   bool heartbeat(std::string progress) override {
     if (!finished_) {
@@ -75,14 +78,16 @@ class LocalContext final : public TaskContext {
     on_cancel_ = nullptr;
   }
 
-  /// Called by the executor when the invocation is to be cancelled, with its grace.
+  /// Called by the executor when the invocation is to be cancelled, with its grace. A later
+  /// cancel with a shorter grace (a kill after a stop) calls the callback again: the handler
+  /// shortens its wait.
   void request_cancel(Duration grace) {
-    cancel_grace_us_ = grace.count();
+    if (!cancel_requested_ || grace.count() < cancel_grace_us_) cancel_grace_us_ = grace.count();
     cancel_requested_ = true;
     std::function<void()> callback;
     {
       std::lock_guard lock(mutex_);
-      callback = std::move(on_cancel_);
+      callback = on_cancel_;
     }
     if (callback) callback();
   }

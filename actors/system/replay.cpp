@@ -33,6 +33,30 @@ Result<ReplayedWorkflow> replay(const std::string& workflow_id,
   return out;
 }
 
+WorkflowSnapshot snapshot(const ReplayedWorkflow& replayed) {
+  WorkflowSnapshot view;
+  view.id = replayed.workflow.id;
+  view.state = std::string(WorkflowMachineTraits::name(replayed.workflow.state));
+  view.detail = replayed.workflow.failure_reason;
+  if (!replayed.workflow.spec) return view;
+  for (const auto& spec : replayed.workflow.spec->tasks) {
+    TaskSnapshot task;
+    task.name = spec.name;
+    task.state = "WAITING";
+    if (auto it = replayed.tasks.find(spec.name); it != replayed.tasks.end()) {
+      const auto& model = it->second;
+      task.state = std::string(TaskMachineTraits::name(model.state));
+      task.attempt = model.attempt;
+      task.worker = model.executor;
+      task.failure = model.failure_reason;
+      task.progress = model.progress;
+      task.awaiting_completion = model.awaiting_completion;
+    }
+    view.tasks.push_back(std::move(task));
+  }
+  return view;
+}
+
 Result<ReplayedWorkflow> replay(storage::HistoryStore& store, const std::string& workflow_id,
                                 DefinitionCache* definitions) {
   std::vector<storage::StoredEvent> history;

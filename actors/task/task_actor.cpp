@@ -38,6 +38,13 @@ struct TaskActorState {
   const TaskSpec& task() const { return spec->tasks[index]; }
 };
 
+/// How long a cancelled invocation may take to stop, and its task waits for the confirmation:
+/// the cluster's kill grace for a stop, none for a kill (the task is KILLED at once and a
+/// late confirmation or result is ignored).
+Duration kill_grace(const TaskActorState& st) {
+  return st.model.kill_immediate ? Duration::zero() : st.wiring->kill_grace;
+}
+
 namespace {
 
 using Self = task_actor::stateful_pointer<TaskActorState>;
@@ -64,7 +71,11 @@ const char* timeout_reason(TimerKind kind) {
 void arm(Self self, TimerKind kind, Duration after) {
   const auto k = static_cast<size_t>(kind);
   const uint64_t generation = ++self->state.generation[k];
-  if (after.count() < 0) after = Duration(0);
+  if (after.count() <= 0) {
+    // Due now (a kill's zero grace, a backoff that ended during a restart): no timer.
+    self->send(self, timeout_atom::value, static_cast<uint8_t>(kind), generation);
+    return;
+  }
   self->delayed_send(self, after, timeout_atom::value, static_cast<uint8_t>(kind), generation);
 }
 
@@ -84,6 +95,7 @@ Invocation make_invocation(Self self) {
   inv.input_json = st.model.input_json;
   inv.progress = st.model.progress;
   if (st.task().timeouts.heartbeat) inv.heartbeat_timeout_us = st.task().timeouts.heartbeat->count();
+  inv.async_completion = st.task().async_completion;
   if (auto* handler = std::get_if<HandlerSpec>(&st.task().body)) {
     inv.handler = handler->name;
   } else {
@@ -125,16 +137,17 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
           if (timeouts.start_to_close) arm(self, TimerKind::START_TO_CLOSE, *timeouts.start_to_close);
           break;
         case TaskAction::WATCH_HEARTBEAT:
-          if (timeouts.heartbeat) arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
+          // A handed-off task has nothing left to heartbeat: its start-to-close still applies.
+          if (timeouts.heartbeat && !st.model.awaiting_completion) arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
           break;
         case TaskAction::CANCEL_INVOCATION:
           if (!invocation.empty()) {
             self->send(st.wiring->executor, cancel_atom::value, invocation, executor,
-                       int64_t{st.wiring->kill_grace.count()});
+                       int64_t{kill_grace(st).count()});
           }
           break;
         case TaskAction::START_KILL_TIMER:
-          arm(self, TimerKind::KILL_GRACE, st.wiring->kill_grace);
+          arm(self, TimerKind::KILL_GRACE, kill_grace(st));
           break;
         case TaskAction::START_BACKOFF_TIMER:
           arm(self, TimerKind::BACKOFF, Duration(st.model.delay_until_us - now));
@@ -220,7 +233,8 @@ bool timer_applies(TimerKind kind, const TaskModel& model) {
   switch (kind) {
     case TimerKind::SCHEDULE_TO_START: return model.state == TaskState::DISPATCHING;
     case TimerKind::START_TO_CLOSE:
-    case TimerKind::HEARTBEAT: return TaskMachine::is_on_executor(model.state) && !model.kill_requested;
+    case TimerKind::HEARTBEAT:
+      return TaskMachine::is_on_executor(model.state) && !model.kill_requested && !model.awaiting_completion;
     case TimerKind::BACKOFF: return model.state == TaskState::DELAY_EXECUTION;
     case TimerKind::KILL_GRACE: return TaskMachine::is_on_executor(model.state) && model.kill_requested;
     case TimerKind::SCHEDULE_TO_CLOSE:
@@ -316,6 +330,10 @@ void on_report(Self self, const TaskReport& report) {
         h.setProgress(as_bytes(report.payload));
       });
       break;
+    case TaskReport::HANDED_OFF:
+      decide(self, TaskEvent::HEARTBEAT,
+             [&](Body b) { b.initTaskAwaitingCompletion().setInvocationId(report.invocation_id); });
+      break;
     case TaskReport::SUCCEEDED:
       decide(self, TaskEvent::SUCCEEDED, [&](Body b) {
         auto r = b.initTaskSucceeded();
@@ -356,8 +374,12 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
   return {
       [=](start_atom) { decide(self, TaskEvent::START, dispatching(self)); },
       [=](pause_atom) { decide(self, TaskEvent::PAUSE, [](Body b) { b.setTaskPauseRequested(); }); },
-      [=](kill_atom) {
-        decide(self, TaskEvent::KILL, [](Body b) { b.initTaskKillRequested().setText("workflow stop"); });
+      [=](kill_atom, bool immediate) {
+        decide(self, TaskEvent::KILL, [immediate](Body b) {
+          auto reason = b.initTaskKillRequested();
+          reason.setText(immediate ? "workflow killed" : "workflow stop");
+          reason.setImmediate(immediate);
+        });
       },
       [=](grant_atom, const std::string& executor_name) -> bool {
         auto& s = self->state;
@@ -381,6 +403,21 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
         auto promise = self->make_response_promise<bool>();
         on_report(self, report);
         // Answer once every event the report caused is durable.
+        self->state.pipeline.after_pending([promise]() mutable { promise.deliver(true); });
+        return promise;
+      },
+      [=](complete_atom, TaskReport& report) -> caf::result<bool> {
+        auto& s = self->state;
+        if (report.invocation_id.empty() || report.invocation_id != s.model.invocation_id) {
+          return to_caf(fail(Errc::NOT_FOUND, "invocation '" + report.invocation_id + "' of task '" + s.model.name +
+                                                  "' is no longer current: it ended, timed out or was retried"));
+        }
+        if (!s.model.awaiting_completion) {
+          return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE,
+                             "task '" + s.model.name + "' has not handed off yet: its invocation is still running"));
+        }
+        auto promise = self->make_response_promise<bool>();
+        on_report(self, report);
         self->state.pipeline.after_pending([promise]() mutable { promise.deliver(true); });
         return promise;
       },
@@ -443,18 +480,24 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
             break;
           case TaskState::DISPATCHED:
           case TaskState::RUNNING: {
+            rearm_task_timer();
+            if (s.model.awaiting_completion) {
+              // Handed off: nothing runs on a worker; its token ends it (or a timeout, a kill).
+              if (timeouts.start_to_close) arm(self, TimerKind::START_TO_CLOSE, *timeouts.start_to_close);
+              if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, kill_grace(s));
+              break;
+            }
             // The invocation may still run on its worker: ask the executor to take it back
             // (Bistro's "unsure if running"); it reports LOST if the worker does not have it.
-            rearm_task_timer();
             if (s.model.state == TaskState::RUNNING && timeouts.heartbeat) {
               arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
             }
-            if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, s.wiring->kill_grace);
+            if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, kill_grace(s));
             self->send(s.wiring->executor, adopt_atom::value, make_invocation(self),
                        caf::actor_cast<task_port>(self));
             if (s.model.kill_requested) {
               self->send(s.wiring->executor, cancel_atom::value, s.model.invocation_id, s.model.executor,
-                         int64_t{s.wiring->kill_grace.count()});
+                         int64_t{kill_grace(s).count()});
             }
             break;
           }

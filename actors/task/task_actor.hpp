@@ -16,12 +16,16 @@ namespace troupe::actors {
 
 using task_actor = task_port::extend<
     // from the workflow: start (or start again after a pause); pause; kill
-    caf::reacts_to<start_atom>, caf::reacts_to<pause_atom>, caf::reacts_to<kill_atom>,
+    caf::reacts_to<start_atom>, caf::reacts_to<pause_atom>, caf::reacts_to<kill_atom, bool /* immediate: no grace */>,
     // from the workflow, once after reviving from history: carry on from the replayed state
     // (an invocation that was on an executor is failed over, as the executor is gone)
     caf::reacts_to<recover_atom>,
     // from the task itself: a timer of `kind` (TimerKind) and generation fired
     caf::reacts_to<timeout_atom, uint8_t, uint64_t>,
+    // from the workflow, for completeTask/failTask: ends a handed-off invocation with the
+    // report (SUCCEEDED or FAILED); replies once durable. NOT_FOUND when the report names an
+    // invocation that is not the current one, NOT_ALLOWED_IN_STATE before it handed off
+    caf::replies_to<complete_atom, TaskReport>::with<bool>,
     // from anyone: the task's canonical state (TaskModel::canonical)
     caf::replies_to<describe_atom>::with<std::string>>;
 

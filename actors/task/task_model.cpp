@@ -12,6 +12,8 @@ std::optional<TaskEvent> TaskModel::event_of(Body::Which body, TaskState state) 
     case Body::TASK_DISPATCHED: return TaskEvent::DISPATCHED;
     case Body::TASK_RUNNING: return TaskEvent::RUNNING;
     case Body::TASK_HEARTBEAT: return TaskEvent::HEARTBEAT;
+    // A hand-off is news from a running invocation, as a heartbeat is: the task stays RUNNING.
+    case Body::TASK_AWAITING_COMPLETION: return TaskEvent::HEARTBEAT;
     case Body::TASK_TIMED_OUT: return TaskEvent::TIMEOUT;
     case Body::TASK_RETRY_SCHEDULED: return TaskEvent::RETRY;
     case Body::TASK_PAUSE_REQUESTED: return TaskEvent::PAUSE;
@@ -54,8 +56,12 @@ Result<void> TaskModel::apply(const EventView& event) {
       invocation_id = to_string(d.getInvocationId());
       executor = to_string(d.getWorkerShard());
       ++dispatches;
+      awaiting_completion = false;
       break;
     }
+    case Body::TASK_AWAITING_COMPLETION:
+      awaiting_completion = true;
+      break;
     case Body::TASK_HEARTBEAT:
       progress = to_string(body.getTaskHeartbeat().getProgress());
       break;
@@ -81,6 +87,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       break;
     case Body::TASK_KILL_REQUESTED:
       kill_requested = true;
+      if (body.getTaskKillRequested().getImmediate()) kill_immediate = true;
       break;
     case Body::TASK_PAUSE_REQUESTED:
       if (TaskMachine::is_on_executor(state)) pause_requested = true;
@@ -111,6 +118,7 @@ Result<void> TaskModel::apply(const EventView& event) {
     segment_start_us = -1;
   }
   if (t->to == TaskState::KILLED || t->to == TaskState::PAUSED) invocation_id.clear();
+  if (invocation_id.empty()) awaiting_completion = false;
   if (t->to == TaskState::PAUSED || TaskMachine::is_terminal(t->to)) pause_requested = false;
   state = t->to;
   ++applied;
@@ -142,6 +150,8 @@ std::string TaskModel::canonical() const {
   field("failure_reason", failure_reason);
   field("failure_details", failure_details);
   field("kill_requested", kill_requested ? "1" : "0");
+  field("kill_immediate", kill_immediate ? "1" : "0");
+  field("awaiting_completion", awaiting_completion ? "1" : "0");
   field("pause_requested", pause_requested ? "1" : "0");
   field("delay_until", std::to_string(delay_until_us));
   field("banked", std::to_string(banked_us));

@@ -24,6 +24,9 @@ struct TaskModel {
   std::string failure_reason;    ///< the last failure, retried or not
   std::string failure_details;
   bool kill_requested = false;
+  bool kill_immediate = false;  ///< a kill without grace was asked for (sticky)
+  /// asyncCompletion: the invocation handed off; completeTask/failTask with its token ends it.
+  bool awaiting_completion = false;
   bool pause_requested = false;  ///< asked to pause while on an executor
   int64_t delay_until_us = 0;    ///< end of the retry backoff
   // Time since the task was first started, pauses excluded: banked plus the current segment.

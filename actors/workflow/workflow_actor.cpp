@@ -172,7 +172,7 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
         batch.effects.push_back([self] {
           for (uint32_t index : self->state.model.graph->active()) {
             if (auto it = self->state.tasks.find(index); it != self->state.tasks.end()) {
-              self->send(it->second, kill_atom::value);
+              self->send(it->second, kill_atom::value, self->state.model.stop_immediate);
             }
           }
         });
@@ -319,8 +319,11 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
       decide(self, batch, WorkflowEvent::PAUSE, [](Body b) { b.setWorkflowPauseRequested(); });
       break;
     case WorkflowState::READY_STOP:
-      decide(self, batch, WorkflowEvent::STOP,
-             [](Body b) { b.initWorkflowStopRequested().setText("stop requested before the restart"); });
+      decide(self, batch, WorkflowEvent::STOP, [&](Body b) {
+        auto reason = b.initWorkflowStopRequested();
+        reason.setText("stop requested before the restart");
+        reason.setImmediate(st.model.stop_immediate);
+      });
       break;
     default:
       decide(self, batch, WorkflowEvent::START, [](Body b) { b.setWorkflowStarted(); });
@@ -391,6 +394,32 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
       [=](stop_atom) {
         return request_event(self, WorkflowEvent::STOP,
                              [](Body b) { b.initWorkflowStopRequested().setText("requested by a client"); });
+      },
+      [=](complete_atom, const std::string& task_name, TaskReport& report) -> caf::result<bool> {
+        auto& st = self->state;
+        auto index = st.model.spec->find_task(task_name);
+        auto it = index ? st.tasks.find(*index) : st.tasks.end();
+        if (it == st.tasks.end()) {
+          return to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + st.model.id +
+                                                  "' is not running: it ended, or never started"));
+        }
+        return self->delegate(it->second, complete_atom::value, std::move(report));
+      },
+      [=](kill_atom) {
+        // A stop already under way is escalated task by task: each active task records its
+        // own immediate kill (the workflow's STOP is not recorded twice).
+        if (self->state.model.state == WorkflowState::READY_STOP) {
+          for (uint32_t index : self->state.model.graph->active()) {
+            if (auto it = self->state.tasks.find(index); it != self->state.tasks.end()) {
+              self->send(it->second, kill_atom::value, true);
+            }
+          }
+        }
+        return request_event(self, WorkflowEvent::STOP, [](Body b) {
+          auto reason = b.initWorkflowStopRequested();
+          reason.setText("killed by a client");
+          reason.setImmediate(true);
+        });
       },
       [=](finished_atom, uint32_t index, uint8_t raw_state, const std::string& detail) {
         auto& st = self->state;

@@ -31,6 +31,12 @@ using workflow_actor = task_owner_port::extend<
     caf::replies_to<pause_atom>::with<std::string>,
     caf::replies_to<resume_atom>::with<std::string>,
     caf::replies_to<stop_atom>::with<std::string>,
+    // a stop without grace: active invocations are cancelled at once and their tasks count as
+    // KILLED without waiting for the confirmation
+    caf::replies_to<kill_atom>::with<std::string>,
+    // from clients (completeTask/failTask): passes the report to the named task; replies once
+    // durable. NOT_FOUND when the task is not active
+    caf::replies_to<complete_atom, std::string /* task */, TaskReport>::with<bool>,
     // from clients: replies when the workflow has finished (at once if it has)
     caf::replies_to<result_atom>::with<WorkflowOutcome>,
     // from anyone: the workflow's canonical state (WorkflowModel::canonical)

@@ -119,6 +119,9 @@ Result<void> WorkflowModel::apply(const EventView& event) {
     case Body::WORKFLOW_FINALIZED:
       finalized = true;
       break;
+    case Body::WORKFLOW_STOP_REQUESTED:
+      if (body.getWorkflowStopRequested().getImmediate()) stop_immediate = true;
+      break;
     default:
       break;
   }
@@ -133,6 +136,7 @@ std::string WorkflowModel::canonical() const {
                     ";input=" + std::to_string(input.size()) + ":" + input + ";run_from=" + run_from +
                     ";failure=" + failure_reason + ";first_task_failure=" + first_task_failure +
                     ";submitted=" + std::to_string(submitted_us) + ";finalized=" + (finalized ? "1" : "0") +
+                    ";stop_immediate=" + (stop_immediate ? "1" : "0") +
                     ";applied=" + std::to_string(applied) + ";graph=";
   if (graph) {
     for (uint32_t t = 0; t < graph->size(); ++t) out += std::to_string(static_cast<int>(graph->state(t)));

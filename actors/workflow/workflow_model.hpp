@@ -29,6 +29,7 @@ struct WorkflowModel {
   std::string first_task_failure;
   int64_t submitted_us = 0;  ///< when the submission was recorded
   bool finalized = false;
+  bool stop_immediate = false;  ///< a kill: active tasks are cancelled without grace (sticky)
   uint64_t applied = 0;
   /// Where submitted definitions are parsed (shared across workflows); nullptr parses each.
   /// Not part of the state.

@@ -1,9 +1,12 @@
 // GatewayClient over capnp::EzRpcClient: one connection, one KJ event loop on the caller's thread.
 #include "runtime/client/gateway_client.hpp"
 
+#include <capnp/dynamic.h>
 #include <capnp/ez-rpc.h>
+#include <capnp/serialize-packed.h>
 #include <kj/async-io.h>
 #include <kj/debug.h>
+#include <kj/io.h>
 
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
@@ -31,20 +34,99 @@ Error lost(const std::string& address, const kj::Exception& e) {
 
 kj::Duration kj_duration(Duration d) { return d.count() * kj::MICROSECONDS; }
 
+WatchedEvent watched_event(schema::HistoryEvent::Reader e) {
+  WatchedEvent out;
+  out.sequence = e.getSequence();
+  out.timestamp_us = e.getTimestampUs();
+  switch (e.getActorKind()) {
+    case schema::ActorKind::WORKFLOW: out.actor_kind = "workflow"; break;
+    case schema::ActorKind::TASK: out.actor_kind = "task"; break;
+    case schema::ActorKind::SESSION: out.actor_kind = "session"; break;
+    case schema::ActorKind::WORKER: out.actor_kind = "worker"; break;
+  }
+  out.actor_id = text(e.getActorId());
+  out.attempt = e.getAttempt();
+  auto body = capnp::toDynamic(e.getBody());
+  KJ_IF_MAYBE(field, body.which()) {
+    out.kind = field->getProto().getName().cStr();
+    out.detail = kj::str(body.get(*field)).cStr();
+    if (out.detail == "void") out.detail.clear();
+  }
+  capnp::MallocMessageBuilder message;
+  message.setRoot(e);
+  kj::VectorOutputStream packed;
+  capnp::writePackedMessage(packed, message);
+  auto bytes = packed.getArray();
+  out.packed.assign(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  return out;
+}
+
+/// What a watch's sink shares with the watch() call: the callback lives on watch()'s stack,
+/// so a call that arrives after watch() returned finds `open` false and stops the watch.
+struct WatchState {
+  const std::function<bool(const WatchedEvent&)>* on_event = nullptr;
+  uint64_t last = 0;
+  bool stopped = false;
+  bool open = true;
+};
+
+class HistorySinkImpl final : public schema::HistorySink::Server {
+ public:
+  explicit HistorySinkImpl(std::shared_ptr<WatchState> state) : state_(std::move(state)) {}
+
+  kj::Promise<void> events(EventsContext context) override {
+    auto& st = *state_;
+    for (auto e : context.getParams().getEvents()) {
+      if (st.stopped || !st.open) break;
+      if (e.getSequence() <= st.last) continue;  // each event once, whatever the server sends
+      st.last = e.getSequence();
+      if (!(*st.on_event)(watched_event(e))) st.stopped = true;
+    }
+    context.getResults().setStop(st.stopped || !st.open);
+    return kj::READY_NOW;
+  }
+
+ private:
+  std::shared_ptr<WatchState> state_;
+};
+
+/// Sends `call` and waits for a response that has no error.
+template <class Request>
+Result<void> call_void(Request&& call, const std::string& address, kj::WaitScope& wait) {
+  return call.send()
+      .then(
+          [](auto&& response) -> Result<void> {
+            if (has_error(response)) return error_of(response);
+            return ok();
+          },
+          [address](kj::Exception&& e) -> Result<void> { return lost(address, e); })
+      .wait(wait);
+}
+
 }  // namespace
 
 struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
   std::string address;
   capnp::EzRpcClient rpc;
+  /// The answer to Gateway.client: its service, pipelined, and whether the token was accepted.
+  capnp::RemotePromise<schema::Gateway::ClientResults> handshake;
   schema::ClientService::Client service;
   kj::TaskSet tasks{*this};
   size_t outstanding = 0;
   kj::Own<kj::PromiseFulfiller<void>> idle;  ///< set while run() waits
 
-  Impl(const std::string& host, uint16_t port)
+  static capnp::RemotePromise<schema::Gateway::ClientResults> ask_client(capnp::EzRpcClient& rpc,
+                                                                        const std::string& token) {
+    auto request = rpc.getMain<schema::Gateway>().clientRequest();
+    request.setToken(token);
+    return request.send();
+  }
+
+  Impl(const std::string& host, uint16_t port, const std::string& token)
       : address(host + ":" + std::to_string(port)),
         rpc(host, port),
-        service(rpc.getMain<schema::Gateway>().clientRequest().send().getClient()) {}
+        handshake(ask_client(rpc, token)),
+        service(handshake.getClient()) {}
 
   // Callbacks catch what they can; anything else is a bug in a callback.
   void taskFailed(kj::Exception&& e) override { KJ_LOG(ERROR, "a client callback threw", e); }
@@ -93,21 +175,28 @@ GatewayClient::GatewayClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 GatewayClient::~GatewayClient() = default;
 
 Result<std::unique_ptr<GatewayClient>> GatewayClient::connect(const std::string& host, uint16_t port,
-                                                               Duration timeout) {
+                                                               const ConnectOptions& options) {
   const std::string address = host + ":" + std::to_string(port);
+  const Duration timeout = options.timeout;
   try {
-    auto impl = std::make_unique<Impl>(host, port);
-    // The connection is made lazily: resolve the client service now, so an unreachable
-    // scheduler shows here rather than on the first call.
-    auto ready = impl->service.whenResolved().then([]() -> Result<bool> { return true; },
-                                                   [address](kj::Exception&& e) -> Result<bool> {
-                                                     return fail(Errc::UNAVAILABLE, "cannot reach the scheduler at " + address +
-                                                                                        ": " + e.getDescription().cStr());
-                                                   });
+    auto impl = std::make_unique<Impl>(host, port, options.token);
+    // The connection is made lazily: wait for the handshake now, so an unreachable scheduler
+    // or a refused token shows here rather than on the first call.
+    auto ready = kj::mv(impl->handshake).then(
+        [](capnp::Response<schema::Gateway::ClientResults>&& response) -> Result<bool> {
+          if (has_error(response)) return error_of(response);
+          return true;
+        },
+        [address](kj::Exception&& e) -> Result<bool> {
+          return fail(Errc::UNAVAILABLE, "cannot reach the scheduler at " + address + ": " + e.getDescription().cStr());
+        });
     auto outcome = impl->within(kj::mv(ready), timeout, "no answer from the scheduler at " + address + " within " +
                                                             format_duration(timeout))
                        .wait(impl->rpc.getWaitScope());
-    if (!outcome) return fail(Errc::UNAVAILABLE, outcome.error().message);
+    if (!outcome) {
+      if (outcome.error().code == Errc::TIMED_OUT) return fail(Errc::UNAVAILABLE, outcome.error().message);
+      return outcome.error();
+    }
     return std::unique_ptr<GatewayClient>(new GatewayClient(std::move(impl)));
   } catch (const kj::Exception& e) {
     return fail(Errc::UNAVAILABLE, "cannot reach the scheduler at " + address + ": " + e.getDescription().cStr());
@@ -137,7 +226,7 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
             for (auto t : d.getTasks()) {
               out.tasks.push_back(TaskStatus{text(t.getName()), text(t.getState()), t.getAttempt(),
                                              text(t.getWorker()), text(t.getFailure()),
-                                             runtime::bytes(t.getProgress())});
+                                             runtime::bytes(t.getProgress()), t.getAwaitingCompletion()});
             }
             return out;
           },
@@ -148,9 +237,12 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
 Result<std::string> GatewayClient::control(const std::string& workflow_id, Control action) {
   auto call = impl_->service.controlRequest();
   call.setWorkflowId(workflow_id);
-  call.setAction(action == Control::PAUSE    ? schema::ControlAction::PAUSE
-                 : action == Control::RESUME ? schema::ControlAction::RESUME
-                                             : schema::ControlAction::STOP);
+  switch (action) {
+    case Control::PAUSE: call.setAction(schema::ControlAction::PAUSE); break;
+    case Control::RESUME: call.setAction(schema::ControlAction::RESUME); break;
+    case Control::STOP: call.setAction(schema::ControlAction::STOP); break;
+    case Control::KILL: call.setAction(schema::ControlAction::KILL); break;
+  }
   return call.send()
       .then(
           [](capnp::Response<schema::ClientService::ControlResults>&& response) -> Result<std::string> {
@@ -159,6 +251,68 @@ Result<std::string> GatewayClient::control(const std::string& workflow_id, Contr
           },
           [address = impl_->address](kj::Exception&& e) -> Result<std::string> { return lost(address, e); })
       .wait(impl_->rpc.getWaitScope());
+}
+
+Result<WorkflowPage> GatewayClient::list(const ListQuery& query) {
+  auto call = impl_->service.listRequest();
+  auto q = call.initQuery();
+  q.setState(query.state);
+  q.setDefinitionName(query.definition_name);
+  q.setCreatedFromUs(query.created_from_us);
+  q.setCreatedToUs(query.created_to_us);
+  q.setAfter(query.after);
+  q.setLimit(query.limit);
+  return call.send()
+      .then(
+          [](capnp::Response<schema::ClientService::ListResults>&& response) -> Result<WorkflowPage> {
+            if (has_error(response)) return error_of(response);
+            WorkflowPage page;
+            for (auto w : response.getWorkflows()) {
+              page.workflows.push_back(WorkflowSummary{text(w.getWorkflowId()), text(w.getDefinitionName()),
+                                                       text(w.getState()), w.getCreatedUs(), w.getClosedUs()});
+            }
+            page.next_cursor = text(response.getNextCursor());
+            return page;
+          },
+          [address = impl_->address](kj::Exception&& e) -> Result<WorkflowPage> { return lost(address, e); })
+      .wait(impl_->rpc.getWaitScope());
+}
+
+Result<uint64_t> GatewayClient::watch(const std::string& workflow_id, uint64_t from,
+                                      const std::function<bool(const WatchedEvent&)>& on_event) {
+  auto state = std::make_shared<WatchState>();
+  state->on_event = &on_event;
+  state->last = from > 0 ? from - 1 : 0;
+  auto call = impl_->service.watchRequest();
+  call.setWorkflowId(workflow_id);
+  call.setFromSequence(from == 0 ? 1 : from);
+  call.setSink(kj::heap<HistorySinkImpl>(state));
+  auto outcome = call.send()
+                     .then(
+                         [](capnp::Response<schema::ClientService::WatchResults>&& response) -> Result<void> {
+                           if (has_error(response)) return error_of(response);
+                           return ok();
+                         },
+                         [address = impl_->address](kj::Exception&& e) -> Result<void> { return lost(address, e); })
+                     .wait(impl_->rpc.getWaitScope());
+  state->open = false;
+  if (!outcome) return outcome.error();
+  return state->last;
+}
+
+Result<void> GatewayClient::complete_task(const std::string& token, const std::string& result) {
+  auto call = impl_->service.completeTaskRequest();
+  call.setToken(token);
+  call.setResult(kj::arrayPtr(reinterpret_cast<const kj::byte*>(result.data()), result.size()));
+  return call_void(call, impl_->address, impl_->rpc.getWaitScope());
+}
+
+Result<void> GatewayClient::fail_task(const std::string& token, const std::string& reason, const std::string& details) {
+  auto call = impl_->service.failTaskRequest();
+  call.setToken(token);
+  call.setReason(reason);
+  call.setDetails(details);
+  return call_void(call, impl_->address, impl_->rpc.getWaitScope());
 }
 
 void GatewayClient::start_async(const StartRequest& request, StartCallback done) {

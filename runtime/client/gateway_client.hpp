@@ -43,6 +43,7 @@ struct TaskStatus {
   std::string worker;    ///< the shard of its current or last invocation
   std::string failure;   ///< its last failure's reason
   std::string progress;  ///< its last heartbeat's progress
+  bool awaiting_completion = false;  ///< asyncCompletion: handed off, waiting for its token
 };
 
 /// A workflow and its tasks (in definition order) as its history records them.
@@ -53,12 +54,53 @@ struct WorkflowStatus {
   std::vector<TaskStatus> tasks;
 };
 
+/// Which workflows to list (every filter optional) and where the page starts.
+struct ListQuery {
+  std::string state;            ///< OPEN, CLOSED, SUCCESS, FAILED or STOPPED; empty: all
+  std::string definition_name;  ///< empty: any
+  int64_t created_from_us = 0;  ///< created at or after, µs since the epoch (0: no bound)
+  int64_t created_to_us = 0;    ///< created before (0: no bound)
+  std::string after;            ///< a previous page's next_cursor; empty: from the start
+  uint32_t limit = 100;         ///< most workflows in the page, 1..1000
+};
+
+struct WorkflowSummary {
+  std::string workflow_id;
+  std::string definition_name;
+  std::string state;  ///< OPEN, or how it ended (SUCCESS, FAILED, STOPPED)
+  int64_t created_us = 0;
+  int64_t closed_us = 0;  ///< 0 while open
+};
+
+struct WorkflowPage {
+  std::vector<WorkflowSummary> workflows;  ///< in id order; fewer than the limit (even none) when few match
+  std::string next_cursor;                 ///< empty at the end
+};
+
+/// One event of a watched history.
+struct WatchedEvent {
+  uint64_t sequence = 0;
+  int64_t timestamp_us = 0;
+  std::string actor_kind;  ///< workflow, task, session or worker
+  std::string actor_id;    ///< the workflow id, or the task's name
+  uint32_t attempt = 0;
+  std::string kind;        ///< what happened: the event body's name, e.g. "taskRunning"
+  std::string detail;      ///< the body's fields as text, e.g. (invocationId = "…")
+  std::string packed;      ///< the whole schema::HistoryEvent, packed (storage::DecodedEvent reads it)
+};
+
+struct ConnectOptions {
+  Duration timeout = std::chrono::seconds(5);  ///< for the connection, not for later calls
+  std::string token;  ///< the cluster's secret, when its scheduler requires one
+};
+
 class GatewayClient {
  public:
   /// Connects to the scheduler at host:port and obtains its client service. UNAVAILABLE
-  /// naming the address when nothing answers within `timeout`.
+  /// naming the address when nothing answers within the timeout; INVALID_ARGUMENT when the
+  /// scheduler refuses the token.
   static Result<std::unique_ptr<GatewayClient>> connect(const std::string& host, uint16_t port,
-                                                       Duration timeout = std::chrono::seconds(5));
+                                                       const ConnectOptions& options = {});
   ~GatewayClient();
   GatewayClient(const GatewayClient&) = delete;
   GatewayClient& operator=(const GatewayClient&) = delete;
@@ -72,11 +114,29 @@ class GatewayClient {
   /// The workflow's and its tasks' durable state. NOT_FOUND for an unknown id.
   Result<WorkflowStatus> describe(const std::string& workflow_id);
 
-  enum class Control { PAUSE, RESUME, STOP };
-  /// Pauses, resumes or stops a workflow; the state it leads to once durable (READY_PAUSE,
+  /// STOP cancels active tasks with the cluster's kill grace and waits for them; KILL cancels
+  /// them with none and does not wait.
+  enum class Control { PAUSE, RESUME, STOP, KILL };
+  /// Pauses, resumes, stops or kills a workflow; the state it leads to once durable (READY_PAUSE,
   /// PAUSED, RUNNING, READY_STOP, STOPPED, ...). NOT_ALLOWED_IN_STATE when the action does not
   /// apply, NOT_FOUND for an unknown id.
   Result<std::string> control(const std::string& workflow_id, Control action);
+
+  /// One page of workflows from the scheduler's index.
+  Result<WorkflowPage> list(const ListQuery& query);
+
+  /// Calls `on_event` for each event of the workflow's history from sequence `from` on, in
+  /// order and each once, live as they are recorded, until the workflow has closed and its last
+  /// event was delivered, or `on_event` returns false. Returns the last sequence delivered.
+  /// After a lost connection, watching again from that sequence + 1 misses nothing.
+  Result<uint64_t> watch(const std::string& workflow_id, uint64_t from,
+                         const std::function<bool(const WatchedEvent&)>& on_event);
+
+  /// Ends the asyncCompletion invocation named by `token` ($TROUPE_TASK_TOKEN): with a result,
+  /// or a failure (retried per the task's policy). INVALID_ARGUMENT for a forged token,
+  /// NOT_FOUND when the invocation is no longer current.
+  Result<void> complete_task(const std::string& token, const std::string& result);
+  Result<void> fail_task(const std::string& token, const std::string& reason, const std::string& details = {});
 
   using StartCallback = std::function<void(Result<std::string>)>;
   using ResultCallback = std::function<void(Result<WorkflowResult>)>;

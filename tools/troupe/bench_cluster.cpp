@@ -124,7 +124,7 @@ class BenchCluster {
   Result<std::unique_ptr<client::GatewayClient>> connect(Duration within) {
     const auto deadline = Clock::now() + within;
     for (;;) {
-      auto client = client::GatewayClient::connect("127.0.0.1", port_, 2s);
+      auto client = client::GatewayClient::connect("127.0.0.1", port_, {2s, {}});
       if (client || Clock::now() > deadline) return client;
       if (auto alive = check_alive(); !alive) return alive.error();
       std::this_thread::sleep_for(20ms);

@@ -2,17 +2,23 @@
 // exit codes.
 #include "tools/troupe/client_commands.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "runtime/auth/task_token.hpp"
 #include "runtime/client/gateway_client.hpp"
 #include "runtime/config/cluster_config.hpp"
 #include "schema/duration.hpp"
 #include "tools/troupe/json.hpp"
+#include "tools/troupe/task_table.hpp"
 
 namespace troupe::cli {
 namespace {
@@ -60,10 +66,25 @@ Result<runtime::Address> scheduler_address(const Args& args) {
   return runtime::Address{"127.0.0.1", 7700};
 }
 
+/// The cluster token: --token-file, else the token file of --config's cluster, else none.
+Result<std::string> cluster_token(const Args& args) {
+  if (auto file = args.get("token-file")) return runtime::read_token_file(*file);
+  if (auto path = args.get("config")) {
+    auto config = runtime::load_cluster_config(*path);
+    if (!config) return config.error();
+    if (config->token_file) return runtime::read_token_file(*config->token_file);
+  }
+  return std::string();
+}
+
 Result<std::unique_ptr<client::GatewayClient>> connect(const Args& args) {
   auto address = scheduler_address(args);
   if (!address) return address.error();
-  return client::GatewayClient::connect(address->host, address->port);
+  auto token = cluster_token(args);
+  if (!token) return token.error();
+  client::ConnectOptions options;
+  options.token = std::move(*token);
+  return client::GatewayClient::connect(address->host, address->port, options);
 }
 
 Result<Duration> timeout_option(const Args& args) {
@@ -89,6 +110,16 @@ int print_result(const client::WorkflowResult& result, bool json) {
   return result.state == "SUCCESS" ? 0 : exit_failed;
 }
 
+/// "2026-11-22 10:04:05" (UTC) for microseconds since the epoch.
+std::string utc_time(int64_t us) {
+  const std::time_t seconds = static_cast<std::time_t>(us / 1000000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
 Result<std::string> read_file(const std::string& path) {
   if (path == "-") {
     std::ostringstream all;
@@ -105,7 +136,7 @@ Result<std::string> read_file(const std::string& path) {
 }  // namespace
 
 int submit_command(const Args& args) {
-  if (auto known = args.only({"id", "input", "wait", "timeout", "json", "address", "config"}); !known) {
+  if (auto known = args.only({"id", "input", "wait", "timeout", "json", "address", "config", "token-file"}); !known) {
     return complain(exit_usage, known.error().message);
   }
   const auto& words = args.positionals();
@@ -140,7 +171,7 @@ int submit_command(const Args& args) {
 }
 
 int result_command(const Args& args) {
-  if (auto known = args.only({"timeout", "json", "address", "config"}); !known) {
+  if (auto known = args.only({"timeout", "json", "address", "config", "token-file"}); !known) {
     return complain(exit_usage, known.error().message);
   }
   const auto& words = args.positionals();
@@ -157,13 +188,14 @@ int result_command(const Args& args) {
 }
 
 int control_command(const std::string& action, const Args& args) {
-  if (auto known = args.only({"json", "address", "config"}); !known) return complain(exit_usage, known.error().message);
+  if (auto known = args.only({"json", "address", "config", "token-file"}); !known) return complain(exit_usage, known.error().message);
   const auto& words = args.positionals();
   if (words.size() != 1) return complain(exit_usage, action + " takes one workflow id");
   auto json = args.boolean("json", false);
   if (!json) return complain(exit_usage, json.error().message);
   const auto which = action == "pause"    ? client::GatewayClient::Control::PAUSE
                      : action == "resume" ? client::GatewayClient::Control::RESUME
+                     : action == "kill"   ? client::GatewayClient::Control::KILL
                                           : client::GatewayClient::Control::STOP;
   auto client = connect(args);
   if (!client) return complain(exit_code_of(client.error()), client.error().message);
@@ -181,7 +213,7 @@ int control_command(const std::string& action, const Args& args) {
 }
 
 int status_command(const Args& args) {
-  if (auto known = args.only({"json", "address", "config"}); !known) return complain(exit_usage, known.error().message);
+  if (auto known = args.only({"json", "address", "config", "token-file"}); !known) return complain(exit_usage, known.error().message);
   const auto& words = args.positionals();
   if (words.size() != 1) return complain(exit_usage, "status takes one workflow id");
   auto json = args.boolean("json", false);
@@ -204,25 +236,173 @@ int status_command(const Args& args) {
       task.set("worker", t.worker);
       task.set("failure", t.failure);
       task.set("progress", t.progress);
+      task.set("awaitingCompletion", t.awaiting_completion);
       tasks.push(std::move(task));
     }
     out.set("tasks", std::move(tasks));
     std::cout << out.dump() << "\n";
     return 0;
   }
-  std::cout << status->workflow_id << " " << status->state
-            << (status->detail.empty() ? "" : ": " + status->detail) << "\n";
-  size_t name_width = 4;
-  for (const auto& t : status->tasks) name_width = std::max(name_width, t.name.size());
-  std::printf("  %-*s  %-15s  %7s  %-12s  %s\n", static_cast<int>(name_width), "TASK", "STATE", "ATTEMPT",
-              "WORKER", "PROGRESS / FAILURE");
+  actors::WorkflowSnapshot view{status->workflow_id, status->state, status->detail, {}};
   for (const auto& t : status->tasks) {
-    std::string note = t.failure.empty() ? t.progress : t.failure;
-    if (note.size() > 60) note = note.substr(0, 57) + "...";
-    std::printf("  %-*s  %-15s  %7u  %-12s  %s\n", static_cast<int>(name_width), t.name.c_str(), t.state.c_str(),
-                t.attempt, t.worker.c_str(), note.c_str());
+    view.tasks.push_back(
+        actors::TaskSnapshot{t.name, t.state, t.attempt, t.worker, t.failure, t.progress, t.awaiting_completion});
   }
+  std::cout << render_task_table(view);
   return 0;
+}
+
+int list_command(const Args& args) {
+  if (auto known = args.only({"state", "name", "since", "until", "limit", "after", "json", "address", "config",
+                              "token-file"});
+      !known) {
+    return complain(exit_usage, known.error().message);
+  }
+  if (!args.positionals().empty()) return complain(exit_usage, "list takes no arguments");
+  auto json = args.boolean("json", false);
+  if (!json) return complain(exit_usage, json.error().message);
+  auto limit = args.number("limit", 20);
+  if (!limit || *limit < 1 || *limit != static_cast<uint64_t>(*limit)) {
+    return complain(exit_usage, "--limit takes a whole number of workflows, at least 1");
+  }
+  client::ListQuery query;
+  query.state = args.get("state").value_or("");
+  std::transform(query.state.begin(), query.state.end(), query.state.begin(), ::toupper);
+  query.definition_name = args.get("name").value_or("");
+  query.after = args.get("after").value_or("");
+  // --since D / --until D: created within the last D / more than D ago.
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  for (const char* option : {"since", "until"}) {
+    if (auto text = args.get(option)) {
+      auto ago = parse_duration(*text);
+      if (!ago) return complain(exit_usage, std::string("--") + option + ": " + ago.error().message);
+      (std::string(option) == "since" ? query.created_from_us : query.created_to_us) = now_us - ago->count();
+    }
+  }
+  auto client = connect(args);
+  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  // Pages until `limit` workflows were found or the index ends: a page may hold few matches.
+  const auto wanted = static_cast<size_t>(*limit);
+  std::vector<client::WorkflowSummary> found;
+  std::string cursor = query.after;
+  do {
+    query.after = cursor;
+    query.limit = static_cast<uint32_t>(std::min<size_t>(wanted - found.size(), 1000));
+    auto page = (*client)->list(query);
+    if (!page) return complain(exit_code_of(page.error()), page.error().message);
+    for (auto& w : page->workflows) found.push_back(std::move(w));
+    cursor = page->next_cursor;
+  } while (!cursor.empty() && found.size() < wanted);
+  if (*json) {
+    Json out = Json::object();
+    Json list = Json::array();
+    for (const auto& w : found) {
+      Json item = Json::object();
+      item.set("workflowId", w.workflow_id);
+      item.set("name", w.definition_name);
+      item.set("state", w.state);
+      item.set("createdUs", w.created_us);
+      item.set("closedUs", w.closed_us);
+      list.push(std::move(item));
+    }
+    out.set("workflows", std::move(list));
+    out.set("nextCursor", cursor);
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  size_t id_width = 11;
+  for (const auto& w : found) id_width = std::max(id_width, w.workflow_id.size());
+  std::printf("%-*s  %-8s  %-20s  %s\n", static_cast<int>(id_width), "WORKFLOW ID", "STATE", "CREATED", "NAME");
+  for (const auto& w : found) {
+    std::printf("%-*s  %-8s  %-20s  %s\n", static_cast<int>(id_width), w.workflow_id.c_str(), w.state.c_str(),
+                utc_time(w.created_us).c_str(), w.definition_name.c_str());
+  }
+  if (!cursor.empty()) std::printf("more: troupe list --after %s\n", cursor.c_str());
+  return 0;
+}
+
+int task_completion_command(const std::string& action, const Args& args) {
+  if (auto known = args.only({"details", "address", "config", "token-file"}); !known) {
+    return complain(exit_usage, known.error().message);
+  }
+  const auto& words = args.positionals();
+  if (words.size() != 2) {
+    return complain(exit_usage, action == "complete" ? "complete takes a task token and a result (JSON text)"
+                                                     : "fail takes a task token and a reason");
+  }
+  auto client = connect(args);
+  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  auto done = action == "complete" ? (*client)->complete_task(words[0], words[1])
+                                   : (*client)->fail_task(words[0], words[1], args.get("details").value_or(""));
+  if (!done) return complain(exit_code_of(done.error()), done.error().message);
+  return 0;
+}
+
+int watch_command(const Args& args) {
+  if (auto known = args.only({"from", "json", "address", "config", "token-file"}); !known) {
+    return complain(exit_usage, known.error().message);
+  }
+  const auto& words = args.positionals();
+  if (words.size() != 1) return complain(exit_usage, "watch takes one workflow id");
+  auto json = args.boolean("json", false);
+  if (!json) return complain(exit_usage, json.error().message);
+  auto from = args.number("from", 1);
+  if (!from || *from < 1) return complain(exit_usage, "--from takes a sequence number, at least 1");
+  auto client = connect(args);
+  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  const std::string& id = words[0];
+
+  // The table is the history folded by the same replay the scheduler runs, redrawn in place on
+  // a terminal at most every 100 ms; elsewhere (a pipe, a log) each event is a line instead.
+  const bool live = !*json && ::isatty(STDOUT_FILENO);
+  std::vector<storage::StoredEvent> history;
+  size_t drawn_lines = 0;
+  auto last_draw = std::chrono::steady_clock::time_point();
+  auto draw = [&] {
+    auto replayed = actors::replay(id, history);
+    if (!replayed) return;
+    std::string table = render_task_table(actors::snapshot(*replayed));
+    if (drawn_lines > 0) std::cout << "\x1b[" << drawn_lines << "A\x1b[J";
+    std::cout << table << std::flush;
+    drawn_lines = static_cast<size_t>(std::count(table.begin(), table.end(), '\n'));
+    last_draw = std::chrono::steady_clock::now();
+  };
+  auto watched = (*client)->watch(id, static_cast<uint64_t>(*from), [&](const client::WatchedEvent& e) {
+    if (*json) {
+      Json out = Json::object();
+      out.set("sequence", static_cast<int64_t>(e.sequence));
+      out.set("timestampUs", e.timestamp_us);
+      out.set("actorKind", e.actor_kind);
+      out.set("actorId", e.actor_id);
+      out.set("attempt", static_cast<int64_t>(e.attempt));
+      out.set("kind", e.kind);
+      out.set("detail", e.detail);
+      std::cout << out.dump() << "\n" << std::flush;
+    } else if (!live) {
+      // A line per event: long fields (a submitted definition) are cut; --json has them whole.
+      std::string detail = e.detail.size() > 160 ? e.detail.substr(0, 157) + "..." : e.detail;
+      std::replace(detail.begin(), detail.end(), '\n', ' ');
+      std::cout << e.sequence << " " << utc_time(e.timestamp_us) << " " << e.actor_kind << " " << e.actor_id
+                << (e.attempt ? "#" + std::to_string(e.attempt) : "") << " " << e.kind
+                << (detail.empty() ? "" : " " + detail) << "\n"
+                << std::flush;
+    }
+    history.push_back(storage::StoredEvent{e.sequence, e.packed});
+    if (live && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(100)) draw();
+    return true;
+  });
+  if (live) draw();
+  if (!watched) return complain(exit_code_of(watched.error()), watched.error().message);
+  // How it ended, from the history watched (from the start) or, when it began later, asked.
+  std::string state;
+  if (*from <= 1) {
+    if (auto replayed = actors::replay(id, history)) state = actors::snapshot(*replayed).state;
+  } else if (auto status = (*client)->describe(id)) {
+    state = status->state;
+  }
+  return state == "SUCCESS" ? 0 : exit_failed;
 }
 
 }  // namespace troupe::cli

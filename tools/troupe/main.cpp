@@ -19,6 +19,7 @@
 #include "tools/troupe/bench_inprocess.hpp"
 #include "tools/troupe/bench_store.hpp"
 #include "tools/troupe/client_commands.hpp"
+#include "tools/troupe/dev_command.hpp"
 #include "tools/troupe/local_cluster.hpp"
 #include "tools/troupe/node_process.hpp"
 #include "tools/troupe/version.hpp"
@@ -43,8 +44,26 @@ commands:
                   or failure) as its history records them; --json
   pause ID        no new tasks of workflow ID start; it is PAUSED once none is active
   resume ID       a paused workflow carries on
-  stop ID         the workflow's active tasks are killed; it is STOPPED once they are
+  stop ID         the workflow's active tasks are cancelled (SIGTERM, then SIGKILL after the
+                  cluster's kill_grace); it is STOPPED once each has stopped or its grace ran out
+  kill ID         stop at once: active tasks get SIGKILL and the workflow is STOPPED without
+                  waiting for their confirmation
                   each prints "ID STATE" (the state reached, durable); --json
+  watch ID        the task table (state, attempt, worker, progress bar), redrawn live until
+                  the workflow ends; exit 0 when it succeeded, 1 otherwise. Not on a terminal,
+                  or with --json, one line per history event instead
+                  --from SEQ         start at this history sequence (after a reconnect)
+  list            workflows in id order, from the scheduler's index
+                  --state S          OPEN, CLOSED, SUCCESS, FAILED or STOPPED
+                  --name N           the definition's name
+                  --since D          created within the last D (e.g. 1h); --until D: before D ago
+                  --limit N          how many (default 20); --after CURSOR: the next page
+                  --json
+  complete TOKEN RESULT
+                  ends an asyncCompletion task's invocation with RESULT (JSON text); TOKEN is
+                  the task's $TROUPE_TASK_TOKEN
+  fail TOKEN REASON [--details TEXT]
+                  ends it as failed with REASON (retried per the task's retry policy)
 )";
 
 constexpr const char* usage_body = R"(
@@ -94,7 +113,7 @@ input error (the definition's problems are listed with their JSON paths), 3 when
 scheduler cannot be reached.
 )";
 
-const std::string usage = std::string(usage_head) + client_options_usage + usage_body;
+const std::string usage = std::string(usage_head) + client_options_usage + dev_usage + usage_body;
 
 int usage_error(const std::string& message) {
   std::cerr << "troupe: " << message << "\n\n" << usage;
@@ -351,7 +370,11 @@ int run(const std::vector<std::string>& words) {
   if (command == "submit") return submit_command(*args);
   if (command == "result") return result_command(*args);
   if (command == "status") return status_command(*args);
-  if (command == "pause" || command == "resume" || command == "stop") return control_command(command, *args);
+  if (command == "pause" || command == "resume" || command == "stop" || command == "kill") return control_command(command, *args);
+  if (command == "dev") return dev_command(*args);
+  if (command == "list") return list_command(*args);
+  if (command == "watch") return watch_command(*args);
+  if (command == "complete" || command == "fail") return task_completion_command(command, *args);
   if (command == "up") return cluster_up(*args, words);
   if (command == "down") return cluster_down(*args, words);
   if (command == "describe") {

@@ -32,6 +32,7 @@ struct Run {
   Result<std::string> pause() { return fx.ask<std::string>(wf, pause_atom::value); }
   Result<std::string> resume() { return fx.ask<std::string>(wf, resume_atom::value); }
   Result<std::string> stop() { return fx.ask<std::string>(wf, stop_atom::value); }
+  Result<std::string> kill() { return fx.ask<std::string>(wf, kill_atom::value); }
   Result<WorkflowOutcome> result() { return fx.ask<WorkflowOutcome>(wf, result_atom::value); }
 
   /// Asks for the result first (the actor ends when the workflow does), then starts, runs
@@ -365,6 +366,52 @@ TEST_SUITE("actors.workflow") {
     CHECK(run.replayed().tasks.count("after") == 0);
     auto too_late = fx.ask<std::string>(run.wf, pause_atom::value);
     CHECK_FALSE(too_late);  // the actor is gone with its finished workflow
+  }
+
+  TEST_CASE("kill ends a workflow with a hanging task at once, without waiting out the grace") {
+    test::ActorFixture fx;
+    add_test_handlers(fx);
+    fx.wiring.kill_grace = 1h;
+    Run run(fx, "wf-kill", R"({"name": "w", "tasks": [
+      {"name": "stuck", "handler": "hang"},
+      {"name": "after", "handler": "noop", "dependsOn": ["stuck"]}]})");
+    fx.self->send(run.wf, result_atom::value);
+    REQUIRE(run.start());
+    CHECK(run.task("stuck").state == TaskState::RUNNING);
+    auto killing = run.kill();
+    REQUIRE(killing);
+    CHECK(*killing == "READY_STOP");
+    auto outcome = run.collect_result();  // no time passes on the test clock
+    REQUIRE(outcome);
+    CHECK(outcome->state == "STOPPED");
+    auto stuck = run.task("stuck");
+    CHECK(stuck.state == TaskState::KILLED);
+    CHECK(stuck.kill_immediate);
+    CHECK(run.replayed().workflow.stop_immediate);
+    CHECK(run.replayed().tasks.count("after") == 0);
+  }
+
+  TEST_CASE("kill escalates a stop that is waiting out a hanging task's grace") {
+    test::ActorFixture fx;
+    add_test_handlers(fx);
+    fx.wiring.kill_grace = 1h;
+    Run run(fx, "wf-stop-kill", R"({"name": "w", "tasks": [{"name": "stuck", "handler": "hang"}]})");
+    fx.self->send(run.wf, result_atom::value);
+    REQUIRE(run.start());
+    auto stopping = run.stop();
+    REQUIRE(stopping);
+    CHECK(*stopping == "READY_STOP");
+    fx.advance(1min);
+    CHECK(run.task("stuck").state == TaskState::RUNNING);  // the grace is an hour
+    CHECK_FALSE(run.task("stuck").kill_immediate);
+    auto killing = run.kill();
+    REQUIRE(killing);
+    CHECK(*killing == "READY_STOP");
+    auto outcome = run.collect_result();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "STOPPED");
+    CHECK(run.task("stuck").state == TaskState::KILLED);
+    CHECK(run.task("stuck").kill_immediate);
   }
 
   TEST_CASE("run-from runs only the named task and its descendants") {
