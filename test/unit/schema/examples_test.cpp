@@ -78,7 +78,7 @@ TEST_SUITE("schema.examples") {
       CHECK(check.spec.has_value());
       ++checked;
     }
-    CHECK(checked >= 3);
+    CHECK(checked >= 4);
   }
 
   TEST_CASE("diamond.json is a diamond: one root, two branches (one on the io task list), one join") {
@@ -112,7 +112,20 @@ TEST_SUITE("schema.examples") {
     CHECK(long_job.timeouts.heartbeat.has_value());
     CHECK(long_job.retry.has_value());
     CHECK(command_text(long_job).find("$TROUPE_PROGRESS_FILE") != std::string::npos);
-    CHECK(command_text(long_job).find("TROUPE_PROGRESS:-") != std::string::npos);
+    CHECK(command_text(long_job).find("${TROUPE_PROGRESS") != std::string::npos);
+    CHECK(command_text(long_job).find("/5") != std::string::npos);  // progress as a fraction: a bar
+  }
+
+  TEST_CASE("async-approval.json hands its approval task to whoever holds the token") {
+    const auto spec = example_workflow("async-approval");
+    const auto& approve = task(spec, "approve");
+    CHECK(approve.async_completion);
+    CHECK(command_text(approve).find("$TROUPE_TASK_TOKEN") != std::string::npos);
+    CHECK(approve.timeouts.schedule_to_close.has_value());  // an approval nobody gives ends
+    CHECK(dependencies(spec, task(spec, "publish")) == std::vector<std::string>{"approve"});
+    for (const auto& t : spec.tasks) {
+      if (t.name != "approve") CHECK_FALSE(t.async_completion);
+    }
   }
 
   TEST_CASE("cluster.toml is one scheduler and two workers with different task lists") {
