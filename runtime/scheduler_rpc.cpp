@@ -483,7 +483,11 @@ class ClientServiceImpl final : public schema::ClientService::Server {
       auto w = out[static_cast<unsigned>(i)];
       w.setWorkflowId(entry.id);
       w.setDefinitionName(entry.record.definition_name);
-      w.setState(entry.record.status == storage::WorkflowStatus::OPEN ? "OPEN" : entry.record.final_state);
+      // A workflow closed before the index recorded how it ended shows as CLOSED.
+      const auto& r = entry.record;
+      w.setState(r.status == storage::WorkflowStatus::OPEN ? "OPEN"
+                 : r.final_state.empty()                  ? "CLOSED"
+                                                          : r.final_state);
       w.setCreatedUs(entry.record.created_us);
       w.setClosedUs(entry.record.closed_us);
     }
