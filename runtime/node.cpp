@@ -120,6 +120,10 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   // load and cuts CPU per task by a sixth at C=64.
   caf_config.set("scheduler.policy", caf::atom("sharing"));
   caf_config.set("scheduler.max-threads", static_cast<size_t>(actor_threads(node)));
+  // Declared before the actor system so that it is destroyed after it: actors that outlive the
+  // node's stop (a worker actor ending as the system shuts down) still hold worker links that
+  // use the RPC thread, stopped by then (posts are dropped) but not freed.
+  std::unique_ptr<RpcThread> rpc_thread;
   caf::actor_system system(caf_config);
 
   actors::HealthTimeouts timeouts;
@@ -205,8 +209,11 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   }
 
   uint16_t bound_port = 0;
-  auto rpc = RpcThread::start("troupe-node " + node.name, [&](kj::AsyncIoContext& io, kj::TaskSet& tasks)
-                                                              -> Result<std::function<void()>> {
+  auto rpc = RpcThread::start("troupe-node " + node.name, [&](RpcThread& self, kj::AsyncIoContext& io,
+                                                              kj::TaskSet& tasks) -> Result<std::function<void()>> {
+    // Before anything is served: a worker may register (and its link post) at once.
+    scheduler->rpc = &self;
+    agent->rpc = &self;
     std::function<void()> stop_scheduler, stop_worker;
     if (node.scheduler) {
       auto served = serve_scheduler(io, tasks, scheduler, node.listen, &bound_port);
@@ -227,8 +234,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     std::cerr << "troupe-node " << node.name << ": " << rpc.error().message << "\n";
     return 3;
   }
-  scheduler->rpc = rpc->get();
-  agent->rpc = rpc->get();
+  rpc_thread = std::move(*rpc);
 
   if (node.scheduler) {
     std::cerr << "troupe-node " << node.name << ": scheduler listening on " << node.listen.host << ":"
@@ -248,7 +254,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   std::string why;
   const int code = stop->wait(why);
   std::cerr << "troupe-node " << node.name << ": stopping (" << why << ")\n";
-  (*rpc)->stop();
+  rpc_thread->stop();
   {
     caf::scoped_actor self(system, true);
     if (node.scheduler) {

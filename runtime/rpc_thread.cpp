@@ -74,14 +74,14 @@ struct RpcThread::Impl {
     }
   }
 
-  void run(Setup setup, std::promise<Result<void>>& started) {
+  void run(RpcThread& self, Setup setup, std::promise<Result<void>>& started) {
     thread_id = std::this_thread::get_id();
     std::function<void()> teardown;
     KJ_IF_MAYBE(exception, kj::runCatchingExceptions([&] {
       auto io = kj::setupAsyncIo();
       LogTaskErrors errors(name);
       kj::TaskSet tasks(errors);
-      auto ready = setup(io, tasks);
+      auto ready = setup(self, io, tasks);
       if (!ready) {
         started.set_value(ready.error());
         return;
@@ -120,23 +120,20 @@ Result<std::unique_ptr<RpcThread>> RpcThread::start(std::string name, Setup setu
   if (impl->wake_fd < 0) {
     return fail(Errc::INTERNAL, std::string("cannot create an eventfd: ") + std::strerror(errno));
   }
+  // The thread object exists before its loop runs, so setup can hand it to what it builds.
+  std::unique_ptr<RpcThread> thread(new RpcThread(std::move(impl)));
   std::promise<Result<void>> started;
   auto ready = started.get_future();
-  Impl* raw = impl.get();
-  impl->thread = std::thread([raw, setup = std::move(setup), &started]() mutable {
-    raw->run(std::move(setup), started);
+  RpcThread* self = thread.get();
+  self->impl_->thread = std::thread([self, setup = std::move(setup), &started]() mutable {
+    self->impl_->run(*self, std::move(setup), started);
   });
   auto result = ready.get();
   if (!result) {
-    {
-      std::lock_guard lock(impl->mutex);
-      impl->stopping = true;
-    }
-    impl->wake();
-    impl->thread.join();
+    thread->stop();  // the loop has ended: only joins
     return result.error();
   }
-  return std::unique_ptr<RpcThread>(new RpcThread(std::move(impl)));
+  return thread;
 }
 
 RpcThread::RpcThread(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

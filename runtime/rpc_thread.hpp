@@ -19,7 +19,10 @@ class RpcThread {
  public:
   /// Runs first on the RPC thread: listen, connect, build servers. Whatever it creates must be
   /// owned by the returned teardown closure (or by `tasks`), which runs on the thread at stop.
-  using Setup = std::function<Result<std::function<void()>>(kj::AsyncIoContext& io, kj::TaskSet& tasks)>;
+  /// `self` is the thread being started, already able to post: what setup builds may be called
+  /// (and post) as soon as setup returns, before start() has returned to its caller.
+  using Setup =
+      std::function<Result<std::function<void()>>(RpcThread& self, kj::AsyncIoContext& io, kj::TaskSet& tasks)>;
 
   /// Starts the thread and waits for `setup`; its error is start()'s error.
   static Result<std::unique_ptr<RpcThread>> start(std::string name, Setup setup);

@@ -2,6 +2,7 @@
 #include "actors/system/directory.hpp"
 
 #include <map>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -50,6 +51,35 @@ Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
   auto wf = spawn_workflow(self, std::move(setup));
   track(self, id, wf);
   return wf;
+}
+
+/// How workflow `id` ended, from its history; nullopt while it is open or unknown.
+Result<std::optional<WorkflowOutcome>> closed_outcome(storage::HistoryStore& store, const std::string& id) {
+  auto record = store.find_workflow(id);
+  if (!record) return record.error();
+  if (!*record || (*record)->status != storage::WorkflowStatus::CLOSED) return std::optional<WorkflowOutcome>();
+  auto replayed = replay(store, id);
+  if (!replayed) return replayed.error();
+  return std::optional<WorkflowOutcome>(WorkflowOutcome{
+      std::string(WorkflowMachineTraits::name(replayed->workflow.state)), replayed->workflow.failure_reason});
+}
+
+/// Asks the live actor of `id` for its outcome. The actor quits as it closes, and this
+/// directory learns so only from its down message: a request that reaches it after it quit
+/// bounces (request_receiver_down), and is then answered from the history it closed.
+caf::result<WorkflowOutcome> ask_outcome(Self self, const std::string& id, const workflow_actor& wf) {
+  auto promise = self->make_response_promise<WorkflowOutcome>();
+  self->request(wf, caf::infinite, result_atom::value)
+      .then([promise](const WorkflowOutcome& outcome) mutable { promise.deliver(outcome); },
+            [self, id, promise](const caf::error& e) mutable {
+              auto closed = closed_outcome(*self->state.store, id);
+              if (closed && *closed) {
+                promise.deliver(**closed);
+              } else {
+                promise.deliver(e);
+              }
+            });
+  return promise;
 }
 
 }  // namespace
@@ -115,18 +145,13 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
       },
       [=](result_atom, const std::string& id) -> caf::result<WorkflowOutcome> {
         auto& st = self->state;
-        if (auto it = st.live.find(id); it != st.live.end()) return self->delegate(it->second, result_atom::value);
-        auto record = st.store->find_workflow(id);
-        if (!record) return to_caf(record.error());
-        if (*record && (*record)->status == storage::WorkflowStatus::CLOSED) {
-          auto replayed = replay(*st.store, id);
-          if (!replayed) return to_caf(replayed.error());
-          return WorkflowOutcome{std::string(WorkflowMachineTraits::name(replayed->workflow.state)),
-                                 replayed->workflow.failure_reason};
-        }
+        if (auto it = st.live.find(id); it != st.live.end()) return ask_outcome(self, id, it->second);
+        auto closed = closed_outcome(*st.store, id);
+        if (!closed) return to_caf(closed.error());
+        if (*closed) return **closed;
         auto wf = find_or_revive(self, id);
         if (!wf) return to_caf(wf.error());
-        return self->delegate(*wf, result_atom::value);
+        return ask_outcome(self, id, *wf);
       },
       [=](revive_atom) -> caf::result<uint64_t> {
         uint64_t revived = 0;

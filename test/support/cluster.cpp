@@ -65,6 +65,7 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
       << "\"\nunhealthy_after = \"" << spec.unhealthy_after << "\"\nmust_die_after = \"" << spec.must_die_after
       << "\"\n";
   if (!spec.kill_grace.empty()) out << "kill_grace = \"" << spec.kill_grace << "\"\n";
+  if (!spec.token_file.empty()) out << "token_file = " << quoted(spec.token_file) << "\n";
   out << "\n";
   for (const auto& [list, limit] : spec.task_list_limits) {
     out << "[task_lists." << quoted(list) << "]\nrate = " << limit.rate << "\n";
@@ -72,7 +73,7 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
     out << "\n";
   }
   out << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = " << address
-      << "\ndata_dir = \"data\"\n\n";
+      << "\ndata_dir = \"data\"\n" << (spec.sync ? "" : "sync = false\n") << "\n";
   for (const auto& worker : spec.workers) {
     out << "[[node]]\nname = " << quoted(worker.name) << "\nroles = [\"worker\"]\nscheduler = " << address
         << "\ntask_lists = {";

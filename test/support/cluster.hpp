@@ -56,6 +56,11 @@ struct ClusterSpec {
   std::string must_die_after = "600ms";
   /// `kill_grace`; empty: the default.
   std::string kill_grace;
+  /// The scheduler node's `sync`; false writes `sync = false` (faster, for bulk tests).
+  bool sync = true;
+  /// `token_file` of [cluster] (relative paths resolve against the config's directory);
+  /// empty: the cluster has no token.
+  std::string token_file;
 };
 
 /// The TOML text of `spec` with the scheduler listening on 127.0.0.1:`port`. Relative paths

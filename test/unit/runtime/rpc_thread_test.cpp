@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<runtime::RpcThread> start_idle_loop() {
-  auto rpc = runtime::RpcThread::start("test-rpc", [](kj::AsyncIoContext&, kj::TaskSet&) -> Result<std::function<void()>> {
+  auto rpc = runtime::RpcThread::start("test-rpc", [](runtime::RpcThread&, kj::AsyncIoContext&, kj::TaskSet&) -> Result<std::function<void()>> {
     return std::function<void()>([] {});
   });
   REQUIRE_MESSAGE(rpc, (rpc ? "" : rpc.error().message));
