@@ -1,14 +1,8 @@
 // run_node: builds, runs and stops a node's components.
 #include "runtime/node.hpp"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 
 #include <chrono>
 #include <condition_variable>
@@ -62,31 +56,6 @@ class StopSignal {
   int code_ = 0;
   std::string why_;
 };
-
-/// The key of task tokens when the cluster has no token file: 32 random bytes kept (hex, mode
-/// 0600) in the scheduler's data directory, made on first start, so tokens handed to tasks
-/// stay valid across restarts.
-Result<std::string> local_task_token_key(const std::string& data_dir) {
-  const std::string path = data_dir + "/task-token.key";
-  if (auto existing = read_token_file(path)) return existing;
-  std::ifstream random("/dev/urandom", std::ios::binary);
-  unsigned char raw[32];
-  if (!random.read(reinterpret_cast<char*>(raw), sizeof raw)) {
-    return fail(Errc::UNAVAILABLE, "cannot read /dev/urandom for the task token key");
-  }
-  std::string key;
-  for (unsigned char c : raw) {
-    static constexpr char hex[] = "0123456789abcdef";
-    key += hex[c >> 4];
-    key += hex[c & 15];
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) return fail(Errc::UNAVAILABLE, "cannot create " + path + ": " + std::strerror(errno));
-  const bool written = ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written) return fail(Errc::UNAVAILABLE, "cannot write " + path);
-  return key;
-}
 
 /// The node's actor threads: as configured, else one per core but one.
 uint32_t actor_threads(const NodeConfig& node) {
@@ -154,7 +123,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     }
     store = std::move(*opened);
     scheduler->cluster_token = cluster_token;
-    auto key = cluster_token.empty() ? local_task_token_key(node.data_dir) : Result<std::string>(cluster_token);
+    auto key = cluster_token.empty() ? read_or_create_key_file(node.data_dir + "/task-token.key") : Result<std::string>(cluster_token);
     if (!key) {
       std::cerr << "troupe-node " << node.name << ": " << key.error().message << "\n";
       return 3;

@@ -2,10 +2,14 @@
 // reading the cluster secret from its token file.
 #include "runtime/auth/task_token.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 #include <cerrno>
 #include <climits>
@@ -288,6 +292,24 @@ Result<std::string> read_token_file(const std::string& path) {
                                             " (too easy to guess); " + make_one(path));
   }
   return secret;
+}
+
+Result<std::string> read_or_create_key_file(const std::string& path) {
+  if (auto existing = read_token_file(path); existing || existing.error().code != Errc::NOT_FOUND) return existing;
+  unsigned char raw[32];
+  if (RAND_bytes(raw, sizeof raw) != 1) return fail(Errc::UNAVAILABLE, "no random bytes for the key in " + path);
+  std::string key;
+  for (unsigned char c : raw) {
+    static constexpr char hex[] = "0123456789abcdef";
+    key += hex[c >> 4];
+    key += hex[c & 15];
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return fail(Errc::UNAVAILABLE, "cannot create " + path + ": " + std::strerror(errno));
+  const bool written = ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written) return fail(Errc::UNAVAILABLE, "cannot write " + path + ": " + std::strerror(errno));
+  return key;
 }
 
 }  // namespace troupe::runtime

@@ -45,6 +45,12 @@ Result<TaskTokenClaims> verify_task_token(std::string_view secret, std::string_v
 /// file and says how to make one).
 Result<std::string> read_token_file(const std::string& path);
 
+/// The key in `path`, read as read_token_file reads it; when the file does not exist, first
+/// made: 32 random bytes as hex, mode 0600, synced. For a scheduler without a cluster token,
+/// so the task tokens it signs stay valid across its restarts. UNAVAILABLE naming the file
+/// when it cannot be made.
+Result<std::string> read_or_create_key_file(const std::string& path);
+
 namespace detail {
 
 /// HMAC-SHA256(key, data) as mint_task_token uses it; exposed for a known-answer test.

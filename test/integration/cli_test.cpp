@@ -9,39 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
 
 using namespace std::chrono_literals;
 using troupe::test::Cluster;
+using troupe::test::contains;
+using troupe::test::troupe_cli;
 
-namespace {
-
-std::string cli_binary() {
-  const char* path = std::getenv("TROUPE_CLI");
-  REQUIRE_MESSAGE(path != nullptr, "TROUPE_CLI must name the troupe binary");
-  return path;
-}
-
-struct CliRun {
-  int code = -1;
-  std::string output;  ///< stdout and stderr together
-};
-
-/// Runs `troupe ARGS...` to its end (60 s at most) with its stderr joined to its stdout.
-CliRun troupe_cli(const std::vector<std::string>& args) {
-  std::string command = "exec '" + cli_binary() + "'";
-  for (const auto& a : args) command += " '" + a + "'";  // test arguments hold no quotes
-  troupe::test::ChildProcess child({"/bin/sh", "-c", command + " 2>&1"});
-  CliRun run;
-  run.output = troupe::test::read_output(child, 60s);
-  const int status = child.wait();
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-}  // namespace
 
 TEST_SUITE("integration.cli") {
   TEST_CASE("submit and result against a cluster: output and exit codes") {

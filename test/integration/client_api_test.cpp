@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/client/gateway_client.hpp"
+#include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
 
 using namespace std::chrono_literals;
@@ -30,38 +31,13 @@ namespace client = troupe::client;
 using troupe::test::ChildProcess;
 using troupe::test::Cluster;
 using troupe::test::ClusterSpec;
+using troupe::test::cli_binary;
+using troupe::test::contains;
 using troupe::test::eventually;
+using troupe::test::troupe_cli;
 
 namespace {
 
-std::string cli_binary() {
-  const char* path = std::getenv("TROUPE_CLI");
-  REQUIRE_MESSAGE(path != nullptr, "TROUPE_CLI must name the troupe binary");
-  return path;
-}
-
-struct CliRun {
-  int code = -1;
-  std::string output;  ///< stdout and stderr together
-};
-
-/// Runs `troupe ARGS...` to its end (60 s at most) with its stderr joined to its stdout.
-CliRun troupe_cli(const std::vector<std::string>& args) {
-  std::string command = "exec '" + cli_binary() + "'";
-  for (const auto& a : args) {
-    REQUIRE_MESSAGE(a.find('\'') == std::string::npos, "test arguments hold no single quotes: " << a);
-    command += " '" + a + "'";
-  }
-  ChildProcess child({"/bin/sh", "-c", command + " 2>&1"});
-  CliRun run;
-  run.output = troupe::test::read_output(child, 60s);
-  if (troupe::test::still_running(child)) child.kill(SIGKILL);  // read_output gave up: do not hang in wait()
-  const int status = child.wait();
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string address_of(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
@@ -218,13 +194,13 @@ TEST_SUITE("integration.client_api") {
     gateway(cluster->port);
     const std::string address = address_of(cluster->port);
     const std::string dir = cluster->dir.path();
-    const std::string pid_file = dir + "/stubborn.pid";
-    write_file(dir + "/stubborn.json", R"({"name": "stubborn", "tasks": [{"name": "t",
+    const std::string pid_file = dir + "/ignores-term.pid";
+    write_file(dir + "/ignores-term.json", R"({"name": "ignores-term", "tasks": [{"name": "t",
         "shell": {"command": ["sh", "-c", "trap '' TERM; echo $$ > )" + pid_file + R"(; sleep 600"]}}]})");
     ReapTask reap;
 
     auto submit_and_wait_running = [&](const std::string& id) {
-      REQUIRE(troupe_cli({"submit", dir + "/stubborn.json", "--id", id, "--address", address}).code == 0);
+      REQUIRE(troupe_cli({"submit", dir + "/ignores-term.json", "--id", id, "--address", address}).code == 0);
       reap.pid = wait_for_pid(pid_file, 20s);
       REQUIRE(reap.pid > 0);
       std::string status;
@@ -253,26 +229,26 @@ TEST_SUITE("integration.client_api") {
     };
 
     SUBCASE("stop waits for the grace; kill escalates") {
-      submit_and_wait_running("stubborn-1");
-      auto stopped = troupe_cli({"stop", "stubborn-1", "--address", address});
+      submit_and_wait_running("ignores-term-1");
+      auto stopped = troupe_cli({"stop", "ignores-term-1", "--address", address});
       CHECK_MESSAGE(stopped.code == 0, stopped.output);
-      CHECK(contains(stopped.output, "stubborn-1 READY_STOP"));
+      CHECK(contains(stopped.output, "ignores-term-1 READY_STOP"));
       // The task ignores SIGTERM and its grace is an hour: the workflow stays open.
       std::string status;
-      CHECK_MESSAGE(status_until("stubborn-1", address, [](const std::string& s) {
-        return contains(s, R"("workflowId":"stubborn-1","state":"READY_STOP")");
+      CHECK_MESSAGE(status_until("ignores-term-1", address, [](const std::string& s) {
+        return contains(s, R"("workflowId":"ignores-term-1","state":"READY_STOP")");
       }, &status), status);
-      auto waited = troupe_cli({"result", "stubborn-1", "--timeout", "1s", "--address", address});
+      auto waited = troupe_cli({"result", "ignores-term-1", "--timeout", "1s", "--address", address});
       CHECK(waited.code == 1);
       CHECK(contains(waited.output, "did not end within"));
       CHECK(alive(reap.pid));
       auto listed = troupe_cli({"list", "--state", "OPEN", "--json", "--address", address});
-      CHECK(json_strings(listed.output, "workflowId") == std::vector<std::string>{"stubborn-1"});
-      killed_promptly("stubborn-1");
+      CHECK(json_strings(listed.output, "workflowId") == std::vector<std::string>{"ignores-term-1"});
+      killed_promptly("ignores-term-1");
     }
     SUBCASE("kill a running workflow") {
-      submit_and_wait_running("stubborn-2");
-      killed_promptly("stubborn-2");
+      submit_and_wait_running("ignores-term-2");
+      killed_promptly("ignores-term-2");
     }
   }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "test/support/child_process.hpp"
+#include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
 #include "test/support/temp_dir.hpp"
 
@@ -28,15 +29,11 @@ using namespace std::chrono_literals;
 using troupe::test::ChildProcess;
 using troupe::test::TempDir;
 
+using troupe::test::cli_binary;
+
 namespace {
 
 const std::vector<std::string> node_names = {"scheduler", "worker-a", "worker-b"};
-
-std::string cli_binary() {
-  const char* path = std::getenv("TROUPE_CLI");
-  if (path == nullptr || *path == '\0') throw std::runtime_error("TROUPE_CLI must name the troupe binary");
-  return path;
-}
 
 std::string examples_dir() {
   const char* dir = std::getenv("TROUPE_EXAMPLES");

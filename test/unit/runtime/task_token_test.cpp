@@ -293,4 +293,27 @@ TEST_SUITE("runtime.task_token") {
       CHECK(contains(r.error().message, "is a directory"));
     }
   }
+
+  TEST_CASE("read_or_create_key_file makes a private key once and reads the same one after") {
+    test::TempDir dir;
+    const std::string path = dir / "task-token.key";
+    auto made = read_or_create_key_file(path);
+    REQUIRE_MESSAGE(made, test::why(made));
+    CHECK(made->size() == 64);
+    CHECK(made->find_first_not_of("0123456789abcdef") == std::string::npos);
+    const auto perms = std::filesystem::status(path).permissions();
+    CHECK((perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) ==
+          std::filesystem::perms::none);
+    auto again = read_or_create_key_file(path);
+    REQUIRE_MESSAGE(again, test::why(again));
+    CHECK(*again == *made);
+    test::TempDir other;
+    auto elsewhere = read_or_create_key_file(other / "task-token.key");
+    REQUIRE(elsewhere);
+    CHECK(*elsewhere != *made);
+    write_file(path, "short");  // a damaged key is reported, not replaced
+    auto damaged = read_or_create_key_file(path);
+    REQUIRE_FALSE(damaged);
+    CHECK(damaged.error().code == Errc::INVALID_ARGUMENT);
+  }
 }
