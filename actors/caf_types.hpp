@@ -87,6 +87,7 @@ using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using recovered_atom = caf::atom_constant<caf::atom("recovered")>;
 using control_atom = caf::atom_constant<caf::atom("control")>;
 using complete_atom = caf::atom_constant<caf::atom("complete")>;
+using rerun_atom = caf::atom_constant<caf::atom("rerun")>;
 
 // --- errors -------------------------------------------------------------------------------
 

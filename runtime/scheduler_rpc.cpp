@@ -293,6 +293,25 @@ auto refuse(const Reply<T>& reply) {
   return [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); };
 }
 
+/// The error handler of a request to a workflow actor found by lookup. The actor quits as it
+/// closes, and a request reaching it after that bounces (request_receiver_down): the workflow
+/// has finished, which is what the client hears, as it would a moment later.
+template <class T>
+auto refuse_or_finished(const Reply<T>& reply, std::shared_ptr<storage::HistoryStore> store, std::string id,
+                        std::string finished_message) {
+  return [reply, store = std::move(store), id = std::move(id),
+          finished_message = std::move(finished_message)](const caf::error& e) {
+    if (e == caf::sec::request_receiver_down) {
+      auto record = store->find_workflow(id);
+      if (record && *record && (*record)->status == storage::WorkflowStatus::CLOSED) {
+        reply.deliver(fail(Errc::NOT_ALLOWED_IN_STATE, finished_message));
+        return;
+      }
+    }
+    reply.deliver(actors::from_caf(e));
+  };
+}
+
 caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors::directory_actor directory,
                             std::shared_ptr<storage::HistoryStore> store) {
   self->link_to(directory);  // ends with the directory
@@ -313,18 +332,19 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
             .then(
                 [=](actors::workflow_actor& wf) {
                   auto answer = [reply](const std::string& state) { reply.deliver(state); };
+                  auto refused = refuse_or_finished(reply, store, id, "workflow '" + id + "' has finished");
                   switch (static_cast<schema::ControlAction>(action)) {
                     case schema::ControlAction::PAUSE:
-                      self->request(wf, caf::infinite, actors::pause_atom::value).then(answer, refuse(reply));
+                      self->request(wf, caf::infinite, actors::pause_atom::value).then(answer, refused);
                       break;
                     case schema::ControlAction::RESUME:
-                      self->request(wf, caf::infinite, actors::resume_atom::value).then(answer, refuse(reply));
+                      self->request(wf, caf::infinite, actors::resume_atom::value).then(answer, refused);
                       break;
                     case schema::ControlAction::STOP:
-                      self->request(wf, caf::infinite, actors::stop_atom::value).then(answer, refuse(reply));
+                      self->request(wf, caf::infinite, actors::stop_atom::value).then(answer, refused);
                       break;
                     case schema::ControlAction::KILL:
-                      self->request(wf, caf::infinite, actors::kill_atom::value).then(answer, refuse(reply));
+                      self->request(wf, caf::infinite, actors::kill_atom::value).then(answer, refused);
                       break;
                   }
                 },
@@ -336,9 +356,16 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
             .then(
                 [=](actors::workflow_actor& wf) {
                   self->request(wf, caf::infinite, actors::complete_atom::value, task, report)
-                      .then([reply](bool) { reply.deliver(true); }, refuse(reply));
+                      .then([reply](bool) { reply.deliver(true); },
+                            refuse_or_finished(reply, store, id,
+                                               "task '" + task + "' of workflow '" + id +
+                                                   "' is not running: the workflow has finished"));
                 },
                 refuse(reply));
+      },
+      [=](actors::rerun_atom, const std::string& id, const std::string& from, Reply<std::string>& reply) {
+        self->request(directory, caf::infinite, actors::rerun_atom::value, id, from)
+            .then([reply](const std::string& state) { reply.deliver(state); }, refuse(reply));
       },
       [=](actors::result_atom, const std::string& id, Reply<actors::WorkflowOutcome>& reply) {
         self->request(directory, caf::infinite, actors::result_atom::value, id)
@@ -590,6 +617,21 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     auto b = bridge<std::string>();
     caf::anon_send(services_->client_bridge, actors::control_atom::value, text(params.getWorkflowId()),
                    static_cast<uint8_t>(params.getAction()), Reply<std::string>{b.resolve});
+    return b.promise.then([context](Result<std::string> r) mutable {
+      auto results = context.getResults();
+      if (r) {
+        results.setState(*r);
+      } else {
+        set_error(results.initError(), r.error());
+      }
+    });
+  }
+
+  kj::Promise<void> rerun(RerunContext context) override {
+    auto params = context.getParams();
+    auto b = bridge<std::string>();
+    caf::anon_send(services_->client_bridge, actors::rerun_atom::value, text(params.getWorkflowId()),
+                   text(params.getRunFrom()), Reply<std::string>{b.resolve});
     return b.promise.then([context](Result<std::string> r) mutable {
       auto results = context.getResults();
       if (r) {

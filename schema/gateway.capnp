@@ -54,7 +54,8 @@ interface ClientService {
   startWorkflow @0 (definitionJson :Text, inputJson :Text, workflowId :Text, runFrom :Text)
       -> (workflowId :Text, error :Common.Error);
   # Acknowledged once WorkflowSubmitted is durable. The same id while open returns that run;
-  # an empty id gets a new one ("wf-" and 32 hex digits), returned in workflowId.
+  # an empty id gets a new one ("wf-" and 32 hex digits), returned in workflowId. The id of a
+  # closed workflow is refused (alreadyExists): run it again with rerun.
   result @1 (workflowId :Text) -> (result :WorkflowResult, error :Common.Error);
   # Waits for the workflow to end.
   control @2 (workflowId :Text, action :ControlAction) -> (state :Text, error :Common.Error);
@@ -77,6 +78,12 @@ interface ClientService {
   # Ends an invocation of a task with asyncCompletion, by the token it was given
   # ($TROUPE_TASK_TOKEN). A forged or altered token is refused (INVALID_ARGUMENT); so is one
   # whose invocation is no longer current (retried, timed out or already ended: NOT_FOUND).
+  rerun @8 (workflowId :Text, runFrom :Text) -> (state :Text, error :Common.Error);
+  # Reopens a closed workflow and runs `runFrom` and every task downstream of it again (empty:
+  # every task that did not succeed); the other tasks keep their outcome. Answers RUNNING once
+  # the rerun is durable. notAllowedInState while the workflow is open; invalidArgument for a
+  # task the definition lacks, or one that depends on a task outside the rerun that did not
+  # succeed (the message names it: rerun from there instead).
 }
 
 interface HistorySink {

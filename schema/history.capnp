@@ -60,6 +60,7 @@ struct EventBody {
 
     taskAwaitingCompletion @34 :Invocation; # asyncCompletion: the invocation handed off; its
                                             # token's completeTask/failTask ends the task
+    workflowRerun @35 :WorkflowRerun;      # RERUN: a closed workflow reopened to run tasks again
   }
 }
 
@@ -86,6 +87,11 @@ struct WorkflowSubmitted {
   definitionDigest @2 :Data;    # digest of definitionJson, to recognise identical resubmits
   input @3 :Data;
   runFrom @4 :Text;             # run only this task and its descendants; empty for the whole DAG
+}
+
+struct WorkflowRerun {
+  runFrom @0 :Text;             # this task and its descendants run again; empty: every task
+                                # that did not succeed. The others keep their outcome.
 }
 
 enum TaskOutcome {

@@ -53,6 +53,56 @@ Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
   return wf;
 }
 
+/// A finished workflow's actor, adopted from its history to be rerun.
+Result<workflow_actor> adopt_closed(Self self, const std::string& id) {
+  auto& st = self->state;
+  auto replayed = replay(*st.store, id, st.wiring->definitions.get());
+  if (!replayed) return replayed.error();
+  WorkflowSetup setup;
+  setup.id = id;
+  setup.wiring = st.wiring;
+  setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
+  setup.closed = true;
+  auto wf = spawn_workflow(self, std::move(setup));
+  track(self, id, wf);
+  return wf;
+}
+
+/// Forgets an actor that is known to have quit before its down message arrived.
+void forget(Self self, const std::string& id, const workflow_actor& wf) {
+  auto& st = self->state;
+  if (auto it = st.live.find(id); it != st.live.end() && it->second == wf) st.live.erase(it);
+  st.ids.erase(wf.address());
+}
+
+/// Asks the actor of `id` to rerun from `from`: the live one (open, or closing right now), else
+/// a finished one adopted from its history. A live actor that quit as it closed bounces the
+/// request; the rerun then goes to an adopted one.
+void rerun(Self self, const std::string& id, const std::string& from,
+           caf::typed_response_promise<std::string> promise, int bounces) {
+  auto& st = self->state;
+  Result<workflow_actor> wf = fail(Errc::INTERNAL, "");
+  if (auto it = st.live.find(id); it != st.live.end()) {
+    wf = it->second;
+  } else {
+    auto record = st.store->find_workflow(id);
+    if (!record) return promise.deliver(to_caf(record.error())), void();
+    if (!*record) return promise.deliver(to_caf(fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'"))), void();
+    wf = (*record)->status == storage::WorkflowStatus::CLOSED ? adopt_closed(self, id) : find_or_revive(self, id);
+  }
+  if (!wf) return promise.deliver(to_caf(wf.error())), void();
+  self->request(*wf, caf::infinite, rerun_atom::value, from)
+      .then([promise](const std::string& state) mutable { promise.deliver(state); },
+            [self, id, from, promise, bounces, actor = *wf](const caf::error& e) mutable {
+              if (e == caf::sec::request_receiver_down && bounces < 3) {
+                forget(self, id, actor);
+                rerun(self, id, from, promise, bounces + 1);
+              } else {
+                promise.deliver(e);
+              }
+            });
+}
+
 /// How workflow `id` ended, from its history; nullopt while it is open or unknown.
 Result<std::optional<WorkflowOutcome>> closed_outcome(storage::HistoryStore& store, const std::string& id) {
   auto record = store.find_workflow(id);
@@ -127,8 +177,9 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
           return std::string("OPEN");
         }
         if (*existing) {
-          return to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + id +
-                                                       "' has finished; submit under another id to run it again"));
+          return to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + id + "' has finished (" +
+                                                       (*existing)->final_state +
+                                                       "): rerun it, or submit under another id"));
         }
         if (st.live.count(id)) {
           return to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + id + "' is being submitted right now; "
@@ -142,6 +193,11 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
         auto wf = find_or_revive(self, id);
         if (!wf) return to_caf(wf.error());
         return *wf;
+      },
+      [=](rerun_atom, const std::string& id, const std::string& from) -> caf::result<std::string> {
+        auto promise = self->make_response_promise<std::string>();
+        rerun(self, id, from, promise, 0);
+        return promise;
       },
       [=](result_atom, const std::string& id) -> caf::result<WorkflowOutcome> {
         auto& st = self->state;

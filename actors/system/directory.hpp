@@ -1,7 +1,8 @@
 // The directory: workflow id -> workflow actor. It admits submissions (validating the
 // definition first), revives a workflow from its history when it is asked for one that is
 // open but has no actor (after a restart), answers results of closed workflows from their
-// histories, and on recovery revives every open workflow a page at a time.
+// histories, reopens finished ones for a rerun, and on recovery revives every open workflow a
+// page at a time.
 #pragma once
 
 #include <memory>
@@ -23,6 +24,10 @@ using directory_actor = caf::typed_actor<
     // from clients: the actor of an open workflow, revived if needed. NOT_FOUND for an unknown
     // id; NOT_ALLOWED_IN_STATE for a finished workflow
     caf::replies_to<lookup_atom, std::string>::with<workflow_actor>,
+    // from clients: rerun a finished workflow from a task (empty: every task that did not
+    // succeed), reopening it; replies RUNNING once durable. NOT_FOUND for an unknown id, else as
+    // the workflow actor's rerun
+    caf::replies_to<rerun_atom, std::string, std::string>::with<std::string>,
     // from clients: how the workflow ended, waiting for an open one
     caf::replies_to<result_atom, std::string>::with<WorkflowOutcome>,
     // from the node at start: revive every open workflow; replies how many

@@ -31,7 +31,18 @@ std::optional<TaskEvent> TaskModel::event_of(Body::Which body, TaskState state) 
 Result<void> TaskModel::apply(const EventView& event) {
   const auto body = event.body;
   if (body.isTaskScheduled()) {
-    if (applied != 0) return fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + name + "' was scheduled twice");
+    if (applied != 0) {
+      // Scheduled again by a rerun: a fresh instance, once the previous one ended. The count of
+      // dispatches carries on, so every invocation id stays unique within the workflow.
+      if (!TaskMachine::is_terminal(state) && state != TaskState::PAUSED) {
+        return fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + name + "' was scheduled again while " +
+                                                    std::string(TaskMachineTraits::name(state)));
+      }
+      TaskModel fresh;
+      fresh.name = std::move(name);
+      fresh.dispatches = dispatches;
+      *this = std::move(fresh);
+    }
     input_json = to_string(body.getTaskScheduled().getInput());
     ++applied;
     return ok();

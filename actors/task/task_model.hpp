@@ -32,7 +32,7 @@ struct TaskModel {
   // Time since the task was first started, pauses excluded: banked plus the current segment.
   int64_t banked_us = 0;
   int64_t segment_start_us = -1;  ///< -1 while not started or paused
-  uint32_t dispatches = 0;        ///< invocations sent, every attempt counted
+  uint32_t dispatches = 0;        ///< invocations sent, every attempt and every rerun counted
   uint64_t applied = 0;           ///< events applied
 
   /// Applies one of this task's events. NOT_ALLOWED_IN_STATE if the table refuses it (a

@@ -10,19 +10,7 @@ ExecutionGraph::ExecutionGraph(const WorkflowSpec& spec, std::optional<uint32_t>
   }
   if (run_from) {
     // Everything not reachable from run_from is outside this run.
-    std::vector<bool> inside(nodes_.size(), false);
-    std::vector<uint32_t> stack = {*run_from};
-    inside[*run_from] = true;
-    while (!stack.empty()) {
-      uint32_t t = stack.back();
-      stack.pop_back();
-      for (uint32_t d : dependents_[t]) {
-        if (!inside[d]) {
-          inside[d] = true;
-          stack.push_back(d);
-        }
-      }
-    }
+    const auto inside = descendants_of(*run_from);
     for (uint32_t t = 0; t < nodes_.size(); ++t) {
       if (!inside[t]) nodes_[t] = NodeState::OUTSIDE;
     }
@@ -30,6 +18,23 @@ ExecutionGraph::ExecutionGraph(const WorkflowSpec& spec, std::optional<uint32_t>
   for (uint32_t t = 0; t < nodes_.size(); ++t) {
     if (nodes_[t] == NodeState::WAITING && dependencies_succeeded(t)) nodes_[t] = NodeState::READY;
   }
+}
+
+std::vector<bool> ExecutionGraph::descendants_of(uint32_t task) const {
+  std::vector<bool> inside(nodes_.size(), false);
+  std::vector<uint32_t> stack = {task};
+  inside[task] = true;
+  while (!stack.empty()) {
+    uint32_t t = stack.back();
+    stack.pop_back();
+    for (uint32_t d : dependents_[t]) {
+      if (!inside[d]) {
+        inside[d] = true;
+        stack.push_back(d);
+      }
+    }
+  }
+  return inside;
 }
 
 bool ExecutionGraph::dependencies_succeeded(uint32_t task) const {
@@ -117,6 +122,7 @@ GraphVerdict ExecutionGraph::verdict() const {
         return GraphVerdict::IN_PROGRESS;
       case NodeState::FAILED:
       case NodeState::KILLED:
+      case NodeState::BLOCKED:  // within one run only behind a failure; in a rerun, left out
         any_failed = true;
         break;
       case NodeState::PAUSED:
@@ -129,6 +135,41 @@ GraphVerdict ExecutionGraph::verdict() const {
   // WAITING tasks can only remain behind a paused one: failures block their descendants.
   if (any_paused) return GraphVerdict::QUIESCENT;
   return any_failed ? GraphVerdict::FAILED : GraphVerdict::SUCCEEDED;
+}
+
+std::vector<bool> ExecutionGraph::rerun_set(std::optional<uint32_t> from) const {
+  if (from) return descendants_of(*from);
+  std::vector<bool> reset(nodes_.size(), false);
+  for (uint32_t t = 0; t < nodes_.size(); ++t) {
+    reset[t] = nodes_[t] != NodeState::SUCCEEDED && nodes_[t] != NodeState::OUTSIDE;
+  }
+  return reset;
+}
+
+std::optional<std::pair<uint32_t, uint32_t>> ExecutionGraph::unmet_dependency(const std::vector<bool>& reset) const {
+  for (uint32_t t : spec_->topological_order) {
+    if (!reset[t]) continue;
+    for (uint32_t d : spec_->tasks[t].depends_on) {
+      if (!reset[d] && nodes_[d] != NodeState::SUCCEEDED && nodes_[d] != NodeState::OUTSIDE) {
+        return std::make_pair(t, d);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void ExecutionGraph::rerun(const std::vector<bool>& reset) {
+  for (uint32_t t = 0; t < nodes_.size(); ++t) {
+    if (reset[t]) {
+      nodes_[t] = NodeState::WAITING;
+    } else if (nodes_[t] == NodeState::WAITING || nodes_[t] == NodeState::READY ||
+               nodes_[t] == NodeState::PAUSED || nodes_[t] == NodeState::ACTIVE) {
+      nodes_[t] = NodeState::BLOCKED;
+    }
+  }
+  for (uint32_t t = 0; t < nodes_.size(); ++t) {
+    if (nodes_[t] == NodeState::WAITING && dependencies_succeeded(t)) nodes_[t] = NodeState::READY;
+  }
 }
 
 }  // namespace troupe::actors

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "schema/definition.hpp"
@@ -20,7 +21,8 @@ enum class NodeState : uint8_t {
   SUCCEEDED,  ///< succeeded or forced to
   FAILED,
   KILLED,
-  BLOCKED,    ///< an upstream task failed or was killed, so it will not run in this run
+  BLOCKED,    ///< it will not run in this run: an upstream task failed or was killed, or (in
+              ///< a rerun) it did not finish in an earlier run and the rerun leaves it out
 };
 
 /// How a task instance ended, as the workflow sees it.
@@ -58,9 +60,22 @@ class ExecutionGraph {
   /// The verdict when nothing new is started (a pausing or stopping workflow asks this too).
   GraphVerdict verdict() const;
 
+  /// The tasks a rerun resets: `from` and its descendants, or with nullopt every task that did
+  /// not succeed. Indexed by task.
+  std::vector<bool> rerun_set(std::optional<uint32_t> from) const;
+  /// A dependency that keeps a rerun of `reset` from running: {task in reset, its dependency
+  /// outside reset that did not succeed}. nullopt when every task of the rerun can run.
+  std::optional<std::pair<uint32_t, uint32_t>> unmet_dependency(const std::vector<bool>& reset) const;
+  /// Reopens a finished graph for a rerun of `reset` (which unmet_dependency accepted): those
+  /// tasks wait again, READY once their dependencies succeeded. The others keep their outcome;
+  /// one that never finished (left waiting, ready or paused when the run stopped) is BLOCKED,
+  /// as the rerun does not run it.
+  void rerun(const std::vector<bool>& reset);
+
  private:
   void promote_dependents(uint32_t task);
   void block_descendants(uint32_t task);
+  std::vector<bool> descendants_of(uint32_t task) const;
   bool dependencies_succeeded(uint32_t task) const;
 
   const WorkflowSpec* spec_;  // owned by the caller (WorkflowModel shares it); outlives the graph

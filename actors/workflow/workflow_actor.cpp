@@ -21,6 +21,11 @@ struct WorkflowActorState {
   WorkflowModel model;
   WorkflowSetup setup;
   std::map<uint32_t, task_actor> tasks;  // live task actors by task index
+  /// Dispatches of task instances from before this actor (a revived or rerun workflow), by
+  /// task index: a task scheduled again counts on from there, keeping invocation ids unique.
+  std::map<uint32_t, uint32_t> prior_dispatches;
+  /// A finished workflow adopted to answer a rerun; it ends if the rerun is refused.
+  bool adopted_closed = false;
   std::vector<caf::typed_response_promise<WorkflowOutcome>> waiters;
   /// Client requests not answered yet (answered by effects once durable, or by fail_stop).
   std::vector<caf::typed_response_promise<std::string>> replies;
@@ -71,6 +76,10 @@ void schedule_ready_tasks(Self self, Batch& batch) {
                             [&](Body b) { b.initTaskScheduled().setInput(as_bytes(task.input_json)); });
     TaskModel initial;
     initial.name = task.name;
+    if (auto prior = st.prior_dispatches.find(index); prior != st.prior_dispatches.end()) {
+      initial.dispatches = prior->second;
+      st.prior_dispatches.erase(prior);
+    }
     {
       NewEventReader reader(event);
       (void)initial.apply(reader.view());  // a fresh model always accepts taskScheduled
@@ -188,13 +197,15 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
         batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::CLOSED, st.model.spec->name,
                                                       "", st.model.submitted_us, st.setup.wiring->now_us(),
                                                       std::string(WorkflowMachineTraits::name(st.model.state))};
-        batch.effects.push_back([self] {
+        batch.effects.push_back([self, outcome = outcome_of(st.model)] {
           auto& s = self->state;
-          for (auto& waiter : s.waiters) waiter.deliver(outcome_of(s.model));
+          for (auto& waiter : s.waiters) waiter.deliver(outcome);
           s.waiters.clear();
           // Paused task instances stay paused in the history; their actors are not needed.
           for (auto& [index, task] : s.tasks) self->send_exit(task, caf::exit_reason::user_shutdown);
           s.tasks.clear();
+          // A rerun accepted while the close was being written keeps the workflow going.
+          if (!s.model.finalized) return;
           if (s.setup.wiring->on_workflow_end) s.setup.wiring->on_workflow_end(s.model.id, s.model.canonical());
           self->quit();
         });
@@ -263,11 +274,22 @@ schema::TaskOutcome wire_outcome(TaskState state) {
   }
 }
 
-/// A revived workflow: FAILOVER, reconcile, recover tasks, return to the prior state.
-void revive(Self self, const ReplayedWorkflow& replayed) {
+/// Takes over a replayed workflow's model, and its tasks' dispatch counts.
+void adopt(Self self, const ReplayedWorkflow& replayed) {
   auto& st = self->state;
   st.model = replayed.workflow;
   st.model.definitions = st.setup.wiring->definitions.get();
+  for (const auto& [name, task] : replayed.tasks) {
+    if (auto index = st.model.spec->find_task(name); index && task.dispatches > 0) {
+      st.prior_dispatches[*index] = task.dispatches;
+    }
+  }
+}
+
+/// A revived workflow: FAILOVER, reconcile, recover tasks, return to the prior state.
+void revive(Self self, const ReplayedWorkflow& replayed) {
+  auto& st = self->state;
+  adopt(self, replayed);
   const WorkflowState prior = st.model.state;
   Batch batch;
   if (!decide(self, batch, WorkflowEvent::FAILOVER, [](Body b) {
@@ -346,7 +368,12 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
   });
   if (self->state.setup.replayed) {
     auto replayed = std::move(self->state.setup.replayed);
-    revive(self, *replayed);
+    if (self->state.setup.closed) {
+      adopt(self, *replayed);
+      self->state.adopted_closed = true;
+    } else {
+      revive(self, *replayed);
+    }
   }
   return {
       [=](start_atom) -> caf::result<std::string> {
@@ -446,6 +473,26 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
             })) {
           commit(self, std::move(batch));
         }
+      },
+      [=](rerun_atom, const std::string& from) -> caf::result<std::string> {
+        auto& st = self->state;
+        auto promise = self->make_response_promise<std::string>();
+        if (auto plan = st.model.rerun_plan(from); !plan) {
+          promise.deliver(to_caf(plan.error()));
+          if (st.adopted_closed) self->quit();
+          return promise;
+        }
+        st.adopted_closed = false;
+        st.replies.push_back(promise);
+        Batch batch;
+        if (decide(self, batch, WorkflowEvent::RERUN, [&](Body b) { b.initWorkflowRerun().setRunFrom(from); },
+                   promise)) {
+          batch.events.has_record = true;
+          batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::OPEN, st.model.spec->name, "",
+                                                        st.model.submitted_us, 0, ""};
+          commit(self, std::move(batch));
+        }
+        return promise;
       },
       [=](result_atom) -> caf::result<WorkflowOutcome> {
         auto& st = self->state;

@@ -37,6 +37,10 @@ using workflow_actor = task_owner_port::extend<
     // from clients (completeTask/failTask): passes the report to the named task; replies once
     // durable. NOT_FOUND when the task is not active
     caf::replies_to<complete_atom, std::string /* task */, TaskReport>::with<bool>,
+    // from clients: reopens the finished workflow and runs the task (empty: every task that
+    // did not succeed) and its descendants again; replies RUNNING once durable.
+    // NOT_ALLOWED_IN_STATE before the workflow finished, INVALID_ARGUMENT as rerun_plan says
+    caf::replies_to<rerun_atom, std::string>::with<std::string>,
     // from clients: replies when the workflow has finished (at once if it has)
     caf::replies_to<result_atom>::with<WorkflowOutcome>,
     // from anyone: the workflow's canonical state (WorkflowModel::canonical)
@@ -54,6 +58,8 @@ struct WorkflowSetup {
   /// the actor records FAILOVER, reconciles tasks that finished unnoticed, recovers its live
   /// tasks, and returns to the state the history shows (running, pausing or stopping).
   std::shared_ptr<const ReplayedWorkflow> replayed;
+  /// With `replayed`: a finished workflow adopted as it is (no failover), to be sent a rerun.
+  bool closed = false;
 };
 
 workflow_actor spawn_workflow(caf::actor_system& system, WorkflowSetup setup);

@@ -53,6 +53,12 @@ std::vector<R> rows() {
       {S::SUCCESS, E::FINALIZE, S::SUCCESS, {A::PERSIST, A::CLOSE}},
       {S::FAILED, E::FINALIZE, S::FAILED, {A::PERSIST, A::CLOSE}},
 
+      // A rerun reopens a closed workflow (the model refuses one not yet finalized): the tasks
+      // it resets start as on a first run.
+      {S::STOPPED, E::RERUN, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
+      {S::SUCCESS, E::RERUN, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
+      {S::FAILED, E::RERUN, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
+
       // Revived after a scheduler restart: carry on, or honour a pause or stop that the
       // history shows was requested.
       {S::FAILOVER, E::START, S::RUNNING, {A::PERSIST, A::START_READY_TASKS, A::EVALUATE}},
@@ -92,6 +98,7 @@ std::string_view WorkflowMachineTraits::name(WorkflowEvent e) {
     case E::FAILED: return "FAILED";
     case E::FINALIZE: return "FINALIZE";
     case E::FAILOVER: return "FAILOVER";
+    case E::RERUN: return "RERUN";
   }
   return "?";
 }

@@ -31,6 +31,7 @@ enum class WorkflowEvent : uint8_t {
   FAILED,         ///< raised by the actor: a chain failed and nothing else can run
   FINALIZE,       ///< close the history of a finished workflow
   FAILOVER,       ///< the scheduler restarted; the workflow is revived from its history
+  RERUN,          ///< a client reopens a finished, closed workflow to run tasks again
 };
 
 /// What the workflow actor does for a transition, in this order.
@@ -50,7 +51,7 @@ struct WorkflowMachineTraits {
   using Event = WorkflowEvent;
   using Action = WorkflowAction;
   static constexpr size_t states = 9;
-  static constexpr size_t events = 11;
+  static constexpr size_t events = 12;
   static std::string_view name(WorkflowState s);
   static std::string_view name(WorkflowEvent e);
   static std::string_view name(WorkflowAction a);

@@ -1,6 +1,8 @@
 // WorkflowModel::apply.
 #include "actors/workflow/workflow_model.hpp"
 
+#include <algorithm>
+
 namespace troupe::actors {
 
 using Body = schema::EventBody;
@@ -18,6 +20,7 @@ std::optional<WorkflowEvent> WorkflowModel::event_of(Body::Which body) {
     case Body::WORKFLOW_FAILED: return WorkflowEvent::FAILED;
     case Body::WORKFLOW_FINALIZED: return WorkflowEvent::FINALIZE;
     case Body::WORKFLOW_FAILOVER: return WorkflowEvent::FAILOVER;
+    case Body::WORKFLOW_RERUN: return WorkflowEvent::RERUN;
     default: return std::nullopt;
   }
 }
@@ -45,7 +48,47 @@ TaskOutcome outcome_from_wire(schema::TaskOutcome outcome) {
   return TaskOutcome::FAILED;
 }
 
+/// How a task that did not succeed ended, as a phrase for messages.
+std::string_view ending_of(NodeState state) {
+  switch (state) {
+    case NodeState::FAILED: return "failed";
+    case NodeState::KILLED: return "was killed";
+    case NodeState::PAUSED: return "was left paused";
+    default: return "did not run";
+  }
+}
+
 }  // namespace
+
+Result<std::vector<bool>> WorkflowModel::rerun_plan(std::string_view from) const {
+  if (!graph) return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' has no submission");
+  if (!finalized) {
+    return fail(Errc::NOT_ALLOWED_IN_STATE,
+                "workflow '" + id + "' is " + std::string(WorkflowMachineTraits::name(state)) +
+                    ": only a finished workflow can be rerun (stop it first)");
+  }
+  std::optional<uint32_t> start;
+  if (!from.empty()) {
+    start = spec->find_task(from);
+    if (!start) {
+      return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "' has no task '" + std::string(from) + "'");
+    }
+  }
+  auto reset = graph->rerun_set(start);
+  if (std::find(reset.begin(), reset.end(), true) == reset.end()) {
+    return fail(Errc::INVALID_ARGUMENT, "every task of workflow '" + id +
+                                            "' succeeded, so there is nothing to rerun: name the task to run again from");
+  }
+  if (auto unmet = graph->unmet_dependency(reset)) {
+    const auto& task = spec->tasks[unmet->first].name;
+    const auto& dependency = spec->tasks[unmet->second].name;
+    return fail(Errc::INVALID_ARGUMENT,
+                "task '" + task + "' depends on '" + dependency + "', which " +
+                    std::string(ending_of(graph->state(unmet->second))) + " and is not part of a rerun from '" +
+                    std::string(from) + "': rerun from '" + dependency + "' or a task upstream of it");
+  }
+  return reset;
+}
 
 Result<void> WorkflowModel::apply(const EventView& event) {
   const auto body = event.body;
@@ -107,6 +150,32 @@ Result<void> WorkflowModel::apply(const EventView& event) {
       if (outcome == TaskOutcome::FAILED && first_task_failure.empty()) {
         first_task_failure = "task '" + to_string(finished.getTaskName()) + "' failed: " +
                              to_string(finished.getDetail());
+        first_failed_task = static_cast<int32_t>(*index);
+      }
+      break;
+    }
+    case Body::WORKFLOW_RERUN: {
+      auto reset = rerun_plan(to_string(body.getWorkflowRerun().getRunFrom()));
+      if (!reset) return reset.error();
+      graph->rerun(*reset);
+      finalized = false;
+      failure_reason.clear();
+      stop_immediate = false;
+      ++reruns;
+      // A failure the rerun does not repeat still decides the outcome: name it.
+      if (first_failed_task >= 0 && (*reset)[static_cast<uint32_t>(first_failed_task)]) {
+        first_task_failure.clear();
+        first_failed_task = -1;
+      }
+      if (first_failed_task < 0) {
+        for (uint32_t t : spec->topological_order) {
+          const NodeState node = graph->state(t);
+          if (node == NodeState::FAILED || node == NodeState::KILLED || node == NodeState::BLOCKED) {
+            first_task_failure = "task '" + spec->tasks[t].name + "' did not succeed before the rerun";
+            first_failed_task = static_cast<int32_t>(t);
+            break;
+          }
+        }
       }
       break;
     }
@@ -137,6 +206,8 @@ std::string WorkflowModel::canonical() const {
                     ";failure=" + failure_reason + ";first_task_failure=" + first_task_failure +
                     ";submitted=" + std::to_string(submitted_us) + ";finalized=" + (finalized ? "1" : "0") +
                     ";stop_immediate=" + (stop_immediate ? "1" : "0") +
+                    ";first_failed_task=" + std::to_string(first_failed_task) +
+                    ";reruns=" + std::to_string(reruns) +
                     ";applied=" + std::to_string(applied) + ";graph=";
   if (graph) {
     for (uint32_t t = 0; t < graph->size(); ++t) out += std::to_string(static_cast<int>(graph->state(t)));

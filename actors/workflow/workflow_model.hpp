@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "actors/history_events.hpp"
 #include "actors/task/task_machine.hpp"
@@ -27,6 +29,8 @@ struct WorkflowModel {
   std::string failure_reason;
   /// The first task failure, "task 'x' failed: reason": becomes the workflow's failure reason.
   std::string first_task_failure;
+  int32_t first_failed_task = -1;  ///< the index of the task first_task_failure names; -1: none
+  uint32_t reruns = 0;             ///< how many times the closed workflow was reopened
   int64_t submitted_us = 0;  ///< when the submission was recorded
   bool finalized = false;
   bool stop_immediate = false;  ///< a kill: active tasks are cancelled without grace (sticky)
@@ -38,6 +42,12 @@ struct WorkflowModel {
   /// Applies one event. Errors as TaskModel::apply; INVALID_ARGUMENT also for a submitted
   /// definition that does not parse or names an unknown run-from task.
   Result<void> apply(const EventView& event);
+
+  /// The tasks a rerun from task `from` (empty: every task that did not succeed) would reset,
+  /// indexed by task. NOT_ALLOWED_IN_STATE unless the workflow finished and was finalized;
+  /// INVALID_ARGUMENT, saying what to do instead, for an unknown task, nothing to rerun, or a
+  /// task of the rerun depending on one outside it that did not succeed.
+  Result<std::vector<bool>> rerun_plan(std::string_view from) const;
 
   /// Every field, the graph's node states included, in a fixed order.
   std::string canonical() const;

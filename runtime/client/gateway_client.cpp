@@ -253,6 +253,20 @@ Result<std::string> GatewayClient::control(const std::string& workflow_id, Contr
       .wait(impl_->rpc.getWaitScope());
 }
 
+Result<std::string> GatewayClient::rerun(const std::string& workflow_id, const std::string& from_task) {
+  auto call = impl_->service.rerunRequest();
+  call.setWorkflowId(workflow_id);
+  call.setRunFrom(from_task);
+  return call.send()
+      .then(
+          [](capnp::Response<schema::ClientService::RerunResults>&& response) -> Result<std::string> {
+            if (has_error(response)) return error_of(response);
+            return text(response.getState());
+          },
+          [address = impl_->address](kj::Exception&& e) -> Result<std::string> { return lost(address, e); })
+      .wait(impl_->rpc.getWaitScope());
+}
+
 Result<WorkflowPage> GatewayClient::list(const ListQuery& query) {
   auto call = impl_->service.listRequest();
   auto q = call.initQuery();

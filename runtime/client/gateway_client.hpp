@@ -122,6 +122,12 @@ class GatewayClient {
   /// apply, NOT_FOUND for an unknown id.
   Result<std::string> control(const std::string& workflow_id, Control action);
 
+  /// Reopens a finished workflow and runs `from_task` and its descendants again (empty: every
+  /// task that did not succeed); the state once durable (RUNNING). NOT_ALLOWED_IN_STATE while the
+  /// workflow is open; INVALID_ARGUMENT for an unknown task or one whose dependency outside
+  /// the rerun did not succeed; NOT_FOUND for an unknown id.
+  Result<std::string> rerun(const std::string& workflow_id, const std::string& from_task);
+
   /// One page of workflows from the scheduler's index.
   Result<WorkflowPage> list(const ListQuery& query);
 

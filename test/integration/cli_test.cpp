@@ -157,4 +157,71 @@ TEST_SUITE("integration.cli") {
       CHECK(troupe_cli({"stop", "nobody", "--address", address}).code == 2);
     }
   }
+
+  TEST_CASE("rerun a finished workflow from a task") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    troupe::test::connect(cluster.port);
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+    const std::string dir = cluster.dir.path();
+    // Each task appends a line to its own file, so the files count the runs; b fails until
+    // the file `fixed` exists.
+    auto counting = [&](const std::string& name, const std::string& extra) {
+      return "\"shell\": {\"command\": [\"sh\", \"-c\", \"echo run >> " + dir + "/" + name + ".runs" + extra + "\"]}";
+    };
+    std::ofstream(dir + "/rerun.json") << R"({"name": "rerun", "tasks": [
+        {"name": "a", )" << counting("a", "") << R"(},
+        {"name": "b", "dependsOn": ["a"], )" << counting("b", "; test -e " + dir + "/fixed") << R"(},
+        {"name": "c", "dependsOn": ["b"], )" << counting("c", "") << R"(},
+        {"name": "side", "dependsOn": ["a"], )" << counting("side", "") << R"(}]})";
+    auto runs = [&](const std::string& task) {
+      std::ifstream in(dir + "/" + task + ".runs");
+      int lines = 0;
+      for (std::string line; std::getline(in, line);) ++lines;
+      return lines;
+    };
+
+    auto failed = troupe_cli({"submit", dir + "/rerun.json", "--id", "rr", "--wait", "--address", address});
+    CHECK(failed.code == 1);
+    CHECK(contains(failed.output, "rr FAILED: task 'b' failed: ExitCode:1"));
+
+    // c needs b, which failed: the rerun is refused and says where to start instead.
+    auto refused = troupe_cli({"rerun", "rr", "--from", "c", "--address", address});
+    CHECK(refused.code == 2);
+    CHECK(contains(refused.output, "rerun from 'b'"));
+    CHECK(troupe_cli({"rerun", "rr", "--from", "nope", "--address", address}).code == 2);
+    CHECK(troupe_cli({"rerun", "nobody", "--address", address}).code == 2);
+    CHECK(troupe_cli({"rerun", "--address", address}).code == 2);
+
+    std::ofstream(dir + "/fixed").put('\n');
+    auto rerun = troupe_cli({"rerun", "rr", "--from", "b", "--wait", "--address", address});
+    CHECK_MESSAGE(rerun.code == 0, rerun.output);
+    CHECK(contains(rerun.output, "rr SUCCESS"));
+    CHECK(runs("a") == 1);     // upstream: kept
+    CHECK(runs("side") == 1);  // beside: kept
+    CHECK(runs("b") == 2);
+    CHECK(runs("c") == 1);     // blocked before, run now
+    auto status = troupe_cli({"status", "rr", "--json", "--address", address});
+    CHECK(contains(status.output, R"("workflowId":"rr","state":"SUCCESS")"));
+    CHECK(contains(status.output, R"({"name":"b","state":"SUCCESS","attempt":1,)"));
+
+    // Everything succeeded: a rerun needs a task to start from.
+    auto nothing = troupe_cli({"rerun", "rr", "--address", address});
+    CHECK(nothing.code == 2);
+    CHECK(contains(nothing.output, "nothing to rerun"));
+    auto again = troupe_cli({"rerun", "rr", "--from", "a", "--json", "--address", address});
+    CHECK_MESSAGE(again.code == 0, again.output);
+    CHECK(contains(again.output, R"({"workflowId":"rr","state":"RUNNING"})"));
+    auto result = troupe_cli({"result", "rr", "--address", address});
+    CHECK(result.code == 0);
+    CHECK(runs("a") == 2);
+    CHECK(runs("side") == 2);
+    CHECK(runs("b") == 3);
+    CHECK(runs("c") == 2);
+    auto listed = troupe_cli({"list", "--state", "SUCCESS", "--json", "--address", address});
+    CHECK(contains(listed.output, R"("workflowId":"rr")"));
+  }
 }

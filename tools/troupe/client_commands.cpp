@@ -212,6 +212,38 @@ int control_command(const std::string& action, const Args& args) {
   return 0;
 }
 
+int rerun_command(const Args& args) {
+  if (auto known = args.only({"from", "wait", "timeout", "json", "address", "config", "token-file"}); !known) {
+    return complain(exit_usage, known.error().message);
+  }
+  const auto& words = args.positionals();
+  if (words.size() != 1) return complain(exit_usage, "rerun takes one workflow id");
+  auto json = args.boolean("json", false);
+  auto wait = args.boolean("wait", false);
+  auto timeout = timeout_option(args);
+  if (!json) return complain(exit_usage, json.error().message);
+  if (!wait) return complain(exit_usage, wait.error().message);
+  if (!timeout) return complain(exit_usage, timeout.error().message);
+  auto client = connect(args);
+  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  auto state = (*client)->rerun(words[0], args.get("from").value_or(""));
+  if (!state) return complain(exit_code_of(state.error()), state.error().message);
+  if (*wait) {
+    auto result = (*client)->result(words[0], *timeout);
+    if (!result) return complain(exit_code_of(result.error()), result.error().message);
+    return print_result(*result, *json);
+  }
+  if (*json) {
+    Json out = Json::object();
+    out.set("workflowId", words[0]);
+    out.set("state", *state);
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << words[0] << " " << *state << "\n";
+  }
+  return 0;
+}
+
 int status_command(const Args& args) {
   if (auto known = args.only({"json", "address", "config", "token-file"}); !known) return complain(exit_usage, known.error().message);
   const auto& words = args.positionals();

@@ -19,6 +19,10 @@ int status_command(const Args& args);
 /// `troupe pause|resume|stop ID [--json]`: prints the state the workflow is in once durable.
 int control_command(const std::string& action, const Args& args);
 
+/// `troupe rerun ID [--from TASK] [--wait] [--json]`: reopens a finished workflow and runs the
+/// task and its descendants again (no --from: every task that did not succeed).
+int rerun_command(const Args& args);
+
 /// `troupe list [--state S] [--name N] [--since D] [--until D] [--limit N] [--after CURSOR] [--json]`
 int list_command(const Args& args);
 

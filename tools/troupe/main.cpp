@@ -49,6 +49,12 @@ commands:
   kill ID         stop at once: active tasks get SIGKILL and the workflow is STOPPED without
                   waiting for their confirmation
                   each prints "ID STATE" (the state reached, durable); --json
+  rerun ID        reopens finished workflow ID and runs tasks again; the others keep their
+                  outcome. Prints "ID RUNNING" once that is durable
+                  --from TASK        TASK and every task downstream of it (default: every task
+                                     that did not succeed: failed, killed, or never run)
+                  --wait             wait for the end and print the state, as `result` does
+                  --timeout D  --json
   watch ID        the task table (state, attempt, worker, progress bar), redrawn live until
                   the workflow ends; exit 0 when it succeeded, 1 otherwise. Not on a terminal,
                   or with --json, one line per history event instead
@@ -370,6 +376,7 @@ int run(const std::vector<std::string>& words) {
   if (command == "submit") return submit_command(*args);
   if (command == "result") return result_command(*args);
   if (command == "status") return status_command(*args);
+  if (command == "rerun") return rerun_command(*args);
   if (command == "pause" || command == "resume" || command == "stop" || command == "kill") return control_command(command, *args);
   if (command == "dev") return dev_command(*args);
   if (command == "list") return list_command(*args);

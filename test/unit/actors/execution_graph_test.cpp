@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "actors/workflow/execution_graph.hpp"
 
 using namespace troupe;
@@ -95,5 +97,81 @@ TEST_SUITE("actors.execution_graph") {
     CHECK(g.state(1) == NodeState::BLOCKED);
     CHECK(g.state(3) == NodeState::BLOCKED);
     CHECK(g.verdict() == GraphVerdict::FAILED);
+  }
+
+  TEST_CASE("a rerun from a task resets it and its descendants; the others keep their outcome") {
+    auto spec = spec_of(diamond);
+    ExecutionGraph g(spec, std::nullopt);
+    run_ready(g, TaskOutcome::SUCCEEDED);  // a
+    REQUIRE(g.start(1));
+    REQUIRE(g.start(2));
+    REQUIRE(g.finish(1, TaskOutcome::FAILED));
+    REQUIRE(g.finish(2, TaskOutcome::SUCCEEDED));
+    REQUIRE(g.verdict() == GraphVerdict::FAILED);
+
+    const auto from_b = g.rerun_set(1u);
+    CHECK(from_b == std::vector<bool>{false, true, false, true});
+    CHECK_FALSE(g.unmet_dependency(from_b));
+    // From c, d would need b, which failed and is not rerun.
+    const auto from_c = g.rerun_set(2u);
+    auto unmet = g.unmet_dependency(from_c);
+    REQUIRE(unmet);
+    CHECK(*unmet == std::make_pair(3u, 1u));
+    // Without a task: everything that did not succeed (b failed, d was blocked).
+    CHECK(g.rerun_set(std::nullopt) == from_b);
+
+    g.rerun(from_b);
+    CHECK(g.state(0) == NodeState::SUCCEEDED);
+    CHECK(g.state(2) == NodeState::SUCCEEDED);
+    CHECK(g.ready() == std::vector<uint32_t>{1});
+    CHECK(g.state(3) == NodeState::WAITING);
+    run_ready(g, TaskOutcome::SUCCEEDED);
+    CHECK(g.ready() == std::vector<uint32_t>{3});
+    run_ready(g, TaskOutcome::SUCCEEDED);
+    CHECK(g.verdict() == GraphVerdict::SUCCEEDED);
+    // A succeeded workflow has nothing left that did not succeed.
+    const auto nothing = g.rerun_set(std::nullopt);
+    CHECK(std::find(nothing.begin(), nothing.end(), true) == nothing.end());
+  }
+
+  TEST_CASE("a rerun leaves out tasks that never finished, and a failure it does not repeat still counts") {
+    auto spec = spec_of(diamond);
+    ExecutionGraph g(spec, std::nullopt);
+    run_ready(g, TaskOutcome::SUCCEEDED);  // a
+    REQUIRE(g.start(1));
+    REQUIRE(g.start(2));
+    REQUIRE(g.finish(1, TaskOutcome::PAUSED));  // the run was stopped with b paused...
+    REQUIRE(g.finish(2, TaskOutcome::FAILED));  // ...and c failed
+    g.rerun(g.rerun_set(0u));                   // rerun everything from a
+    CHECK(g.ready() == std::vector<uint32_t>{0});
+    CHECK(g.state(1) == NodeState::WAITING);
+
+    ExecutionGraph h(spec, std::nullopt);
+    run_ready(h, TaskOutcome::SUCCEEDED);
+    REQUIRE(h.start(1));
+    REQUIRE(h.start(2));
+    REQUIRE(h.finish(1, TaskOutcome::PAUSED));
+    REQUIRE(h.finish(2, TaskOutcome::FAILED));
+    // A rerun of a alone: b was left paused and is not part of it, so it will not run...
+    std::vector<bool> only_a = {true, false, false, false};
+    CHECK_FALSE(h.unmet_dependency(only_a));
+    h.rerun(only_a);
+    CHECK(h.state(1) == NodeState::BLOCKED);
+    run_ready(h, TaskOutcome::SUCCEEDED);
+    // ...and the workflow cannot succeed with b not run and c failed.
+    CHECK(h.ready().empty());
+    CHECK(h.verdict() == GraphVerdict::FAILED);
+  }
+
+  TEST_CASE("a rerun can reach tasks an earlier run-from left outside") {
+    auto spec = spec_of(diamond);
+    ExecutionGraph g(spec, 1u);  // b and d ran; a and c were outside
+    run_ready(g, TaskOutcome::SUCCEEDED);
+    run_ready(g, TaskOutcome::SUCCEEDED);
+    REQUIRE(g.verdict() == GraphVerdict::SUCCEEDED);
+    g.rerun(g.rerun_set(0u));
+    CHECK(g.ready() == std::vector<uint32_t>{0});
+    run_ready(g, TaskOutcome::SUCCEEDED);
+    CHECK(g.ready() == std::vector<uint32_t>{1, 2});
   }
 }

@@ -57,6 +57,30 @@ TEST_SUITE("actors.models") {
     CHECK(refused.error().message == "task 't': SUCCEEDED is not allowed in state DELAY_EXECUTION");
   }
 
+  TEST_CASE("a task scheduled again by a rerun starts fresh once its last instance ended") {
+    TaskModel task;
+    task.name = "t";
+    REQUIRE(apply(task, 0, [](Body b) { b.initTaskScheduled().setInput(as_bytes("{}")); }));
+    REQUIRE(apply(task, 100, [](Body b) { b.initTaskDispatching().setTaskList("default"); }));
+    REQUIRE(apply(task, 150, [](Body b) { b.initTaskDispatched().setInvocationId("inv-1"); }));
+    auto running = apply(task, 200, [](Body b) { b.initTaskScheduled(); });
+    REQUIRE_FALSE(running);
+    CHECK(running.error().message == "task 't' was scheduled again while DISPATCHED");
+    REQUIRE(apply(task, 300, [](Body b) { b.initTaskHeartbeat().setProgress(as_bytes("half")); }));
+    REQUIRE(apply(task, 400, [](Body b) { b.initTaskFailed().initFailure().setReason("ExitCode:1"); }));
+    REQUIRE(task.state == TaskState::FAILURE);
+
+    REQUIRE(apply(task, 500, [](Body b) { b.initTaskScheduled().setInput(as_bytes("{\"again\": 1}")); }));
+    CHECK(task.state == TaskState::SUBMITTED);
+    CHECK(task.attempt == 0);
+    CHECK(task.failure_reason.empty());
+    CHECK(task.progress.empty());
+    CHECK(task.input_json == "{\"again\": 1}");
+    CHECK(task.dispatches == 1);  // invocation ids count on
+    CHECK(task.applied == 1);
+    CHECK(task.banked_us == 0);
+  }
+
   TEST_CASE("a workflow's graph follows the tasks it schedules and hears about") {
     WorkflowModel wf;
     wf.id = "wf-1";

@@ -1,7 +1,7 @@
 // Property: whatever happens to a workflow, replaying its stored history rebuilds exactly the
 // state its live actors ended in. Random definitions (DAG shape, handlers, retries, timeouts)
-// meet random interventions (pause, resume, stop, time passing); every end state is compared
-// with the replay. A failure prints TROUPE_TEST_SEED=… to replay it.
+// meet random interventions (pause, resume, stop, time passing, reruns once finished); every
+// end state is compared with the replay. A failure prints TROUPE_TEST_SEED=… to replay it.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -96,26 +96,59 @@ TEST_SUITE("actors.replay_property") {
           default: fx.advance(std::chrono::milliseconds(100 + pick(6000))); break;
         }
       }
-      // Let everything run out: resume a paused workflow, then give every timeout time.
-      for (int i = 0; i < 20 && !fx.ended_workflows.count(id); ++i) {
-        (void)fx.ask<std::string>(wf, resume_atom::value);
-        fx.advance(1min);
-      }
-      (void)stopped;
-      REQUIRE_MESSAGE(fx.ended_workflows.count(id) == 1, "the workflow never ended");
-
-      auto replayed = actors::replay(*fx.store, id);
-      REQUIRE_MESSAGE(replayed, (replayed ? "" : replayed.error().message));
-      CHECK(replayed->workflow.canonical() == fx.ended_workflows.at(id));
-      std::set<std::string> live(fx.ended_tasks.begin(), fx.ended_tasks.end());
-      for (const auto& [name, task] : replayed->tasks) {
-        CAPTURE(name);
-        if (TaskMachine::is_terminal(task.state)) {
-          CHECK_MESSAGE(live.count(task.canonical()) == 1, task.canonical());
-        } else {
-          // Only a task left paused by a stop may outlive its workflow unfinished.
-          CHECK(task.state == TaskState::PAUSED);
+      auto run_out = [&] {
+        // Let everything run out: resume a paused workflow, then give every timeout time.
+        for (int i = 0; i < 20 && !fx.ended_workflows.count(id); ++i) {
+          (void)fx.ask<std::string>(wf, resume_atom::value);
+          fx.advance(1min);
         }
+        REQUIRE_MESSAGE(fx.ended_workflows.count(id) == 1, "the workflow never ended");
+      };
+      auto check_replay = [&] {
+        auto replayed = actors::replay(*fx.store, id);
+        REQUIRE_MESSAGE(replayed, (replayed ? "" : replayed.error().message));
+        CHECK(replayed->workflow.canonical() == fx.ended_workflows.at(id));
+        std::set<std::string> live(fx.ended_tasks.begin(), fx.ended_tasks.end());
+        for (const auto& [name, task] : replayed->tasks) {
+          CAPTURE(name);
+          if (TaskMachine::is_terminal(task.state)) {
+            CHECK_MESSAGE(live.count(task.canonical()) == 1, task.canonical());
+          } else {
+            // Only a task left paused by a stop may outlive its workflow unfinished.
+            CHECK(task.state == TaskState::PAUSED);
+          }
+        }
+        return std::move(*replayed);
+      };
+      run_out();
+      (void)stopped;
+      auto replayed = check_replay();
+
+      // Reruns: from a random task, or of everything that did not succeed. A refused one (a
+      // dependency outside it did not succeed, or nothing to rerun) leaves the history alone.
+      for (int rerun = 0; rerun < 2; ++rerun) {
+        CAPTURE(rerun);
+        const auto& tasks = replayed.workflow.spec->tasks;
+        const std::string from = pick(3) == 0 ? std::string() : tasks[static_cast<size_t>(pick(static_cast<int>(tasks.size())))].name;
+        CAPTURE(from);
+        const auto expected = replayed.workflow.rerun_plan(from);
+        const auto events_before = fx.store->read(id, 1, 1000000)->size();
+        fx.ended_workflows.erase(id);
+        WorkflowSetup setup{id, "", "", "", fx.shared_wiring(), nullptr};
+        setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(replayed));
+        setup.closed = true;
+        wf = fx.own(spawn_workflow(fx.sys, std::move(setup)));
+        auto answer = fx.ask<std::string>(wf, rerun_atom::value, from);
+        CHECK(bool(answer) == bool(expected));
+        if (!answer) {
+          CHECK(fx.store->read(id, 1, 1000000)->size() == events_before);
+          replayed = *actors::replay(*fx.store, id);
+          continue;
+        }
+        CHECK(*answer == "RUNNING");
+        run_out();
+        replayed = check_replay();
+        CHECK((*fx.store->find_workflow(id))->status == storage::WorkflowStatus::CLOSED);
       }
     }
   }
