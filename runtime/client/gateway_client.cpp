@@ -161,6 +161,23 @@ struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
         [address = address](kj::Exception&& e) -> Result<WorkflowResult> { return lost(address, e); });
   }
 
+  kj::Promise<Result<std::string>> control(const std::string& workflow_id, GatewayClient::Control action) {
+    auto call = service.controlRequest();
+    call.setWorkflowId(workflow_id);
+    switch (action) {
+      case GatewayClient::Control::PAUSE: call.setAction(schema::ControlAction::PAUSE); break;
+      case GatewayClient::Control::RESUME: call.setAction(schema::ControlAction::RESUME); break;
+      case GatewayClient::Control::STOP: call.setAction(schema::ControlAction::STOP); break;
+      case GatewayClient::Control::KILL: call.setAction(schema::ControlAction::KILL); break;
+    }
+    return call.send().then(
+        [](capnp::Response<schema::ClientService::ControlResults>&& response) -> Result<std::string> {
+          if (has_error(response)) return error_of(response);
+          return text(response.getState());
+        },
+        [address = address](kj::Exception&& e) -> Result<std::string> { return lost(address, e); });
+  }
+
   /// `promise`, or TIMED_OUT after `timeout`.
   template <class T>
   kj::Promise<Result<T>> within(kj::Promise<Result<T>> promise, Duration timeout, std::string what) {
@@ -235,22 +252,7 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
 }
 
 Result<std::string> GatewayClient::control(const std::string& workflow_id, Control action) {
-  auto call = impl_->service.controlRequest();
-  call.setWorkflowId(workflow_id);
-  switch (action) {
-    case Control::PAUSE: call.setAction(schema::ControlAction::PAUSE); break;
-    case Control::RESUME: call.setAction(schema::ControlAction::RESUME); break;
-    case Control::STOP: call.setAction(schema::ControlAction::STOP); break;
-    case Control::KILL: call.setAction(schema::ControlAction::KILL); break;
-  }
-  return call.send()
-      .then(
-          [](capnp::Response<schema::ClientService::ControlResults>&& response) -> Result<std::string> {
-            if (has_error(response)) return error_of(response);
-            return text(response.getState());
-          },
-          [address = impl_->address](kj::Exception&& e) -> Result<std::string> { return lost(address, e); })
-      .wait(impl_->rpc.getWaitScope());
+  return impl_->control(workflow_id, action).wait(impl_->rpc.getWaitScope());
 }
 
 Result<std::string> GatewayClient::rerun(const std::string& workflow_id, const std::string& from_task) {
@@ -343,6 +345,15 @@ void GatewayClient::result_async(const std::string& workflow_id, ResultCallback 
     done(std::move(r));
     impl->finished_one();
   }));
+}
+
+void GatewayClient::control_async(const std::string& workflow_id, Control action, ControlCallback done) {
+  ++impl_->outstanding;
+  impl_->tasks.add(
+      impl_->control(workflow_id, action).then([impl = impl_.get(), done = std::move(done)](Result<std::string> r) {
+        done(std::move(r));
+        impl->finished_one();
+      }));
 }
 
 Result<void> GatewayClient::run(Duration timeout) {

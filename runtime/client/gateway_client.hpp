@@ -146,10 +146,13 @@ class GatewayClient {
 
   using StartCallback = std::function<void(Result<std::string>)>;
   using ResultCallback = std::function<void(Result<WorkflowResult>)>;
+  using ControlCallback = std::function<void(Result<std::string>)>;
   /// Queues a start; `done` runs inside run().
   void start_async(const StartRequest& request, StartCallback done);
   /// Queues a wait for the end of a workflow; `done` runs inside run().
   void result_async(const std::string& workflow_id, ResultCallback done);
+  /// Queues a pause, resume, stop or kill; `done` runs inside run().
+  void control_async(const std::string& workflow_id, Control action, ControlCallback done);
   /// Runs the connection until no queued call is outstanding (callbacks included, and the calls
   /// they queue). TIMED_OUT if some are still outstanding after `timeout`; UNAVAILABLE when
   /// the connection is lost (the outstanding callbacks get that error too).

@@ -446,6 +446,51 @@ TEST_SUITE("integration.client_api") {
     CHECK_MESSAGE(problems.empty(), problems.size() << " failed, the first: " << first_of(problems));
   }
 
+  TEST_CASE("stop asked as a workflow ends answers a state or 'has finished', never an actor error") {
+    // As for result: the client bridge looks the workflow's actor up, then asks it; an actor
+    // that quit as it closed in between bounced the request (request_receiver_down).
+    ClusterSpec spec = one_worker(64);
+    spec.sync = false;
+    auto cluster = start_cluster(spec);
+    auto api = gateway(cluster->port);
+    const std::string noop = R"({"name": "small", "tasks": [{"name": "a", "handler": "noop"}]})";
+    constexpr int total = 3000;
+    constexpr int asks = 4;
+    int next = 0, answered = 0;
+    std::vector<std::string> problems;
+    auto check = [&](const std::string& id, const troupe::Result<std::string>& r) {
+      ++answered;
+      if (r) return;  // stopped it (READY_STOP, STOPPED) before it ended
+      if (r.error().code == troupe::Errc::NOT_ALLOWED_IN_STATE) return;  // it had ended
+      problems.push_back(id + ": " + r.error().message);
+    };
+    std::function<void()> launch = [&] {
+      if (next >= total) return;
+      const std::string id = "s-" + std::to_string(++next);
+      api->start_async({noop, "", id, ""}, [&, id](troupe::Result<std::string> started) {
+        if (!started) {
+          problems.push_back(id + ": start: " + started.error().message);
+          launch();
+          return;
+        }
+        auto left = std::make_shared<int>(asks);
+        for (int k = 0; k < asks; ++k) {
+          api->result_async(id, [&, id, left](troupe::Result<client::WorkflowResult>) {
+            // Stopped the moment an answer says it ended: the actor is quitting right now.
+            api->control_async(id, client::GatewayClient::Control::STOP,
+                               [&, id](troupe::Result<std::string> r) { check(id, r); });
+            if (--*left == 0) launch();
+          });
+        }
+      });
+    };
+    for (int i = 0; i < 100; ++i) launch();
+    auto ran = api->run(std::chrono::minutes(3));
+    REQUIRE_MESSAGE(ran, ran.error().message);
+    CHECK(answered == total * asks);
+    CHECK_MESSAGE(problems.empty(), problems.size() << " failed, the first: " << first_of(problems));
+  }
+
   TEST_CASE("watch resumes after a reconnect without gaps or duplicates") {
     auto cluster = start_cluster(one_worker());
     auto api = gateway(cluster->port);
