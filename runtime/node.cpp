@@ -129,6 +129,9 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
       return 3;
     }
     scheduler->task_token_key = std::move(*key);
+    if (!node.definitions_dir.empty()) {
+      scheduler->definitions = std::make_shared<DefinitionRegistry>(node.definitions_dir);
+    }
     actors::DispatcherOptions dispatch;
     dispatch.timeouts = timeouts;
     dispatch.replace_unhealthy = cluster.replace_unhealthy_workers;

@@ -312,8 +312,23 @@ auto refuse_or_finished(const Reply<T>& reply, std::shared_ptr<storage::HistoryS
   };
 }
 
+/// The definition JSON that `text` stands for: itself, or the registered definition it names.
+Result<std::string> definition_json(const std::string& text, DefinitionRegistry* definitions) {
+  if (!is_definition_name(text)) return text;
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const auto last = text.find_last_not_of(" \t\r\n");
+  const std::string name = text.substr(first, last - first + 1);
+  if (definitions == nullptr) {
+    return fail(Errc::INVALID_ARGUMENT, "'" + name +
+                                            "' is not a definition (a JSON object), and this scheduler has no "
+                                            "definitions directory to look it up in as a name");
+  }
+  return definitions->json_of(name);
+}
+
 caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors::directory_actor directory,
-                            std::shared_ptr<storage::HistoryStore> store) {
+                            std::shared_ptr<storage::HistoryStore> store,
+                            std::shared_ptr<DefinitionRegistry> definitions) {
   self->link_to(directory);  // ends with the directory
   return {
       [=](actors::describe_atom, const std::string& id, Reply<actors::WorkflowSnapshot>& reply) {
@@ -322,7 +337,13 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
       },
       [=](actors::submit_atom, const std::string& id, const std::string& json, const std::string& input,
           const std::string& run_from, Reply<std::string>& reply) {
-        self->request(directory, caf::infinite, actors::submit_atom::value, id, json, input, run_from)
+        // A registered definition's file is read here: small, local, and off the RPC thread.
+        auto resolved = definition_json(json, definitions.get());
+        if (!resolved) {
+          reply.deliver(resolved.error());
+          return;
+        }
+        self->request(directory, caf::infinite, actors::submit_atom::value, id, *resolved, input, run_from)
             .then([reply, id](const std::string&) { reply.deliver(id); },
                   refuse(reply));
       },
@@ -768,7 +789,8 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
                                        exception->getDescription().cStr());
   }
   if (bound_port) *bound_port = static_cast<uint16_t>(receiver->getPort());
-  services->client_bridge = services->system->spawn(client_bridge, services->directory, services->store);
+  services->client_bridge =
+      services->system->spawn(client_bridge, services->directory, services->store, services->definitions);
   auto listener = std::make_shared<Listener>(
       Listener{kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()), tasks});
   auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(

@@ -10,6 +10,7 @@
 #include "actors/system/directory.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "runtime/config/cluster_config.hpp"
+#include "runtime/definitions/definition_registry.hpp"
 #include "runtime/rpc_thread.hpp"
 
 namespace kj {
@@ -32,6 +33,9 @@ struct SchedulerServices {
   /// The key of task tokens (asyncCompletion): the cluster's secret, else one kept in the
   /// scheduler's data directory, so tokens outlive a restart either way.
   std::string task_token_key;
+  /// The registered definitions clients may start by name; nullptr: none (JSON only).
+  /// Used by the client bridge actor alone.
+  std::shared_ptr<DefinitionRegistry> definitions;
 };
 
 /// Listens on `listen` and serves the Gateway; the returned teardown stops listening and drops

@@ -56,6 +56,8 @@ interface ClientService {
   # Acknowledged once WorkflowSubmitted is durable. The same id while open returns that run;
   # an empty id gets a new one ("wf-" and 32 hex digits), returned in workflowId. The id of a
   # closed workflow is refused (alreadyExists): run it again with rerun.
+  # definitionJson may instead be the name of a definition registered with the scheduler (a
+  # file in its `definitions` directory): anything that is not a JSON object is taken as a name.
   result @1 (workflowId :Text) -> (result :WorkflowResult, error :Common.Error);
   # Waits for the workflow to end.
   control @2 (workflowId :Text, action :ControlAction) -> (state :Text, error :Common.Error);

@@ -41,9 +41,9 @@ constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
                                           "task_lists", "resource_id", "max_concurrent_sessions",
                                           "rate",       "log_dir",     "log_cap",
-                                          "actor_threads"};
+                                          "actor_threads", "definitions"};
 /// Keys that only mean something on a node with the scheduler role, resp. the worker role.
-constexpr std::string_view scheduler_only_keys[] = {"listen", "sync"};
+constexpr std::string_view scheduler_only_keys[] = {"listen", "sync", "definitions"};
 constexpr std::string_view worker_only_keys[] = {
     "scheduler", "task_lists", "resource_id", "max_concurrent_sessions",
     "rate",      "log_dir",    "log_cap"};
@@ -613,6 +613,7 @@ class Checker {
     }
     if (auto p = path_value(data_dir)) node.data_dir = *p;
     if (auto b = bool_value(field(t, "sync", path, line))) node.sync = *b;
+    if (auto p = path_value(field(t, "definitions", path, line))) node.definitions_dir = *p;
 
     // Worker role.
     const Field scheduler = field(t, "scheduler", path, line);

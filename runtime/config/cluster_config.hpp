@@ -67,6 +67,8 @@ struct NodeConfig {
   std::string data_dir;
   /// storage.sync: sync the write-ahead log before acknowledging. Default: true.
   bool sync = true;
+  /// Directory of registered definitions (*.json) that clients start by name. Empty: none.
+  std::string definitions_dir;
 
   // --- worker role (defaults are filled in only for workers) ---
   /// The scheduler this worker registers with: the `scheduler` key, or the node's own

@@ -223,5 +223,44 @@ TEST_SUITE("integration.cli") {
     CHECK(runs("c") == 2);
     auto listed = troupe_cli({"list", "--state", "SUCCESS", "--json", "--address", address});
     CHECK(contains(listed.output, R"("workflowId":"rr")"));
+    // This scheduler has no definitions directory: a name cannot be looked up.
+    auto by_name = troupe_cli({"submit", "rerun", "--address", address});
+    CHECK(by_name.code == 2);
+    CHECK(contains(by_name.output, "no definitions directory"));
+  }
+
+  TEST_CASE("submit by the name of a registered definition") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    spec.definitions = "definitions";
+    Cluster cluster(spec);
+    const std::string dir = cluster.dir.path();
+    std::filesystem::create_directories(dir + "/definitions");
+    std::ofstream(dir + "/definitions/nightly-file.json") << R"({"name": "nightly", "tasks": [
+        {"name": "a", "handler": "noop"}]})";
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    troupe::test::connect(cluster.port);
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+
+    auto run = troupe_cli({"submit", "nightly", "--id", "n-1", "--wait", "--address", address});
+    CHECK_MESSAGE(run.code == 0, run.output);
+    CHECK(contains(run.output, "n-1 SUCCESS"));
+    // Added while the scheduler runs: found by its name at once.
+    std::ofstream(dir + "/definitions/hourly.json") << R"({"name": "hourly", "tasks": [
+        {"name": "x", "shell": {"command": ["sh", "-c", "exit 4"]}}]})";
+    auto hourly = troupe_cli({"submit", "hourly", "--id", "h-1", "--wait", "--address", address});
+    CHECK(hourly.code == 1);
+    CHECK(contains(hourly.output, "h-1 FAILED: task 'x' failed: ExitCode:4"));
+    auto listed = troupe_cli({"list", "--name", "hourly", "--json", "--address", address});
+    CHECK(contains(listed.output, R"("workflowId":"h-1")"));
+
+    auto unknown = troupe_cli({"submit", "weekly", "--address", address});
+    CHECK(unknown.code == 2);
+    CHECK(contains(unknown.output, "no definition named 'weekly'"));
+    // A path that is not there is an input error of the CLI, not a name.
+    auto missing = troupe_cli({"submit", dir + "/nowhere.json", "--address", address});
+    CHECK(missing.code == 2);
+    CHECK(contains(missing.output, "cannot read"));
   }
 }

@@ -73,7 +73,8 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
     out << "\n";
   }
   out << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = " << address
-      << "\ndata_dir = \"data\"\n" << (spec.sync ? "" : "sync = false\n") << "\n";
+      << "\ndata_dir = \"data\"\n" << (spec.sync ? "" : "sync = false\n")
+      << (spec.definitions.empty() ? "" : "definitions = \"" + spec.definitions + "\"\n") << "\n";
   for (const auto& worker : spec.workers) {
     out << "[[node]]\nname = " << quoted(worker.name) << "\nroles = [\"worker\"]\nscheduler = " << address
         << "\ntask_lists = {";

@@ -61,6 +61,8 @@ struct ClusterSpec {
   /// `token_file` of [cluster] (relative paths resolve against the config's directory);
   /// empty: the cluster has no token.
   std::string token_file;
+  /// The scheduler's `definitions` directory (relative: to the config's directory); empty: none.
+  std::string definitions;
 };
 
 /// The TOML text of `spec` with the scheduler listening on 127.0.0.1:`port`. Relative paths

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -133,6 +134,15 @@ Result<std::string> read_file(const std::string& path) {
   return all.str();
 }
 
+/// What `submit WHAT` sends: the file's text, stdin's for -, else WHAT as the name of a
+/// definition registered with the scheduler (a word that names no file and is no path).
+Result<std::string> definition_argument(const std::string& what) {
+  std::error_code ec;
+  const bool path_like = what.find('/') != std::string::npos || what.ends_with(".json");
+  if (what == "-" || path_like || std::filesystem::exists(what, ec)) return read_file(what);
+  return what;
+}
+
 }  // namespace
 
 int submit_command(const Args& args) {
@@ -140,8 +150,10 @@ int submit_command(const Args& args) {
     return complain(exit_usage, known.error().message);
   }
   const auto& words = args.positionals();
-  if (words.size() != 1) return complain(exit_usage, "submit takes one definition file (or - for stdin)");
-  auto definition = read_file(words[0]);
+  if (words.size() != 1) {
+    return complain(exit_usage, "submit takes one definition: a file, - for stdin, or a registered name");
+  }
+  auto definition = definition_argument(words[0]);
   if (!definition) return complain(exit_usage, definition.error().message);
   auto wait = args.boolean("wait", false);
   auto json = args.boolean("json", false);

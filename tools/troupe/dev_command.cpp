@@ -53,7 +53,7 @@ int dev_command(const Args& args) {
     std::cerr << "troupe dev: " << message << "\n";
     return 2;
   };
-  if (auto known = args.only({"listen", "dir", "task-lists", "sync", "token-file"}); !known) {
+  if (auto known = args.only({"listen", "dir", "task-lists", "sync", "token-file", "definitions"}); !known) {
     return complain(known.error().message);
   }
   if (!args.positionals().empty()) return complain("dev takes no arguments");
@@ -66,7 +66,10 @@ int dev_command(const Args& args) {
   if (!lists) return complain(lists.error().message);
   std::string token_file;
   if (auto f = args.get("token-file")) token_file = std::filesystem::absolute(*f, ec).string();
-  if (dir.string().find('\'') != std::string::npos || token_file.find('\'') != std::string::npos) {
+  std::string definitions;
+  if (auto d = args.get("definitions")) definitions = std::filesystem::absolute(*d, ec).lexically_normal().string();
+  if (dir.string().find('\'') != std::string::npos || token_file.find('\'') != std::string::npos ||
+      definitions.find('\'') != std::string::npos) {
     return complain("paths with a single quote are not supported");
   }
 
@@ -79,6 +82,7 @@ int dev_command(const Args& args) {
        << "log_dir = " << toml_string((dir / "logs").string()) << "\n"
        << "sync = " << (*sync ? "true" : "false") << "\n"
        << "task_lists = " << *lists << "\n";
+  if (!definitions.empty()) toml << "definitions = " << toml_string(definitions) << "\n";
 
   std::filesystem::create_directories(dir, ec);
   if (ec) return complain("cannot create " + dir.string() + ": " + ec.message());

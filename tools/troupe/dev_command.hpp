@@ -20,6 +20,7 @@ inline constexpr const char* dev_usage =
     "                  --task-lists LIST    task lists served and their slots (default\n"
     "                                       default=8,io=2: the lists the examples use)\n"
     "                  --sync BOOL          sync the history before acknowledging (default true)\n"
-    "                  --token-file F       require clients and workers to present this secret\n";
+    "                  --token-file F       require clients and workers to present this secret\n"
+    "                  --definitions DIR    definitions (*.json) clients may submit by name\n";
 
 }  // namespace troupe::cli

@@ -30,7 +30,9 @@ namespace {
 constexpr const char* usage_head = R"(usage: troupe COMMAND [ARGS]
 
 commands:
-  submit FILE.json   starts the workflow defined in FILE.json (- reads stdin) and prints its id
+  submit FILE.json   starts the workflow defined in FILE.json (- reads stdin) and prints its id;
+  submit NAME        or the definition registered as NAME (a file in the scheduler's
+                     `definitions` directory)
                   --id ID            the workflow id (default: the scheduler picks one); while a
                                      workflow with this id is open, submitting again returns it
                   --input JSON       the workflow's input (default {})
