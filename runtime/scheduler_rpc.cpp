@@ -638,14 +638,7 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     auto b = bridge<std::string>();
     caf::anon_send(services_->client_bridge, actors::control_atom::value, text(params.getWorkflowId()),
                    static_cast<uint8_t>(params.getAction()), Reply<std::string>{b.resolve});
-    return b.promise.then([context](Result<std::string> r) mutable {
-      auto results = context.getResults();
-      if (r) {
-        results.setState(*r);
-      } else {
-        set_error(results.initError(), r.error());
-      }
-    });
+    return answer_state(kj::mv(b.promise), context);
   }
 
   kj::Promise<void> rerun(RerunContext context) override {
@@ -653,7 +646,14 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     auto b = bridge<std::string>();
     caf::anon_send(services_->client_bridge, actors::rerun_atom::value, text(params.getWorkflowId()),
                    text(params.getRunFrom()), Reply<std::string>{b.resolve});
-    return b.promise.then([context](Result<std::string> r) mutable {
+    return answer_state(kj::mv(b.promise), context);
+  }
+
+ private:
+  /// Answers a call whose results are (state, error) with the state the bridge replies.
+  template <class Context>
+  static kj::Promise<void> answer_state(kj::Promise<Result<std::string>> state, Context context) {
+    return state.then([context](Result<std::string> r) mutable {
       auto results = context.getResults();
       if (r) {
         results.setState(*r);
@@ -663,7 +663,6 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     });
   }
 
- private:
   /// Ends the invocation the token names with `report`; `error` is set unless that is durable.
   kj::Promise<void> end_task(const std::string& token, TaskReport report, schema::Error::Builder error) {
     auto claims = verify_task_token(services_->task_token_key, token);

@@ -32,6 +32,22 @@ void track(Self self, const std::string& id, const workflow_actor& wf) {
   self->monitor(wf);
 }
 
+/// An actor for workflow `id` from its history: an open one revived (it carries on), or a
+/// finished one adopted as it is, to be rerun (`closed`).
+Result<workflow_actor> spawn_from_history(Self self, const std::string& id, bool closed) {
+  auto& st = self->state;
+  auto replayed = replay(*st.store, id, st.wiring->definitions.get());
+  if (!replayed) return replayed.error();
+  WorkflowSetup setup;
+  setup.id = id;
+  setup.wiring = st.wiring;
+  setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
+  setup.closed = closed;
+  auto wf = spawn_workflow(self, std::move(setup));
+  track(self, id, wf);
+  return wf;
+}
+
 /// The live actor of `id`, reviving an open workflow from its history.
 Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
   auto& st = self->state;
@@ -42,30 +58,7 @@ Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
   if ((*record)->status == storage::WorkflowStatus::CLOSED) {
     return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' has finished");
   }
-  auto replayed = replay(*st.store, id, st.wiring->definitions.get());
-  if (!replayed) return replayed.error();
-  WorkflowSetup setup;
-  setup.id = id;
-  setup.wiring = st.wiring;
-  setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
-  auto wf = spawn_workflow(self, std::move(setup));
-  track(self, id, wf);
-  return wf;
-}
-
-/// A finished workflow's actor, adopted from its history to be rerun.
-Result<workflow_actor> adopt_closed(Self self, const std::string& id) {
-  auto& st = self->state;
-  auto replayed = replay(*st.store, id, st.wiring->definitions.get());
-  if (!replayed) return replayed.error();
-  WorkflowSetup setup;
-  setup.id = id;
-  setup.wiring = st.wiring;
-  setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
-  setup.closed = true;
-  auto wf = spawn_workflow(self, std::move(setup));
-  track(self, id, wf);
-  return wf;
+  return spawn_from_history(self, id, false);
 }
 
 /// Forgets an actor that is known to have quit before its down message arrived.
@@ -88,7 +81,8 @@ void rerun(Self self, const std::string& id, const std::string& from,
     auto record = st.store->find_workflow(id);
     if (!record) return promise.deliver(to_caf(record.error())), void();
     if (!*record) return promise.deliver(to_caf(fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'"))), void();
-    wf = (*record)->status == storage::WorkflowStatus::CLOSED ? adopt_closed(self, id) : find_or_revive(self, id);
+    wf = (*record)->status == storage::WorkflowStatus::CLOSED ? spawn_from_history(self, id, true)
+                                                              : find_or_revive(self, id);
   }
   if (!wf) return promise.deliver(to_caf(wf.error())), void();
   self->request(*wf, caf::infinite, rerun_atom::value, from)

@@ -18,14 +18,27 @@ using troupe::test::contains;
 using troupe::test::troupe_cli;
 
 
+namespace {
+
+troupe::test::ClusterSpec one_worker() {
+  troupe::test::ClusterSpec spec;
+  spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+  return spec;
+}
+
+/// Starts the scheduler and its worker; returns once the scheduler accepts connections.
+void start(Cluster& cluster) {
+  cluster.start("scheduler");
+  cluster.start("worker-a");
+  troupe::test::connect(cluster.port);
+}
+
+}  // namespace
+
 TEST_SUITE("integration.cli") {
   TEST_CASE("submit and result against a cluster: output and exit codes") {
-    troupe::test::ClusterSpec spec;
-    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
-    Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    troupe::test::connect(cluster.port);  // waits until the scheduler accepts connections
+    Cluster cluster(one_worker());
+    start(cluster);
     const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
     const std::string dir = cluster.dir.path();
     std::ofstream(dir + "/ok.json") << R"({"name": "ok", "tasks": [
@@ -104,12 +117,8 @@ TEST_SUITE("integration.cli") {
   }
 
   TEST_CASE("pause, resume and stop a running workflow") {
-    troupe::test::ClusterSpec spec;
-    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
-    Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    troupe::test::connect(cluster.port);
+    Cluster cluster(one_worker());
+    start(cluster);
     const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
     const std::string dir = cluster.dir.path();
 
@@ -159,12 +168,8 @@ TEST_SUITE("integration.cli") {
   }
 
   TEST_CASE("rerun a finished workflow from a task") {
-    troupe::test::ClusterSpec spec;
-    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
-    Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    troupe::test::connect(cluster.port);
+    Cluster cluster(one_worker());
+    start(cluster);
     const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
     const std::string dir = cluster.dir.path();
     // Each task appends a line to its own file, so the files count the runs; b fails until
@@ -230,17 +235,14 @@ TEST_SUITE("integration.cli") {
   }
 
   TEST_CASE("submit by the name of a registered definition") {
-    troupe::test::ClusterSpec spec;
-    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    troupe::test::ClusterSpec spec = one_worker();
     spec.definitions = "definitions";
     Cluster cluster(spec);
     const std::string dir = cluster.dir.path();
     std::filesystem::create_directories(dir + "/definitions");
     std::ofstream(dir + "/definitions/nightly-file.json") << R"({"name": "nightly", "tasks": [
         {"name": "a", "handler": "noop"}]})";
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    troupe::test::connect(cluster.port);
+    start(cluster);
     const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
 
     auto run = troupe_cli({"submit", "nightly", "--id", "n-1", "--wait", "--address", address});

@@ -134,6 +134,18 @@ Result<std::string> read_file(const std::string& path) {
   return all.str();
 }
 
+/// "ID STATE", or {"workflowId": ID, "state": STATE} with --json.
+void print_state(const std::string& id, const std::string& state, bool json) {
+  if (json) {
+    Json out = Json::object();
+    out.set("workflowId", id);
+    out.set("state", state);
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << id << " " << state << "\n";
+  }
+}
+
 /// What `submit WHAT` sends: the file's text, stdin's for -, else WHAT as the name of a
 /// definition registered with the scheduler (a word that names no file and is no path).
 Result<std::string> definition_argument(const std::string& what) {
@@ -213,14 +225,7 @@ int control_command(const std::string& action, const Args& args) {
   if (!client) return complain(exit_code_of(client.error()), client.error().message);
   auto state = (*client)->control(words[0], which);
   if (!state) return complain(exit_code_of(state.error()), state.error().message);
-  if (*json) {
-    Json out = Json::object();
-    out.set("workflowId", words[0]);
-    out.set("state", *state);
-    std::cout << out.dump() << "\n";
-  } else {
-    std::cout << words[0] << " " << *state << "\n";
-  }
+  print_state(words[0], *state, *json);
   return 0;
 }
 
@@ -245,14 +250,7 @@ int rerun_command(const Args& args) {
     if (!result) return complain(exit_code_of(result.error()), result.error().message);
     return print_result(*result, *json);
   }
-  if (*json) {
-    Json out = Json::object();
-    out.set("workflowId", words[0]);
-    out.set("state", *state);
-    std::cout << out.dump() << "\n";
-  } else {
-    std::cout << words[0] << " " << *state << "\n";
-  }
+  print_state(words[0], *state, *json);
   return 0;
 }
 
