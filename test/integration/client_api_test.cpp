@@ -184,6 +184,37 @@ std::string random_secret() {
   return s;
 }
 
+/// Starts `total` one-task noop workflows (ids PREFIX1, PREFIX2, ...), 100 in flight, and asks
+/// each for its result `asks` times at once; `on_end` runs with each answer, the moment it
+/// says the workflow ended. Returns once every call, and every call `on_end` queued, answered.
+void at_their_ends(client::GatewayClient& api, const std::string& prefix, int total, int asks,
+                   std::vector<std::string>& problems,
+                   const std::function<void(const std::string&, troupe::Result<client::WorkflowResult>)>& on_end) {
+  const std::string noop = R"({"name": "small", "tasks": [{"name": "a", "handler": "noop"}]})";
+  int next = 0;
+  std::function<void()> launch = [&] {
+    if (next >= total) return;
+    const std::string id = prefix + std::to_string(++next);
+    api.start_async({noop, "", id, ""}, [&, id](troupe::Result<std::string> started) {
+      if (!started) {
+        problems.push_back(id + ": start: " + started.error().message);
+        launch();
+        return;
+      }
+      auto left = std::make_shared<int>(asks);
+      for (int k = 0; k < asks; ++k) {
+        api.result_async(id, [&, id, left](troupe::Result<client::WorkflowResult> r) {
+          on_end(id, std::move(r));
+          if (--*left == 0) launch();
+        });
+      }
+    });
+  };
+  for (int i = 0; i < 100; ++i) launch();
+  auto ran = api.run(std::chrono::minutes(3));
+  REQUIRE_MESSAGE(ran, ran.error().message);
+}
+
 }  // namespace
 
 TEST_SUITE("integration.client_api") {
@@ -410,38 +441,19 @@ TEST_SUITE("integration.client_api") {
     spec.sync = false;
     auto cluster = start_cluster(spec);
     auto api = gateway(cluster->port);
-    const std::string noop = R"({"name": "small", "tasks": [{"name": "a", "handler": "noop"}]})";
     constexpr int total = 4000;
     constexpr int asks = 8;  // result calls per workflow at once, and as many again once answered
-    int next = 0, answered = 0;
+    int answered = 0;
     std::vector<std::string> problems;
     auto check = [&](const std::string& id, const troupe::Result<client::WorkflowResult>& r) {
       ++answered;
       if (!r || r->state != "SUCCESS") problems.push_back(id + ": " + (r ? r->state : r.error().message));
     };
-    std::function<void()> launch = [&] {
-      if (next >= total) return;
-      const std::string id = "r-" + std::to_string(++next);
-      api->start_async({noop, "", id, ""}, [&, id](troupe::Result<std::string> started) {
-        if (!started) {
-          problems.push_back(id + ": start: " + started.error().message);
-          launch();
-          return;
-        }
-        auto left = std::make_shared<int>(asks);
-        for (int k = 0; k < asks; ++k) {
-          api->result_async(id, [&, id, left](troupe::Result<client::WorkflowResult> r) {
-            check(id, r);
-            // Asked again the moment an answer says it ended.
-            api->result_async(id, [&, id](troupe::Result<client::WorkflowResult> again) { check(id, again); });
-            if (--*left == 0) launch();
-          });
-        }
-      });
-    };
-    for (int i = 0; i < 100; ++i) launch();
-    auto ran = api->run(std::chrono::minutes(3));
-    REQUIRE_MESSAGE(ran, ran.error().message);
+    at_their_ends(*api, "r-", total, asks, problems, [&](const std::string& id, troupe::Result<client::WorkflowResult> r) {
+      check(id, r);
+      // Asked again the moment an answer says it ended.
+      api->result_async(id, [&, id](troupe::Result<client::WorkflowResult> again) { check(id, again); });
+    });
     CHECK(answered == total * asks * 2);
     CHECK_MESSAGE(problems.empty(), problems.size() << " failed, the first: " << first_of(problems));
   }
@@ -453,40 +465,19 @@ TEST_SUITE("integration.client_api") {
     spec.sync = false;
     auto cluster = start_cluster(spec);
     auto api = gateway(cluster->port);
-    const std::string noop = R"({"name": "small", "tasks": [{"name": "a", "handler": "noop"}]})";
     constexpr int total = 3000;
     constexpr int asks = 4;
-    int next = 0, answered = 0;
+    int answered = 0;
     std::vector<std::string> problems;
-    auto check = [&](const std::string& id, const troupe::Result<std::string>& r) {
-      ++answered;
-      if (r) return;  // stopped it (READY_STOP, STOPPED) before it ended
-      if (r.error().code == troupe::Errc::NOT_ALLOWED_IN_STATE) return;  // it had ended
-      problems.push_back(id + ": " + r.error().message);
-    };
-    std::function<void()> launch = [&] {
-      if (next >= total) return;
-      const std::string id = "s-" + std::to_string(++next);
-      api->start_async({noop, "", id, ""}, [&, id](troupe::Result<std::string> started) {
-        if (!started) {
-          problems.push_back(id + ": start: " + started.error().message);
-          launch();
-          return;
-        }
-        auto left = std::make_shared<int>(asks);
-        for (int k = 0; k < asks; ++k) {
-          api->result_async(id, [&, id, left](troupe::Result<client::WorkflowResult>) {
-            // Stopped the moment an answer says it ended: the actor is quitting right now.
-            api->control_async(id, client::GatewayClient::Control::STOP,
-                               [&, id](troupe::Result<std::string> r) { check(id, r); });
-            if (--*left == 0) launch();
-          });
-        }
+    at_their_ends(*api, "s-", total, asks, problems, [&](const std::string& id, troupe::Result<client::WorkflowResult>) {
+      // Stopped the moment an answer says it ended: the actor is quitting right now.
+      api->control_async(id, client::GatewayClient::Control::STOP, [&, id](troupe::Result<std::string> r) {
+        ++answered;
+        if (r) return;  // stopped it (READY_STOP, STOPPED) before it ended
+        if (r.error().code == troupe::Errc::NOT_ALLOWED_IN_STATE) return;  // it had ended
+        problems.push_back(id + ": " + r.error().message);
       });
-    };
-    for (int i = 0; i < 100; ++i) launch();
-    auto ran = api->run(std::chrono::minutes(3));
-    REQUIRE_MESSAGE(ran, ran.error().message);
+    });
     CHECK(answered == total * asks);
     CHECK_MESSAGE(problems.empty(), problems.size() << " failed, the first: " << first_of(problems));
   }
