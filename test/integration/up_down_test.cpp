@@ -72,8 +72,8 @@ std::set<pid_t> nodes_of(const std::string& config) {
   return pids;
 }
 
-/// A cluster config in a fresh directory: a scheduler on a free port and two workers, one of
-/// them serving the examples' "io" task list. Its nodes are killed by pid when it goes away.
+/// A cluster config in a fresh directory: a scheduler on a free port, with the examples'
+/// definitions registered, and two workers, one of them serving the examples' "io" task list. Its nodes are killed by pid when it goes away.
 struct LocalCluster {
   LocalCluster() { write_config(); }
   LocalCluster(const LocalCluster&) = delete;
@@ -89,7 +89,8 @@ struct LocalCluster {
     const std::string address = "\"127.0.0.1:" + std::to_string(port) + "\"";
     std::ofstream(config) << "[cluster]\nname = \"updown\"\n\n"
                           << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = " << address
-                          << "\ndata_dir = \"data\"\nsync = false\n\n"
+                          << "\ndata_dir = \"data\"\nsync = false\ndefinitions = \""
+                          << examples_dir() << "/workflows\"\n\n"
                           << "[[node]]\nname = \"worker-a\"\nroles = [\"worker\"]\nscheduler = " << address
                           << "\ntask_lists = { default = 2 }\n\n"
                           << "[[node]]\nname = \"worker-b\"\nroles = [\"worker\"]\nscheduler = " << address
@@ -145,13 +146,35 @@ std::string task_logs(const std::string& dir, const std::string& task) {
   return text;
 }
 
-/// Runs the example workflow `name` to its end; returns its final state.
-std::string run_example(troupe::test::Client& client, const std::string& name) {
-  const std::string definition = read_file(examples_dir() + "/workflows/" + name + ".json");
-  REQUIRE(!definition.empty());
-  const std::string id = "example-" + name;
-  REQUIRE(client.start(id, definition) == id);
-  return client.result(id, 60s);
+/// Runs the example workflow `name` as a user would: submitted by its registered name, watched
+/// to its end, its result and status read, all through the CLI. The async-approval example is
+/// approved with the token its task leaves in /tmp/troupe-approvals. Returns the result line.
+std::string run_example(const LocalCluster& cluster, const std::string& name) {
+  CAPTURE(name);
+  const std::string id = "example-" + name + "-" + std::to_string(::getpid());
+  const auto submitted = troupe_cli({"submit", name, "--id", id, "--config", cluster.config});
+  REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.output);
+  CHECK(submitted.output == id + "\n");
+  if (name == "async-approval") {
+    const std::string token_file = "/tmp/troupe-approvals/" + id + ".token";
+    REQUIRE(troupe::test::eventually([&] { return fs::exists(token_file) && fs::file_size(token_file) > 0; }, 60s));
+    std::string token = read_file(token_file);
+    token.erase(token.find_last_not_of("\n") + 1);
+    fs::remove(token_file);
+    const auto approved = troupe_cli({"complete", token, R"({"approved": true})", "--config", cluster.config});
+    CHECK_MESSAGE(approved.exit_code == 0, approved.output);
+  }
+  // Not on a terminal: one line per history event, until the end; exit 0 as it succeeded.
+  const auto watched = troupe_cli({"watch", id, "--config", cluster.config});
+  CHECK_MESSAGE(watched.exit_code == 0, watched.output);
+  CHECK(watched.output.find("workflowSucceeded") != std::string::npos);
+  const auto status = troupe_cli({"status", id, "--json", "--config", cluster.config});
+  CHECK(status.exit_code == 0);
+  CHECK(status.output.find(R"("workflowId":")" + id + R"(","state":"SUCCESS")") != std::string::npos);
+  CHECK(status.output.find(R"("state":"WAITING")") == std::string::npos);
+  const auto result = troupe_cli({"result", id, "--config", cluster.config});
+  CHECK(result.exit_code == 0);
+  return result.output;
 }
 
 }  // namespace
@@ -180,12 +203,13 @@ TEST_SUITE("integration.up_down") {
     CHECK(nodes_of(cluster.config) == pids);
 
     SUBCASE("the scheduler runs the example workflows on the workers") {
-      auto client = troupe::test::connect(cluster.port);
-      CHECK(run_example(*client, "diamond") == "SUCCESS");
-      CHECK(run_example(*client, "fanout") == "SUCCESS");
-      CHECK(run_example(*client, "retry-heartbeat") == "SUCCESS");
+      troupe::test::connect(cluster.port);  // waits until the scheduler accepts connections
+      const std::string suffix = "-" + std::to_string(::getpid());
+      for (const std::string name : {"diamond", "fanout", "retry-heartbeat", "async-approval"}) {
+        CHECK(run_example(cluster, name) == "example-" + name + suffix + " SUCCESS\n");
+      }
       // Only worker-b serves the io task list.
-      CHECK(task_logs(cluster.dir.path() + "/logs/worker-b/example-diamond", "right")
+      CHECK(task_logs(cluster.dir.path() + "/logs/worker-b/example-diamond" + suffix, "right")
                 .find("right: on the io task list") != std::string::npos);
     }
 
