@@ -278,7 +278,7 @@ struct ClientBridgeState {
 };
 
 /// The durable state of workflow `id`, from its replayed history. NOT_FOUND for an unknown id.
-Result<actors::WorkflowSnapshot> describe_workflow(storage::HistoryStore& store, const std::string& id) {
+Result<WorkflowStatus> describe_workflow(storage::HistoryStore& store, const std::string& id) {
   auto record = store.find_workflow(id);
   if (!record) return record.error();
   if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
@@ -331,7 +331,7 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
                             std::shared_ptr<DefinitionRegistry> definitions) {
   self->link_to(directory);  // ends with the directory
   return {
-      [=](actors::describe_atom, const std::string& id, Reply<actors::WorkflowSnapshot>& reply) {
+      [=](actors::describe_atom, const std::string& id, Reply<WorkflowStatus>& reply) {
         // A read of one history: short enough for this actor's thread.
         reply.deliver(describe_workflow(*store, id));
       },
@@ -605,17 +605,17 @@ class ClientServiceImpl final : public schema::ClientService::Server {
   }
 
   kj::Promise<void> describe(DescribeContext context) override {
-    auto b = bridge<actors::WorkflowSnapshot>();
+    auto b = bridge<WorkflowStatus>();
     caf::anon_send(services_->client_bridge, actors::describe_atom::value, text(context.getParams().getWorkflowId()),
-                   Reply<actors::WorkflowSnapshot>{b.resolve});
-    return b.promise.then([context](Result<actors::WorkflowSnapshot> r) mutable {
+                   Reply<WorkflowStatus>{b.resolve});
+    return b.promise.then([context](Result<WorkflowStatus> r) mutable {
       auto results = context.getResults();
       if (!r) {
         set_error(results.initError(), r.error());
         return;
       }
       auto out = results.initDescription();
-      out.setWorkflowId(r->id);
+      out.setWorkflowId(r->workflow_id);
       out.setState(r->state);
       out.setDetail(r->detail);
       auto tasks = out.initTasks(static_cast<unsigned>(r->tasks.size()));

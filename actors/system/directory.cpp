@@ -61,6 +61,17 @@ Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
   return spawn_from_history(self, id, false);
 }
 
+/// The actor of `id` whatever its state: the live one, an open one revived, or a finished one
+/// adopted as it is.
+Result<workflow_actor> find_or_adopt(Self self, const std::string& id) {
+  auto& st = self->state;
+  if (auto it = st.live.find(id); it != st.live.end()) return it->second;
+  auto record = st.store->find_workflow(id);
+  if (!record) return record.error();
+  if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
+  return spawn_from_history(self, id, (*record)->status == storage::WorkflowStatus::CLOSED);
+}
+
 /// Forgets an actor that is known to have quit before its down message arrived.
 void forget(Self self, const std::string& id, const workflow_actor& wf) {
   auto& st = self->state;
@@ -73,18 +84,11 @@ void forget(Self self, const std::string& id, const workflow_actor& wf) {
 /// request; the rerun then goes to an adopted one.
 void rerun(Self self, const std::string& id, const std::string& from,
            caf::typed_response_promise<std::string> promise, int bounces) {
-  auto& st = self->state;
-  Result<workflow_actor> wf = fail(Errc::INTERNAL, "");
-  if (auto it = st.live.find(id); it != st.live.end()) {
-    wf = it->second;
-  } else {
-    auto record = st.store->find_workflow(id);
-    if (!record) return promise.deliver(to_caf(record.error())), void();
-    if (!*record) return promise.deliver(to_caf(fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'"))), void();
-    wf = (*record)->status == storage::WorkflowStatus::CLOSED ? spawn_from_history(self, id, true)
-                                                              : find_or_revive(self, id);
+  auto wf = find_or_adopt(self, id);
+  if (!wf) {
+    promise.deliver(to_caf(wf.error()));
+    return;
   }
-  if (!wf) return promise.deliver(to_caf(wf.error())), void();
   self->request(*wf, caf::infinite, rerun_atom::value, from)
       .then([promise](const std::string& state) mutable { promise.deliver(state); },
             [self, id, from, promise, bounces, actor = *wf](const caf::error& e) mutable {

@@ -33,14 +33,14 @@ Result<ReplayedWorkflow> replay(const std::string& workflow_id,
   return out;
 }
 
-WorkflowSnapshot snapshot(const ReplayedWorkflow& replayed) {
-  WorkflowSnapshot view;
-  view.id = replayed.workflow.id;
+WorkflowStatus snapshot(const ReplayedWorkflow& replayed) {
+  WorkflowStatus view;
+  view.workflow_id = replayed.workflow.id;
   view.state = std::string(WorkflowMachineTraits::name(replayed.workflow.state));
   view.detail = replayed.workflow.failure_reason;
   if (!replayed.workflow.spec) return view;
   for (const auto& spec : replayed.workflow.spec->tasks) {
-    TaskSnapshot task;
+    TaskStatus task;
     task.name = spec.name;
     task.state = "WAITING";
     if (auto it = replayed.tasks.find(spec.name); it != replayed.tasks.end()) {

@@ -8,6 +8,7 @@
 
 #include "actors/task/task_model.hpp"
 #include "actors/workflow/workflow_model.hpp"
+#include "schema/workflow_status.hpp"
 #include "storage/history_store.hpp"
 
 namespace troupe::actors {
@@ -17,26 +18,8 @@ struct ReplayedWorkflow {
   std::map<std::string, TaskModel> tasks;  ///< by task name
 };
 
-/// A task as a replayed history shows it, in plain values for clients.
-struct TaskSnapshot {
-  std::string name;
-  std::string state;  ///< a task state, or WAITING before it was scheduled
-  uint32_t attempt = 0;
-  std::string worker;    ///< the shard of its current or last invocation
-  std::string failure;   ///< its last failure's reason
-  std::string progress;  ///< its last heartbeat's progress
-  bool awaiting_completion = false;  ///< handed off: its token's completeTask/failTask ends it
-};
-
-struct WorkflowSnapshot {
-  std::string id;
-  std::string state;
-  std::string detail;  ///< the failure reason of a failed workflow
-  std::vector<TaskSnapshot> tasks;  ///< in definition order
-};
-
 /// What describe shows of a replayed workflow (every task of its definition included).
-WorkflowSnapshot snapshot(const ReplayedWorkflow& replayed);
+WorkflowStatus snapshot(const ReplayedWorkflow& replayed);
 
 /// Applies `history` (in sequence order) to fresh models. CORRUPTION naming the sequence if an
 /// event does not decode or does not apply: a history troupe could not have written.

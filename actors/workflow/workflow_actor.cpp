@@ -50,6 +50,11 @@ WorkflowOutcome outcome_of(const WorkflowModel& model) {
 
 void fail_stop(Self self, const caf::error& error);
 
+/// The index record of an open workflow: written with its submission, and by a rerun.
+storage::WorkflowRecord open_record(const WorkflowModel& model) {
+  return storage::WorkflowRecord{storage::WorkflowStatus::OPEN, model.spec->name, "", model.submitted_us, 0, ""};
+}
+
 /// Adds an event to `batch` and applies it to the model. False (and the actor fail-stops) if
 /// the model refuses what the table allowed: a bug.
 bool add_event(Self self, Batch& batch, storage::NewEvent event) {
@@ -402,8 +407,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         std::string().swap(st.setup.definition_json);
         std::string().swap(st.setup.input);
         batch.events.has_record = true;
-        batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::OPEN, st.model.spec->name, "",
-                                                      st.model.submitted_us, 0, ""};
+        batch.events.record = open_record(st.model);
         decide(self, batch, WorkflowEvent::START, [](Body b) { b.setWorkflowStarted(); });
         // Acknowledged once the submission is durable, with the state it reached.
         batch.effects.insert(batch.effects.begin(), [self, promise]() mutable {
@@ -488,8 +492,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         if (decide(self, batch, WorkflowEvent::RERUN, [&](Body b) { b.initWorkflowRerun().setRunFrom(from); },
                    promise)) {
           batch.events.has_record = true;
-          batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::OPEN, st.model.spec->name, "",
-                                                        st.model.submitted_us, 0, ""};
+          batch.events.record = open_record(st.model);
           commit(self, std::move(batch));
         }
         return promise;

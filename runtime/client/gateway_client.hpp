@@ -17,6 +17,7 @@
 
 #include "schema/duration.hpp"
 #include "schema/result.hpp"
+#include "schema/workflow_status.hpp"
 
 namespace troupe::client {
 
@@ -35,24 +36,9 @@ struct WorkflowResult {
   std::string detail;  ///< the failure reason of a failed workflow
 };
 
-/// A task as its workflow's history records it.
-struct TaskStatus {
-  std::string name;
-  std::string state;     ///< a task state, or WAITING before it was scheduled
-  uint32_t attempt = 0;
-  std::string worker;    ///< the shard of its current or last invocation
-  std::string failure;   ///< its last failure's reason
-  std::string progress;  ///< its last heartbeat's progress
-  bool awaiting_completion = false;  ///< asyncCompletion: handed off, waiting for its token
-};
-
 /// A workflow and its tasks (in definition order) as its history records them.
-struct WorkflowStatus {
-  std::string workflow_id;
-  std::string state;
-  std::string detail;
-  std::vector<TaskStatus> tasks;
-};
+using troupe::TaskStatus;
+using troupe::WorkflowStatus;
 
 /// Which workflows to list (every filter optional) and where the page starts.
 struct ListQuery {

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "actors/system/replay.hpp"
 #include "runtime/auth/task_token.hpp"
 #include "runtime/client/gateway_client.hpp"
 #include "runtime/config/cluster_config.hpp"
@@ -285,12 +286,7 @@ int status_command(const Args& args) {
     std::cout << out.dump() << "\n";
     return 0;
   }
-  actors::WorkflowSnapshot view{status->workflow_id, status->state, status->detail, {}};
-  for (const auto& t : status->tasks) {
-    view.tasks.push_back(
-        actors::TaskSnapshot{t.name, t.state, t.attempt, t.worker, t.failure, t.progress, t.awaiting_completion});
-  }
-  std::cout << render_task_table(view);
+  std::cout << render_task_table(*status);
   return 0;
 }
 

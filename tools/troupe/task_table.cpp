@@ -49,8 +49,8 @@ std::string progress_bar(double fraction, int width) {
          "] " + percent;
 }
 
-std::string render_task_table(const actors::WorkflowSnapshot& workflow) {
-  std::string out = workflow.id + " " + workflow.state + (workflow.detail.empty() ? "" : ": " + workflow.detail) + "\n";
+std::string render_task_table(const WorkflowStatus& workflow) {
+  std::string out = workflow.workflow_id + " " + workflow.state + (workflow.detail.empty() ? "" : ": " + workflow.detail) + "\n";
   int name_width = 4;
   for (const auto& t : workflow.tasks) name_width = std::max(name_width, static_cast<int>(t.name.size()));
   char line[512];

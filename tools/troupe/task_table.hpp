@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "actors/system/replay.hpp"
+#include "schema/workflow_status.hpp"
 
 namespace troupe::cli {
 
@@ -17,6 +17,6 @@ std::optional<double> progress_fraction(const std::string& progress);
 std::string progress_bar(double fraction, int width = 20);
 
 /// The workflow's line and its tasks' table, each line ending in '\n'.
-std::string render_task_table(const actors::WorkflowSnapshot& workflow);
+std::string render_task_table(const WorkflowStatus& workflow);
 
 }  // namespace troupe::cli
