@@ -88,6 +88,10 @@ using recovered_atom = caf::atom_constant<caf::atom("recovered")>;
 using control_atom = caf::atom_constant<caf::atom("control")>;
 using complete_atom = caf::atom_constant<caf::atom("complete")>;
 using rerun_atom = caf::atom_constant<caf::atom("rerun")>;
+using passivate_atom = caf::atom_constant<caf::atom("passivate")>;
+using park_atom = caf::atom_constant<caf::atom("park")>;
+using thaw_atom = caf::atom_constant<caf::atom("thaw")>;
+using awaken_atom = caf::atom_constant<caf::atom("awaken")>;
 
 // --- errors -------------------------------------------------------------------------------
 

@@ -37,6 +37,11 @@ using executor_actor = caf::typed_actor<
     // from a task revived after a scheduler restart: this invocation was on `executor` when
     // the scheduler stopped; take it back if it still runs there, else report it LOST
     caf::reacts_to<adopt_atom, Invocation, task_port>,
+    // from a task that passivates: send this invocation's reports to `to` (the directory, which
+    // finds the task again) from now on. False if the executor no longer holds the invocation
+    // (it ended, and its last report is on its way to the task)
+    caf::replies_to<park_atom, std::string /* invocation id */, std::string /* executor */,
+                    task_port /* to */>::with<bool>,
     // from the executor's own handler contexts
     caf::reacts_to<report_atom, TaskReport>,
     caf::reacts_to<wake_atom, uint64_t /* timer */>>;

@@ -24,6 +24,10 @@ struct Wiring {
   /// How long a killed invocation may take to confirm before KILLED is assumed; also the grace
   /// its executor gives it between asking it to stop (SIGTERM) and killing it (SIGKILL).
   Duration kill_grace = std::chrono::seconds(10);
+  /// Live workflows the directory keeps before it asks idle ones to passivate (0: no limit).
+  /// Like Temporal's workflow cache, it bounds the scheduler's memory by what is busy rather
+  /// than by what is open.
+  size_t workflow_cache = 10000;
   /// Called with a task's canonical state when its actor ends (tests compare it with replay).
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_task_end;
   /// Called with a workflow's canonical state when its actor ends.

@@ -149,6 +149,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     wiring.writer = actors::spawn_history_writer(system, store);
     wiring.executor = caf::actor_cast<actors::executor_actor>(scheduler->dispatcher);
     wiring.kill_grace = cluster.kill_grace;
+    wiring.workflow_cache = node.workflow_cache;
     wiring.now_us = [] {
       return std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())

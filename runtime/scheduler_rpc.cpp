@@ -293,23 +293,15 @@ auto refuse(const Reply<T>& reply) {
   return [reply](const caf::error& e) { reply.deliver(actors::from_caf(e)); };
 }
 
-/// The error handler of a request to a workflow actor found by lookup. The actor quits as it
-/// closes, and a request reaching it after that bounces (request_receiver_down): the workflow
-/// has finished, which is what the client hears, as it would a moment later.
-template <class T>
-auto refuse_or_finished(const Reply<T>& reply, std::shared_ptr<storage::HistoryStore> store, std::string id,
-                        std::string finished_message) {
-  return [reply, store = std::move(store), id = std::move(id),
-          finished_message = std::move(finished_message)](const caf::error& e) {
-    if (e == caf::sec::request_receiver_down) {
-      auto record = store->find_workflow(id);
-      if (record && *record && (*record)->status == storage::WorkflowStatus::CLOSED) {
-        reply.deliver(fail(Errc::NOT_ALLOWED_IN_STATE, finished_message));
-        return;
-      }
-    }
-    reply.deliver(actors::from_caf(e));
-  };
+/// A client's control action as the directory's.
+actors::WorkflowControl workflow_control(schema::ControlAction action) {
+  switch (action) {
+    case schema::ControlAction::PAUSE: return actors::WorkflowControl::PAUSE;
+    case schema::ControlAction::RESUME: return actors::WorkflowControl::RESUME;
+    case schema::ControlAction::STOP: return actors::WorkflowControl::STOP;
+    case schema::ControlAction::KILL: break;
+  }
+  return actors::WorkflowControl::KILL;
 }
 
 /// The definition JSON that `text` stands for: itself, or the registered definition it names.
@@ -348,41 +340,16 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
                   refuse(reply));
       },
       [=](actors::control_atom, const std::string& id, uint8_t action, Reply<std::string>& reply) {
-        // Find (or revive) the workflow, then ask it; its answer comes once the event is durable.
-        self->request(directory, caf::infinite, actors::lookup_atom::value, id)
-            .then(
-                [=](actors::workflow_actor& wf) {
-                  auto answer = [reply](const std::string& state) { reply.deliver(state); };
-                  auto refused = refuse_or_finished(reply, store, id, "workflow '" + id + "' has finished");
-                  switch (static_cast<schema::ControlAction>(action)) {
-                    case schema::ControlAction::PAUSE:
-                      self->request(wf, caf::infinite, actors::pause_atom::value).then(answer, refused);
-                      break;
-                    case schema::ControlAction::RESUME:
-                      self->request(wf, caf::infinite, actors::resume_atom::value).then(answer, refused);
-                      break;
-                    case schema::ControlAction::STOP:
-                      self->request(wf, caf::infinite, actors::stop_atom::value).then(answer, refused);
-                      break;
-                    case schema::ControlAction::KILL:
-                      self->request(wf, caf::infinite, actors::kill_atom::value).then(answer, refused);
-                      break;
-                  }
-                },
-                refuse(reply));
+        // The directory finds (revives, wakes) the workflow and asks it; the answer comes once
+        // the event is durable.
+        self->request(directory, caf::infinite, actors::control_atom::value, id,
+                      static_cast<uint8_t>(workflow_control(static_cast<schema::ControlAction>(action))))
+            .then([reply](const std::string& state) { reply.deliver(state); }, refuse(reply));
       },
       [=](actors::complete_atom, const std::string& id, const std::string& task, TaskReport& report,
           Reply<bool>& reply) {
-        self->request(directory, caf::infinite, actors::lookup_atom::value, id)
-            .then(
-                [=](actors::workflow_actor& wf) {
-                  self->request(wf, caf::infinite, actors::complete_atom::value, task, report)
-                      .then([reply](bool) { reply.deliver(true); },
-                            refuse_or_finished(reply, store, id,
-                                               "task '" + task + "' of workflow '" + id +
-                                                   "' is not running: the workflow has finished"));
-                },
-                refuse(reply));
+        self->request(directory, caf::infinite, actors::complete_atom::value, id, task, report)
+            .then([reply](bool) { reply.deliver(true); }, refuse(reply));
       },
       [=](actors::rerun_atom, const std::string& id, const std::string& from, Reply<std::string>& reply) {
         self->request(directory, caf::infinite, actors::rerun_atom::value, id, from)

@@ -250,6 +250,12 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
                    TaskReport{invocation.invocation_id, TaskReport::LOST, {}, "Failover",
                               "the process that ran it restarted", false});
       },
+      [=](park_atom, const std::string& id, const std::string&, task_port to) {
+        auto it = self->state.running.find(id);
+        if (it == self->state.running.end()) return false;
+        it->second.task = std::move(to);
+        return true;
+      },
       [=](cancel_atom, const std::string& id, const std::string&, int64_t grace_us) {
         auto it = self->state.running.find(id);
         if (it != self->state.running.end()) it->second.context->request_cancel(Duration(grace_us));

@@ -1,8 +1,12 @@
-// The directory actor.
+// The directory actor, with the workflow cache: live workflows in recency order, the ids of
+// passivated ones, and the routing of reports on passivated tasks' invocations.
 #include "actors/system/directory.hpp"
 
+#include <algorithm>
+#include <list>
 #include <map>
 #include <optional>
+#include <unordered_set>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -20,21 +24,115 @@ struct DirectoryState {
   static inline const char* name = "directory";
   std::shared_ptr<storage::HistoryStore> store;
   std::shared_ptr<const Wiring> wiring;
-  std::map<std::string, workflow_actor> live;
+  struct Live {
+    workflow_actor actor;
+    std::list<std::string>::iterator recency;
+    bool asked = false;  ///< a passivation request is on its way
+  };
+  std::map<std::string, Live> live;
   std::map<caf::actor_addr, std::string> ids;
+  /// Live workflows, least recently used first.
+  std::list<std::string> recency;
+  /// Open workflows without actors, woken on demand from their histories.
+  std::unordered_set<std::string> passivated;
+  size_t asking = 0;  ///< passivation requests on their way
+  bool sweep_armed = false;
 };
 
 using Self = directory_actor::stateful_pointer<DirectoryState>;
 
-void track(Self self, const std::string& id, const workflow_actor& wf) {
-  self->state.live[id] = wf;
-  self->state.ids[wf.address()] = id;
-  self->monitor(wf);
+/// Between passivation rounds while the cache stays over its size (its idle workflows were busy).
+constexpr auto sweep_interval = std::chrono::seconds(1);
+
+void ask_to_passivate(Self self, const std::string& id);
+
+/// Asks the least recently used workflows to passivate until the cache is back to its size.
+void trim_cache(Self self) {
+  auto& st = self->state;
+  const size_t cap = st.wiring->workflow_cache;
+  if (cap == 0) return;
+  while (st.live.size() > cap + st.asking && !st.recency.empty()) {
+    auto it = st.live.find(st.recency.front());
+    if (it == st.live.end() || it->second.asked) break;  // every one is being asked
+    ask_to_passivate(self, it->first);
+  }
+  if (st.live.size() > cap + st.asking && !st.sweep_armed) {
+    st.sweep_armed = true;
+    self->delayed_send(self, sweep_interval, wake_atom::value);
+  }
 }
 
-/// An actor for workflow `id` from its history: an open one revived (it carries on), or a
-/// finished one adopted as it is, to be rerun (`closed`).
-Result<workflow_actor> spawn_from_history(Self self, const std::string& id, bool closed) {
+/// A passivation request is over (passivated or refused).
+void done_asking(Self self, const std::string& id, const workflow_actor& wf) {
+  auto& st = self->state;
+  auto it = st.live.find(id);
+  if (it == st.live.end() || it->second.actor != wf || !it->second.asked) return;
+  it->second.asked = false;
+  --st.asking;
+}
+
+void ask_to_passivate(Self self, const std::string& id) {
+  auto& st = self->state;
+  auto& entry = st.live.at(id);
+  entry.asked = true;
+  ++st.asking;
+  // To the back: one that refuses (busy) is asked again only after every other.
+  st.recency.splice(st.recency.end(), st.recency, entry.recency);
+  const auto wf = entry.actor;
+  self->request(wf, caf::infinite, passivate_atom::value, caf::actor_cast<task_port>(self))
+      .then(
+          [self, id, wf](int64_t due_us) {
+            done_asking(self, id, wf);
+            self->state.passivated.insert(id);
+            if (due_us != 0) {
+              const auto in = std::max<int64_t>(due_us - self->state.wiring->now_us(), 0);
+              self->delayed_send(self, Duration(in), wake_atom::value, id);
+            }
+          },
+          [self, id, wf](const caf::error&) {
+            done_asking(self, id, wf);
+            // Busy: the next round, not now (asking the next one at once could go round and
+            // round a cache of busy workflows).
+            auto& s = self->state;
+            if (!s.sweep_armed) {
+              s.sweep_armed = true;
+              self->delayed_send(self, sweep_interval, wake_atom::value);
+            }
+          });
+}
+
+/// Most recently used: passivated last.
+void touch(Self self, const std::string& id) {
+  auto& st = self->state;
+  if (auto it = st.live.find(id); it != st.live.end()) {
+    st.recency.splice(st.recency.end(), st.recency, it->second.recency);
+  }
+}
+
+void track(Self self, const std::string& id, const workflow_actor& wf) {
+  auto& st = self->state;
+  st.live[id] = DirectoryState::Live{wf, st.recency.insert(st.recency.end(), id), false};
+  st.ids[wf.address()] = id;
+  self->monitor(wf);
+  trim_cache(self);
+}
+
+/// Forgets actor `wf` of workflow `id`, which has quit (its down message may still be coming;
+/// `ids` keeps it until then, so its exit message is known for one of the workflows').
+void forget(Self self, const std::string& id, const caf::actor_addr& wf) {
+  auto& st = self->state;
+  auto it = st.live.find(id);
+  if (it == st.live.end() || it->second.actor.address() != wf) return;  // a newer actor took its place
+  if (it->second.asked) --st.asking;
+  st.recency.erase(it->second.recency);
+  st.live.erase(it);
+}
+
+enum class Revival { FAILOVER, CLOSED, AWAKENED };
+
+/// An actor for workflow `id` from its history: an open one revived after a restart (it
+/// carries on), a finished one adopted as it is (to be rerun), or a passivated one woken.
+Result<workflow_actor> spawn_from_history(Self self, const std::string& id, Revival how) {
   auto& st = self->state;
   auto replayed = replay(*st.store, id, st.wiring->definitions.get());
   if (!replayed) return replayed.error();
@@ -42,63 +140,102 @@ Result<workflow_actor> spawn_from_history(Self self, const std::string& id, bool
   setup.id = id;
   setup.wiring = st.wiring;
   setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
-  setup.closed = closed;
+  setup.closed = how == Revival::CLOSED;
+  setup.awakened = how == Revival::AWAKENED;
   auto wf = spawn_workflow(self, std::move(setup));
   track(self, id, wf);
   return wf;
 }
 
-/// The live actor of `id`, reviving an open workflow from its history.
+/// The live actor of `id`, reviving (or waking) an open workflow from its history.
 Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
   auto& st = self->state;
-  if (auto it = st.live.find(id); it != st.live.end()) return it->second;
+  if (auto it = st.live.find(id); it != st.live.end()) {
+    touch(self, id);
+    return it->second.actor;
+  }
+  if (st.passivated.erase(id) > 0) return spawn_from_history(self, id, Revival::AWAKENED);
   auto record = st.store->find_workflow(id);
   if (!record) return record.error();
   if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
   if ((*record)->status == storage::WorkflowStatus::CLOSED) {
     return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' has finished");
   }
-  return spawn_from_history(self, id, false);
+  return spawn_from_history(self, id, Revival::FAILOVER);
 }
 
-/// The actor of `id` whatever its state: the live one, an open one revived, or a finished one
-/// adopted as it is.
+/// The actor of `id` whatever its state: the live one, an open one revived or woken, or a
+/// finished one adopted as it is.
 Result<workflow_actor> find_or_adopt(Self self, const std::string& id) {
   auto& st = self->state;
-  if (auto it = st.live.find(id); it != st.live.end()) return it->second;
+  if (st.live.count(id) || st.passivated.count(id)) return find_or_revive(self, id);
   auto record = st.store->find_workflow(id);
   if (!record) return record.error();
   if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
-  return spawn_from_history(self, id, (*record)->status == storage::WorkflowStatus::CLOSED);
+  if ((*record)->status == storage::WorkflowStatus::CLOSED) return spawn_from_history(self, id, Revival::CLOSED);
+  return spawn_from_history(self, id, Revival::FAILOVER);
 }
 
-/// Forgets an actor that is known to have quit before its down message arrived.
-void forget(Self self, const std::string& id, const workflow_actor& wf) {
-  auto& st = self->state;
-  if (auto it = st.live.find(id); it != st.live.end() && it->second == wf) st.live.erase(it);
-  st.ids.erase(wf.address());
-}
+/// Where the answer to a request on a workflow goes: the client's promise, or nowhere for a
+/// plain message (an executor's report on a passivated task).
+template <class T>
+struct Answer {
+  std::optional<caf::typed_response_promise<T>> promise;
+  void deliver(T value) {
+    if (promise) promise->deliver(std::move(value));
+  }
+  void deliver(const caf::error& error) {
+    if (promise) promise->deliver(error);
+  }
+};
 
-/// Asks the actor of `id` to rerun from `from`: the live one (open, or closing right now), else
-/// a finished one adopted from its history. A live actor that quit as it closed bounces the
-/// request; the rerun then goes to an adopted one.
-void rerun(Self self, const std::string& id, const std::string& from,
-           caf::typed_response_promise<std::string> promise, int bounces) {
-  auto wf = find_or_adopt(self, id);
+/// Asks the actor of workflow `id`, found with `find` (find_or_revive or find_or_adopt), with
+/// `ask(actor, on_answer, on_error)`. An actor quits as it closes or passivates, and this
+/// directory learns so only from its down message: a request that reaches it after it quit
+/// bounces (request_receiver_down), and is asked again of the actor found now (a woken one),
+/// or refused as `find` refuses (a finished workflow).
+template <class T, class Find, class Ask>
+void ask_workflow(Self self, const std::string& id, Answer<T> promise, Find find, Ask ask, int bounces = 0) {
+  auto wf = find(self, id);
   if (!wf) {
     promise.deliver(to_caf(wf.error()));
     return;
   }
-  self->request(*wf, caf::infinite, rerun_atom::value, from)
-      .then([promise](const std::string& state) mutable { promise.deliver(state); },
-            [self, id, from, promise, bounces, actor = *wf](const caf::error& e) mutable {
-              if (e == caf::sec::request_receiver_down && bounces < 3) {
-                forget(self, id, actor);
-                rerun(self, id, from, promise, bounces + 1);
-              } else {
-                promise.deliver(e);
-              }
-            });
+  ask(*wf, [promise](T answer) mutable { promise.deliver(std::move(answer)); },
+      [self, id, promise, find, ask, bounces, actor = *wf](const caf::error& e) mutable {
+        if (e == caf::sec::request_receiver_down && bounces < 3) {
+          forget(self, id, actor.address());
+          ask_workflow(self, id, promise, find, ask, bounces + 1);
+        } else {
+          promise.deliver(e);
+        }
+      });
+}
+
+/// The id of the workflow an invocation belongs to: WORKFLOW/TASK/ATTEMPT.DISPATCH, where a
+/// task name has no '/' (a workflow id may).
+std::optional<std::string> workflow_of_invocation(const std::string& invocation_id) {
+  const auto last = invocation_id.rfind('/');
+  if (last == std::string::npos || last == 0) return std::nullopt;
+  const auto task = invocation_id.rfind('/', last - 1);
+  if (task == std::string::npos || task == 0) return std::nullopt;
+  return invocation_id.substr(0, task);
+}
+
+/// Passes a report on a passivated task's invocation to its workflow, woken if need be. The
+/// answer is the task's (true once durable); true at once when the workflow has finished, as
+/// nothing waits for the report any more.
+void route_report(Self self, TaskReport report, Answer<bool> promise) {
+  auto id = workflow_of_invocation(report.invocation_id);
+  auto wf = id ? find_or_revive(self, *id) : Result<workflow_actor>(fail(Errc::NOT_FOUND, "no workflow"));
+  if (!wf) {
+    promise.deliver(wf.error().code == Errc::NOT_ALLOWED_IN_STATE);
+    return;
+  }
+  ask_workflow(self, *id, promise, find_or_revive,
+               [self, report](const workflow_actor& actor, auto on_answer, auto on_error) {
+                 self->request(actor, caf::infinite, update_atom::value, report).then(on_answer, on_error);
+               });
 }
 
 /// How workflow `id` ended, from its history; nullopt while it is open or unknown.
@@ -112,22 +249,38 @@ Result<std::optional<WorkflowOutcome>> closed_outcome(storage::HistoryStore& sto
       std::string(WorkflowMachineTraits::name(replayed->workflow.state)), replayed->workflow.failure_reason});
 }
 
-/// Asks the live actor of `id` for its outcome. The actor quits as it closes, and this
-/// directory learns so only from its down message: a request that reaches it after it quit
-/// bounces (request_receiver_down), and is then answered from the history it closed.
-caf::result<WorkflowOutcome> ask_outcome(Self self, const std::string& id, const workflow_actor& wf) {
-  auto promise = self->make_response_promise<WorkflowOutcome>();
-  self->request(wf, caf::infinite, result_atom::value)
+/// How workflow `id` ended, from its history once it has, else from its actor (woken if need
+/// be) when it does. An actor that quit as it closed or passivated bounces the request; the
+/// history then answers, or a woken actor does.
+void ask_result(Self self, const std::string& id, caf::typed_response_promise<WorkflowOutcome> promise,
+                int bounces = 0) {
+  auto& st = self->state;
+  if (!st.live.count(id)) {
+    auto closed = closed_outcome(*st.store, id);
+    if (!closed) {
+      promise.deliver(to_caf(closed.error()));
+      return;
+    }
+    if (*closed) {
+      promise.deliver(**closed);
+      return;
+    }
+  }
+  auto wf = find_or_revive(self, id);
+  if (!wf) {
+    promise.deliver(to_caf(wf.error()));
+    return;
+  }
+  self->request(*wf, caf::infinite, result_atom::value)
       .then([promise](const WorkflowOutcome& outcome) mutable { promise.deliver(outcome); },
-            [self, id, promise](const caf::error& e) mutable {
-              auto closed = closed_outcome(*self->state.store, id);
-              if (closed && *closed) {
-                promise.deliver(**closed);
+            [self, id, promise, bounces, actor = *wf](const caf::error& e) mutable {
+              if (e == caf::sec::request_receiver_down && bounces < 3) {
+                forget(self, id, actor.address());
+                ask_result(self, id, promise, bounces + 1);
               } else {
                 promise.deliver(e);
               }
             });
-  return promise;
 }
 
 }  // namespace
@@ -145,7 +298,7 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
   self->set_down_handler([=](const caf::down_msg& down) {
     auto it = self->state.ids.find(down.source);
     if (it == self->state.ids.end()) return;
-    self->state.live.erase(it->second);
+    forget(self, it->second, down.source);
     self->state.ids.erase(it);
   });
   return {
@@ -194,18 +347,63 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
       },
       [=](rerun_atom, const std::string& id, const std::string& from) -> caf::result<std::string> {
         auto promise = self->make_response_promise<std::string>();
-        rerun(self, id, from, promise, 0);
+        ask_workflow(self, id, Answer<std::string>{promise}, find_or_adopt,
+                     [self, from](const workflow_actor& wf, auto on_answer, auto on_error) {
+                       self->request(wf, caf::infinite, rerun_atom::value, from).then(on_answer, on_error);
+                     });
         return promise;
       },
       [=](result_atom, const std::string& id) -> caf::result<WorkflowOutcome> {
-        auto& st = self->state;
-        if (auto it = st.live.find(id); it != st.live.end()) return ask_outcome(self, id, it->second);
-        auto closed = closed_outcome(*st.store, id);
-        if (!closed) return to_caf(closed.error());
-        if (*closed) return **closed;
-        auto wf = find_or_revive(self, id);
-        if (!wf) return to_caf(wf.error());
-        return ask_outcome(self, id, *wf);
+        auto promise = self->make_response_promise<WorkflowOutcome>();
+        ask_result(self, id, promise);
+        return promise;
+      },
+      [=](control_atom, const std::string& id, uint8_t raw_action) -> caf::result<std::string> {
+        auto promise = self->make_response_promise<std::string>();
+        const auto action = static_cast<WorkflowControl>(raw_action);
+        ask_workflow(self, id, Answer<std::string>{promise}, find_or_revive,
+                     [self, action](const workflow_actor& wf, auto on_answer, auto on_error) {
+                       switch (action) {
+                         case WorkflowControl::PAUSE:
+                           self->request(wf, caf::infinite, pause_atom::value).then(on_answer, on_error);
+                           break;
+                         case WorkflowControl::RESUME:
+                           self->request(wf, caf::infinite, resume_atom::value).then(on_answer, on_error);
+                           break;
+                         case WorkflowControl::STOP:
+                           self->request(wf, caf::infinite, stop_atom::value).then(on_answer, on_error);
+                           break;
+                         case WorkflowControl::KILL:
+                           self->request(wf, caf::infinite, kill_atom::value).then(on_answer, on_error);
+                           break;
+                       }
+                     });
+        return promise;
+      },
+      [=](complete_atom, const std::string& id, const std::string& task, TaskReport& report) -> caf::result<bool> {
+        auto promise = self->make_response_promise<bool>();
+        ask_workflow(self, id, Answer<bool>{promise}, find_or_revive,
+                     [self, task, report](const workflow_actor& wf, auto on_answer, auto on_error) {
+                       self->request(wf, caf::infinite, complete_atom::value, task, report).then(on_answer, on_error);
+                     });
+        return promise;
+      },
+      [=](report_atom, TaskReport& report) { route_report(self, std::move(report), Answer<bool>{}); },
+      [=](update_atom, TaskReport& report) -> caf::result<bool> {
+        auto promise = self->make_response_promise<bool>();
+        route_report(self, std::move(report), Answer<bool>{promise});
+        return promise;
+      },
+      [=](wake_atom, const std::string& id) {
+        // A task timer of a passivated workflow is due: its woken tasks fire it.
+        if (self->state.passivated.count(id)) (void)find_or_revive(self, id);
+      },
+      [=](wake_atom) {
+        self->state.sweep_armed = false;
+        trim_cache(self);
+      },
+      [=](describe_atom) {
+        return caf::make_result(uint64_t{self->state.live.size()}, uint64_t{self->state.passivated.size()});
       },
       [=](revive_atom) -> caf::result<uint64_t> {
         uint64_t revived = 0;
@@ -215,7 +413,7 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
           if (!page) return to_caf(page.error());
           if (page->empty()) break;
           for (const auto& entry : *page) {
-            if (self->state.live.count(entry.id)) continue;
+            if (self->state.live.count(entry.id) || self->state.passivated.count(entry.id)) continue;
             auto wf = find_or_revive(self, entry.id);
             if (!wf) return to_caf(wf.error());
             ++revived;

@@ -3,6 +3,12 @@
 // open but has no actor (after a restart), answers results of closed workflows from their
 // histories, reopens finished ones for a rerun, and on recovery revives every open workflow a
 // page at a time.
+//
+// It is also the workflow cache. Beyond Wiring::workflow_cache live workflows it asks the least
+// recently used ones to passivate: an idle workflow (every task waiting on an executor, a
+// backoff, a resume or a completion token) gives up its actors, its history keeps its state,
+// and the next thing that happens to it (a report, a client request, a timer coming due)
+// wakes it from that history. Reports on the invocations of passivated tasks come here.
 #pragma once
 
 #include <memory>
@@ -14,6 +20,9 @@
 #include "storage/history_store.hpp"
 
 namespace troupe::actors {
+
+/// What a client asks an open workflow to do.
+enum class WorkflowControl : uint8_t { PAUSE, RESUME, STOP, KILL };
 
 using directory_actor = caf::typed_actor<
     // from clients: submit (id, definition JSON, input, run-from task); replies the state once
@@ -30,6 +39,21 @@ using directory_actor = caf::typed_actor<
     caf::replies_to<rerun_atom, std::string, std::string>::with<std::string>,
     // from clients: how the workflow ended, waiting for an open one
     caf::replies_to<result_atom, std::string>::with<WorkflowOutcome>,
+    // from clients: pause, resume, stop or kill (WorkflowControl) an open workflow, revived or
+    // woken if needed; replies the state it led to once durable. NOT_ALLOWED_IN_STATE "has
+    // finished" for a finished one, as the workflow actor's refusals otherwise
+    caf::replies_to<control_atom, std::string, uint8_t>::with<std::string>,
+    // from clients (completeTask/failTask): the report for the named task of an open workflow
+    caf::replies_to<complete_atom, std::string /* workflow */, std::string /* task */, TaskReport>::with<bool>,
+    // from executors: reports on invocations of passivated tasks (the directory stands in for
+    // their task_port; see WorkflowCache). The workflow is woken and the report passed on
+    caf::reacts_to<report_atom, TaskReport>,
+    caf::replies_to<update_atom, TaskReport>::with<bool>,
+    // its own timers: wake a passivated workflow whose task timer is due; look for idle
+    // workflows to passivate again
+    caf::reacts_to<wake_atom, std::string>, caf::reacts_to<wake_atom>,
+    // from tests and benchmarks: how many workflows have actors, and how many are passivated
+    caf::replies_to<describe_atom>::with<uint64_t, uint64_t>,
     // from the node at start: revive every open workflow; replies how many
     caf::replies_to<revive_atom>::with<uint64_t>>;
 

@@ -121,6 +121,12 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         if (waiting.empty()) self->delayed_send(self, st.recovery_ends - now, timeout_atom::value, invocation.executor);
         waiting.emplace_back(std::move(invocation), std::move(task));
       },
+      [=](park_atom, const std::string& id, const std::string& executor,
+          task_port to) -> caf::result<bool> {
+        auto it = self->state.workers.find(executor);
+        if (it == self->state.workers.end()) return false;  // its invocations are being lost
+        return self->delegate(it->second, park_atom::value, id, executor, std::move(to));
+      },
       [=](timeout_atom, const std::string& shard) {
         auto& st = self->state;
         auto waiting = st.adoptions.find(shard);

@@ -10,18 +10,9 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/task/retry_policy.hpp"
+#include "actors/task/task_deadlines.hpp"
 
 namespace troupe::actors {
-
-enum class TimerKind : uint8_t {
-  SCHEDULE_TO_START,
-  START_TO_CLOSE,
-  SCHEDULE_TO_CLOSE,
-  HEARTBEAT,
-  BACKOFF,
-  KILL_GRACE,
-};
-constexpr size_t timer_kinds = 6;
 
 struct TaskActorState {
   static inline const char* name = "task";
@@ -34,6 +25,10 @@ struct TaskActorState {
   EffectPipeline pipeline;
   std::array<uint64_t, timer_kinds> generation{};
   bool ended = false;
+  /// Agreed to passivate: the workflow either ends it (passivated) or thaws it. Until then a
+  /// timer that fires is kept, not acted on (the workflow wakes for it once passivated).
+  bool frozen = false;
+  std::vector<std::pair<uint8_t, uint64_t>> kept_timeouts;
 
   const TaskSpec& task() const { return spec->tasks[index]; }
 };
@@ -360,6 +355,113 @@ void on_report(Self self, const TaskReport& report) {
   }
 }
 
+/// Carries on from a replayed state after a restart: timers armed afresh, an invocation that
+/// was on an executor asked back from it.
+void recover(Self self) {
+  auto& s = self->state;
+  const auto& timeouts = s.task().timeouts;
+  const int64_t now = s.wiring->now_us();
+  auto rearm_task_timer = [&] {
+    if (timeouts.schedule_to_close) {
+      arm(self, TimerKind::SCHEDULE_TO_CLOSE, *timeouts.schedule_to_close - s.model.elapsed(now));
+    }
+  };
+  switch (s.model.state) {
+    case TaskState::SUBMITTED:
+      // Decided here, not sent to itself: a pause the workflow sends right after the
+      // recovery must find the task started, not overtake the start.
+      decide(self, TaskEvent::START, dispatching(self));
+      break;
+    case TaskState::FAILOVER:
+      // The restart came between FAILOVER and its retry decision.
+      rearm_task_timer();
+      attempt_failed(self, AttemptFailure{"Failover", false, false, "the executor was lost"},
+                     std::nullopt);
+      break;
+    case TaskState::DISPATCHING:
+      rearm_task_timer();
+      self->send(s.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
+                 s.task().priority, s.task().task_list);
+      if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
+      break;
+    case TaskState::DELAY_EXECUTION:
+      rearm_task_timer();
+      arm(self, TimerKind::BACKOFF, Duration(s.model.delay_until_us - now));
+      break;
+    case TaskState::DISPATCHED:
+    case TaskState::RUNNING: {
+      rearm_task_timer();
+      if (s.model.awaiting_completion) {
+        // Handed off: nothing runs on a worker; its token ends it (or a timeout, a kill).
+        if (timeouts.start_to_close) arm(self, TimerKind::START_TO_CLOSE, *timeouts.start_to_close);
+        if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, kill_grace(s));
+        break;
+      }
+      // The invocation may still run on its worker: ask the executor to take it back
+      // (Bistro's "unsure if running"); it reports LOST if the worker does not have it.
+      if (s.model.state == TaskState::RUNNING && timeouts.heartbeat) {
+        arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
+      }
+      if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, kill_grace(s));
+      self->send(s.wiring->executor, adopt_atom::value, make_invocation(self),
+                 caf::actor_cast<task_port>(self));
+      if (s.model.kill_requested) {
+        self->send(s.wiring->executor, cancel_atom::value, s.model.invocation_id, s.model.executor,
+                   int64_t{kill_grace(s).count()});
+      }
+      break;
+    }
+    default:
+      break;  // paused or finished: nothing to carry on
+  }
+}
+
+/// Carries on from a replayed state after passivation: nothing was lost, so every timer is armed
+/// for the time its history leaves it, and reports keep coming through the directory.
+void awaken(Self self) {
+  auto& s = self->state;
+  if (!may_passivate(s.model)) {
+    recover(self);  // not a state a task passivates in: treat it as a restart
+    return;
+  }
+  const int64_t now = s.wiring->now_us();
+  for (const auto& timer : due_timers(s.model, s.task().timeouts, now)) {
+    arm(self, timer.kind, Duration(timer.at_us - now));
+  }
+}
+
+/// Asked by its workflow to passivate: agrees (replying when its next timer is due, 0 for none)
+/// if nothing of it runs here, after telling the executor where reports go from now on.
+caf::result<int64_t> passivate(Self self, const task_port& router) {
+  auto& s = self->state;
+  auto busy = [&] {
+    return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + s.model.name + "' is busy (" +
+                                                       std::string(TaskMachineTraits::name(s.model.state)) + ")"));
+  };
+  if (!may_passivate(s.model) || s.pipeline.waiting() > 0) return busy();
+  const bool on_executor = TaskMachine::is_on_executor(s.model.state) && !s.model.awaiting_completion;
+  if (!on_executor) {
+    s.frozen = true;
+    return next_due_us(s.model, s.task().timeouts, s.wiring->now_us());
+  }
+  auto promise = self->make_response_promise<int64_t>();
+  const uint64_t applied = s.model.applied;
+  // Reports the executor sent before it parked the invocation arrive ahead of its answer.
+  self->request(s.wiring->executor, caf::infinite, park_atom::value, s.model.invocation_id, s.model.executor, router)
+      .then(
+          [self, promise, applied](bool parked) mutable {
+            auto& st = self->state;
+            if (!parked || st.model.applied != applied || st.pipeline.waiting() > 0) {
+              promise.deliver(to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + st.model.name + "' moved on")));
+              return;
+            }
+            st.frozen = true;
+            promise.deliver(next_due_us(st.model, st.task().timeouts, st.wiring->now_us()));
+          },
+          [promise](const caf::error& e) mutable { promise.deliver(e); });
+  return promise;
+}
+
 }  // namespace
 
 task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorState> self,
@@ -425,6 +527,10 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
         auto& s = self->state;
         const auto kind = static_cast<TimerKind>(raw_kind);
         if (raw_kind >= timer_kinds || s.generation[raw_kind] != generation) return;  // disarmed
+        if (s.frozen) {
+          s.kept_timeouts.emplace_back(raw_kind, generation);
+          return;
+        }
         // Disarming happens once the event that stops a timer is durable; until then the state
         // already says whether the timer still means anything.
         if (!timer_applies(kind, s.model)) return;
@@ -447,63 +553,14 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           }
         }
       },
-      [=](recover_atom) {
+      [=](recover_atom) { recover(self); },
+      [=](awaken_atom) { awaken(self); },
+      [=](passivate_atom, const task_port& router) { return passivate(self, router); },
+      [=](thaw_atom) {
         auto& s = self->state;
-        const auto& timeouts = s.task().timeouts;
-        const int64_t now = s.wiring->now_us();
-        auto rearm_task_timer = [&] {
-          if (timeouts.schedule_to_close) {
-            arm(self, TimerKind::SCHEDULE_TO_CLOSE, *timeouts.schedule_to_close - s.model.elapsed(now));
-          }
-        };
-        switch (s.model.state) {
-          case TaskState::SUBMITTED:
-            // Decided here, not sent to itself: a pause the workflow sends right after the
-            // recovery must find the task started, not overtake the start.
-            decide(self, TaskEvent::START, dispatching(self));
-            break;
-          case TaskState::FAILOVER:
-            // The restart came between FAILOVER and its retry decision.
-            rearm_task_timer();
-            attempt_failed(self, AttemptFailure{"Failover", false, false, "the executor was lost"},
-                           std::nullopt);
-            break;
-          case TaskState::DISPATCHING:
-            rearm_task_timer();
-            self->send(s.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
-                       s.task().priority, s.task().task_list);
-            if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
-            break;
-          case TaskState::DELAY_EXECUTION:
-            rearm_task_timer();
-            arm(self, TimerKind::BACKOFF, Duration(s.model.delay_until_us - now));
-            break;
-          case TaskState::DISPATCHED:
-          case TaskState::RUNNING: {
-            rearm_task_timer();
-            if (s.model.awaiting_completion) {
-              // Handed off: nothing runs on a worker; its token ends it (or a timeout, a kill).
-              if (timeouts.start_to_close) arm(self, TimerKind::START_TO_CLOSE, *timeouts.start_to_close);
-              if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, kill_grace(s));
-              break;
-            }
-            // The invocation may still run on its worker: ask the executor to take it back
-            // (Bistro's "unsure if running"); it reports LOST if the worker does not have it.
-            if (s.model.state == TaskState::RUNNING && timeouts.heartbeat) {
-              arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
-            }
-            if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, kill_grace(s));
-            self->send(s.wiring->executor, adopt_atom::value, make_invocation(self),
-                       caf::actor_cast<task_port>(self));
-            if (s.model.kill_requested) {
-              self->send(s.wiring->executor, cancel_atom::value, s.model.invocation_id, s.model.executor,
-                         int64_t{kill_grace(s).count()});
-            }
-            break;
-          }
-          default:
-            break;  // paused or finished: nothing to carry on
-        }
+        s.frozen = false;
+        for (auto [kind, generation] : s.kept_timeouts) self->send(self, timeout_atom::value, kind, generation);
+        s.kept_timeouts.clear();
       },
       [=](describe_atom) { return self->state.model.canonical(); },
   };

@@ -20,6 +20,14 @@ using task_actor = task_port::extend<
     // from the workflow, once after reviving from history: carry on from the replayed state
     // (an invocation that was on an executor is failed over, as the executor is gone)
     caf::reacts_to<recover_atom>,
+    // from the workflow, once after reviving from passivation: arm the timers the history leaves
+    caf::reacts_to<awaken_atom>,
+    // from the workflow: give up this actor if nothing of the task runs here. Replies when its
+    // next timer is due (0: none) once its executor sends reports to `router` (the directory);
+    // NOT_ALLOWED_IN_STATE when busy. Then the task waits for its end or a thaw
+    caf::replies_to<passivate_atom, task_port /* router */>::with<int64_t>,
+    // from the workflow: passivation was called off; carry on
+    caf::reacts_to<thaw_atom>,
     // from the task itself: a timer of `kind` (TimerKind) and generation fired
     caf::reacts_to<timeout_atom, uint8_t, uint64_t>,
     // from the workflow, for completeTask/failTask: ends a handed-off invocation with the

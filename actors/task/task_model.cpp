@@ -66,6 +66,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       auto d = body.getTaskDispatched();
       invocation_id = to_string(d.getInvocationId());
       executor = to_string(d.getWorkerShard());
+      dispatched_us = now;
       ++dispatches;
       awaiting_completion = false;
       break;
@@ -73,8 +74,12 @@ Result<void> TaskModel::apply(const EventView& event) {
     case Body::TASK_AWAITING_COMPLETION:
       awaiting_completion = true;
       break;
+    case Body::TASK_RUNNING:
+      heartbeat_us = now;
+      break;
     case Body::TASK_HEARTBEAT:
       progress = to_string(body.getTaskHeartbeat().getProgress());
+      heartbeat_us = now;
       break;
     case Body::TASK_RETRY_SCHEDULED: {
       auto r = body.getTaskRetryScheduled();
@@ -167,6 +172,8 @@ std::string TaskModel::canonical() const {
   field("delay_until", std::to_string(delay_until_us));
   field("banked", std::to_string(banked_us));
   field("segment_start", std::to_string(segment_start_us));
+  field("dispatched", std::to_string(dispatched_us));
+  field("heartbeat", std::to_string(heartbeat_us));
   field("dispatches", std::to_string(dispatches));
   field("applied", std::to_string(applied));
   return out;

@@ -32,6 +32,8 @@ struct TaskModel {
   // Time since the task was first started, pauses excluded: banked plus the current segment.
   int64_t banked_us = 0;
   int64_t segment_start_us = -1;  ///< -1 while not started or paused
+  int64_t dispatched_us = 0;      ///< when the current invocation was dispatched
+  int64_t heartbeat_us = 0;       ///< when the current invocation last started or heartbeat
   uint32_t dispatches = 0;        ///< invocations sent, every attempt and every rerun counted
   uint64_t applied = 0;           ///< events applied
 

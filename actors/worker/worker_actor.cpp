@@ -244,6 +244,12 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         // While NEW, the answer to getRunningTasks settles it; once HEALTHY, a notify does.
         if (s.health == HealthState::HEALTHY) resolve_unsure(self);
       },
+      [=](park_atom, const std::string& id, const std::string&, task_port to) {
+        auto it = self->state.given.find(id);
+        if (it == self->state.given.end()) return false;
+        it->second.task = std::move(to);
+        return true;
+      },
       [=](wake_atom) {
         auto& s = self->state;
         if (self->clock().now() < s.setup.orphans_kept_until) return;  // the window was extended

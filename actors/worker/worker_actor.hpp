@@ -51,6 +51,8 @@ using worker_actor = caf::typed_actor<
     // from the dispatcher: a revived task's invocation this worker ran before the scheduler
     // restarted: kept if the worker still runs it, else reported LOST
     caf::reacts_to<adopt_atom, Invocation, task_port>,
+    // from the dispatcher, for a task that passivates: reports on the invocation go to `to`
+    caf::replies_to<park_atom, std::string, std::string, task_port>::with<bool>,
     // its own timer: the recovery window may have closed; invocations it runs that nobody
     // adopted go
     caf::reacts_to<wake_atom>,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 #include <caf/exit_reason.hpp>
@@ -13,6 +14,7 @@
 
 #include "actors/system/replay.hpp"
 #include "actors/task/task_actor.hpp"
+#include "actors/task/task_deadlines.hpp"
 
 namespace troupe::actors {
 
@@ -28,15 +30,33 @@ struct WorkflowActorState {
   bool adopted_closed = false;
   std::vector<caf::typed_response_promise<WorkflowOutcome>> waiters;
   /// Client requests not answered yet (answered by effects once durable, or by fail_stop).
-  std::vector<caf::typed_response_promise<std::string>> replies;
+  /// Shared with the effects that answer them, so that an answered one reads as such.
+  std::vector<std::shared_ptr<caf::typed_response_promise<std::string>>> replies;
   EffectPipeline pipeline;
+  /// A passivation under way: the tasks asked, the answers still awaited.
+  struct Passivation {
+    caf::typed_response_promise<int64_t> promise;
+    size_t waiting = 0;
+    int64_t due_us = 0;    ///< the earliest task timer, 0: none
+    uint64_t applied = 0;  ///< the model's events when it began: any new one calls it off
+    uint64_t round = 0;
+  };
+  std::optional<Passivation> passivating;
+  uint64_t passivation_rounds = 0;
 };
 
 namespace {
 
 using Self = workflow_actor::stateful_pointer<WorkflowActorState>;
 using Body = schema::EventBody::Builder;
-using Reply = std::optional<caf::typed_response_promise<std::string>>;
+using Reply = std::shared_ptr<caf::typed_response_promise<std::string>>;
+
+/// A client request's promise, kept among the replies until it is answered.
+Reply new_reply(Self self) {
+  auto reply = std::make_shared<caf::typed_response_promise<std::string>>(self->make_response_promise<std::string>());
+  self->state.replies.push_back(reply);
+  return reply;
+}
 
 /// A decision being built: the events of one atomic append and what to do once it is durable.
 struct Batch {
@@ -102,7 +122,7 @@ void schedule_ready_tasks(Self self, Batch& batch) {
 }
 
 bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<void(Body)>& fill,
-            Reply reply = std::nullopt);
+            Reply reply = nullptr);
 
 /// EVALUATE: the verdict the graph gives in the current state, as a follow-up event.
 void evaluate(Self self, Batch& batch) {
@@ -156,7 +176,7 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
   }
   const std::string reached(WorkflowMachineTraits::name(t->to));
   if (t->ignored) {
-    if (reply) batch.effects.push_back([r = *reply, reached]() mutable { r.deliver(reached); });
+    if (reply) batch.effects.push_back([reply, reached] { reply->deliver(reached); });
     return true;
   }
   const auto paused_before = st.model.graph->paused();
@@ -195,7 +215,7 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
         evaluate(self, batch);
         break;
       case WorkflowAction::REPLY:
-        if (reply) batch.effects.push_back([r = *reply, reached]() mutable { r.deliver(reached); });
+        if (reply) batch.effects.push_back([reply, reached] { reply->deliver(reached); });
         break;
       case WorkflowAction::CLOSE: {
         batch.events.has_record = true;
@@ -229,12 +249,103 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
 void fail_stop(Self self, const caf::error& error) {
   auto& st = self->state;
   for (auto& reply : st.replies) {
-    if (reply.pending()) reply.deliver(error);
+    if (reply->pending()) reply->deliver(error);
   }
   st.replies.clear();
   for (auto& waiter : st.waiters) waiter.deliver(error);
   st.waiters.clear();
+  if (st.passivating) st.passivating->promise.deliver(error);
+  st.passivating.reset();
   self->quit(error);
+}
+
+/// Something happened to the workflow while it was passivating: it stays, and so do its tasks.
+/// Runs first in every handler that may decide an event or send to a task, so the thaw reaches
+/// each task before anything else the workflow sends it.
+void call_off_passivation(Self self) {
+  auto& st = self->state;
+  if (!st.passivating) return;
+  st.passivating->promise.deliver(
+      to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + st.model.id + "' became busy while passivating")));
+  st.passivating.reset();
+  for (auto& [index, task] : st.tasks) self->send(task, thaw_atom::value);
+}
+
+/// Whether nothing of the workflow itself runs in the scheduler (its tasks decide for themselves).
+bool may_passivate(const WorkflowActorState& st) {
+  if (st.model.state != WorkflowState::RUNNING && st.model.state != WorkflowState::PAUSED) return false;
+  if (st.model.finalized || st.adopted_closed || st.passivating) return false;
+  if (st.pipeline.waiting() > 0 || !st.waiters.empty()) return false;
+  if (std::any_of(st.replies.begin(), st.replies.end(), [](const auto& r) { return r->pending(); })) return false;
+  // Every task the graph counts as active (or paused) has its actor: none is being created.
+  for (uint32_t index : st.model.graph->active()) {
+    if (!st.tasks.count(index)) return false;
+  }
+  return true;
+}
+
+/// Every task agreed: if the workflow did not move meanwhile, it and its tasks end, and the
+/// directory learns when to wake it.
+void complete_passivation(Self self) {
+  auto& st = self->state;
+  auto passivation = std::move(*st.passivating);
+  st.passivating.reset();
+  if (st.model.applied != passivation.applied || st.pipeline.waiting() > 0) {
+    st.passivating = std::move(passivation);
+    call_off_passivation(self);
+    return;
+  }
+  passivation.promise.deliver(passivation.due_us);
+  for (auto& [index, task] : st.tasks) self->send_exit(task, caf::exit_reason::user_shutdown);
+  st.tasks.clear();
+  self->quit();
+}
+
+caf::result<int64_t> passivate(Self self, const task_port& router) {
+  auto& st = self->state;
+  if (!may_passivate(st)) {
+    return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + st.model.id + "' is busy"));
+  }
+  auto promise = self->make_response_promise<int64_t>();
+  const uint64_t round = ++st.passivation_rounds;
+  st.passivating = WorkflowActorState::Passivation{promise, st.tasks.size(), 0, st.model.applied, round};
+  if (st.tasks.empty()) {
+    complete_passivation(self);
+    return promise;
+  }
+  for (auto& [index, task] : st.tasks) {
+    self->request(task, caf::infinite, passivate_atom::value, router)
+        .then(
+            [self, round](int64_t due_us) {
+              auto& p = self->state.passivating;
+              if (!p || p->round != round) return;
+              if (due_us != 0 && (p->due_us == 0 || due_us < p->due_us)) p->due_us = due_us;
+              if (--p->waiting == 0) complete_passivation(self);
+            },
+            [self, round](const caf::error&) {
+              auto& p = self->state.passivating;
+              if (p && p->round == round) call_off_passivation(self);
+            });
+  }
+  return promise;
+}
+
+/// The live task holding `invocation_id` (WORKFLOW/TASK/ATTEMPT.DISPATCH; task names have no
+/// '/'), if any.
+std::optional<task_actor> task_of_invocation(const WorkflowActorState& st, const std::string& invocation_id) {
+  const std::string& id = st.model.id;
+  if (invocation_id.size() <= id.size() + 1 || invocation_id.compare(0, id.size(), id) != 0 ||
+      invocation_id[id.size()] != '/') {
+    return std::nullopt;
+  }
+  const size_t name_begin = id.size() + 1;
+  const size_t name_end = invocation_id.find('/', name_begin);
+  if (name_end == std::string::npos) return std::nullopt;
+  auto index = st.model.spec->find_task(std::string_view(invocation_id).substr(name_begin, name_end - name_begin));
+  if (!index) return std::nullopt;
+  auto it = st.tasks.find(*index);
+  if (it == st.tasks.end()) return std::nullopt;
+  return it->second;
 }
 
 /// Persists the batch, then runs its effects in order.
@@ -254,7 +365,7 @@ void commit(Self self, Batch batch) {
           [self, ticket](const storage::AppendReceipt&) {
             auto& s = self->state;
             s.pipeline.done(ticket);
-            std::erase_if(s.replies, [](auto& reply) { return !reply.pending(); });
+            std::erase_if(s.replies, [](const auto& reply) { return !reply->pending(); });
           },
           [self](const caf::error& error) { fail_stop(self, error); });
 }
@@ -262,11 +373,10 @@ void commit(Self self, Batch batch) {
 /// A client request: decide `event` and reply the state it leads to once durable.
 caf::result<std::string> request_event(Self self, WorkflowEvent event,
                                        const std::function<void(Body)>& fill) {
-  auto promise = self->make_response_promise<std::string>();
-  self->state.replies.push_back(promise);
+  auto reply = new_reply(self);
   Batch batch;
-  if (decide(self, batch, event, fill, promise)) commit(self, std::move(batch));
-  return promise;
+  if (decide(self, batch, event, fill, reply)) commit(self, std::move(batch));
+  return *reply;
 }
 
 schema::TaskOutcome wire_outcome(TaskState state) {
@@ -291,13 +401,15 @@ void adopt(Self self, const ReplayedWorkflow& replayed) {
   }
 }
 
-/// A revived workflow: FAILOVER, reconcile, recover tasks, return to the prior state.
+/// A revived workflow: FAILOVER, reconcile, recover tasks, return to the prior state. One woken
+/// from passivation only gets its task actors back.
 void revive(Self self, const ReplayedWorkflow& replayed) {
   auto& st = self->state;
   adopt(self, replayed);
+  const bool awakened = st.setup.awakened;
   const WorkflowState prior = st.model.state;
   Batch batch;
-  if (!decide(self, batch, WorkflowEvent::FAILOVER, [](Body b) {
+  if (!awakened && !decide(self, batch, WorkflowEvent::FAILOVER, [](Body b) {
         b.initWorkflowFailover().setReason("the scheduler restarted");
       })) {
     return;
@@ -330,16 +442,25 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
       }
     }
   }
-  batch.effects.push_back([self, revived = std::move(revived)]() mutable {
+  batch.effects.push_back([self, awakened, revived = std::move(revived)]() mutable {
     auto& s = self->state;
     for (auto& [index, model] : revived) {
       TaskSetup setup{s.model.id, s.model.spec, index, std::move(model),
                       caf::actor_cast<task_owner_port>(self), s.setup.wiring};
       auto task = spawn_task(self, std::move(setup));
       s.tasks[index] = task;
-      self->send(task, recover_atom::value);
+      if (awakened) {
+        self->send(task, awaken_atom::value);
+      } else {
+        self->send(task, recover_atom::value);
+      }
     }
   });
+  if (awakened) {
+    // Passivation recorded nothing: the workflow is where its history left it.
+    commit(self, std::move(batch));
+    return;
+  }
   switch (prior) {
     case WorkflowState::READY_PAUSE:
     case WorkflowState::PAUSED:
@@ -383,11 +504,10 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
   return {
       [=](start_atom) -> caf::result<std::string> {
         auto& st = self->state;
-        auto promise = self->make_response_promise<std::string>();
-        st.replies.push_back(promise);
+        auto promise = new_reply(self);
         if (st.model.applied != 0) {
-          promise.deliver(to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + st.model.id + "' has started")));
-          return promise;
+          promise->deliver(to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + st.model.id + "' has started")));
+          return *promise;
         }
         Batch batch;
         auto submitted = workflow_event(self, [&](Body b) {
@@ -398,9 +518,9 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         });
         NewEventReader reader(submitted);
         if (auto applied = st.model.apply(reader.view()); !applied) {
-          promise.deliver(to_caf(applied.error()));
+          promise->deliver(to_caf(applied.error()));
           self->quit();
-          return promise;
+          return *promise;
         }
         batch.events.events.push_back(std::move(submitted));
         // The submission lives on in the history and the shared definition; drop the copies.
@@ -410,23 +530,27 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         batch.events.record = open_record(st.model);
         decide(self, batch, WorkflowEvent::START, [](Body b) { b.setWorkflowStarted(); });
         // Acknowledged once the submission is durable, with the state it reached.
-        batch.effects.insert(batch.effects.begin(), [self, promise]() mutable {
-          promise.deliver(std::string(WorkflowMachineTraits::name(self->state.model.state)));
+        batch.effects.insert(batch.effects.begin(), [self, promise] {
+          promise->deliver(std::string(WorkflowMachineTraits::name(self->state.model.state)));
         });
         commit(self, std::move(batch));
-        return promise;
+        return *promise;
       },
       [=](pause_atom) {
+        call_off_passivation(self);
         return request_event(self, WorkflowEvent::PAUSE, [](Body b) { b.setWorkflowPauseRequested(); });
       },
       [=](resume_atom) {
+        call_off_passivation(self);
         return request_event(self, WorkflowEvent::RESUME, [](Body b) { b.setWorkflowResumed(); });
       },
       [=](stop_atom) {
+        call_off_passivation(self);
         return request_event(self, WorkflowEvent::STOP,
                              [](Body b) { b.initWorkflowStopRequested().setText("requested by a client"); });
       },
       [=](complete_atom, const std::string& task_name, TaskReport& report) -> caf::result<bool> {
+        call_off_passivation(self);
         auto& st = self->state;
         auto index = st.model.spec->find_task(task_name);
         auto it = index ? st.tasks.find(*index) : st.tasks.end();
@@ -437,6 +561,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         return self->delegate(it->second, complete_atom::value, std::move(report));
       },
       [=](kill_atom) {
+        call_off_passivation(self);
         // A stop already under way is escalated task by task: each active task records its
         // own immediate kill (the workflow's STOP is not recorded twice).
         if (self->state.model.state == WorkflowState::READY_STOP) {
@@ -453,6 +578,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         });
       },
       [=](finished_atom, uint32_t index, uint8_t raw_state, const std::string& detail) {
+        call_off_passivation(self);
         auto& st = self->state;
         const auto task_state = static_cast<TaskState>(raw_state);
         if (index >= st.model.spec->tasks.size()) return;
@@ -479,25 +605,26 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         }
       },
       [=](rerun_atom, const std::string& from) -> caf::result<std::string> {
+        call_off_passivation(self);
         auto& st = self->state;
-        auto promise = self->make_response_promise<std::string>();
+        auto reply = new_reply(self);
         if (auto plan = st.model.rerun_plan(from); !plan) {
-          promise.deliver(to_caf(plan.error()));
+          reply->deliver(to_caf(plan.error()));
           if (st.adopted_closed) self->quit();
-          return promise;
+          return *reply;
         }
         st.adopted_closed = false;
-        st.replies.push_back(promise);
         Batch batch;
         if (decide(self, batch, WorkflowEvent::RERUN, [&](Body b) { b.initWorkflowRerun().setRunFrom(from); },
-                   promise)) {
+                   reply)) {
           batch.events.has_record = true;
           batch.events.record = open_record(st.model);
           commit(self, std::move(batch));
         }
-        return promise;
+        return *reply;
       },
       [=](result_atom) -> caf::result<WorkflowOutcome> {
+        call_off_passivation(self);
         auto& st = self->state;
         auto promise = self->make_response_promise<WorkflowOutcome>();
         if (st.model.finalized) {
@@ -508,6 +635,13 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         return promise;
       },
       [=](describe_atom) { return self->state.model.canonical(); },
+      [=](passivate_atom, const task_port& router) { return passivate(self, router); },
+      [=](update_atom, TaskReport& report) -> caf::result<bool> {
+        call_off_passivation(self);
+        auto task = task_of_invocation(self->state, report.invocation_id);
+        if (!task) return true;  // no task holds it any more: its outcome no longer matters
+        return self->delegate(*task, update_atom::value, std::move(report));
+      },
   };
 }
 

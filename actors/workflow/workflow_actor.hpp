@@ -44,7 +44,16 @@ using workflow_actor = task_owner_port::extend<
     // from clients: replies when the workflow has finished (at once if it has)
     caf::replies_to<result_atom>::with<WorkflowOutcome>,
     // from anyone: the workflow's canonical state (WorkflowModel::canonical)
-    caf::replies_to<describe_atom>::with<std::string>>;
+    caf::replies_to<describe_atom>::with<std::string>,
+    // from the directory: give up this actor and its tasks' if nothing of the workflow runs in
+    // the scheduler (every task waits on an executor, a backoff, a resume or a token; nothing
+    // waits to be written; no client waits for its result). Replies when the earliest task
+    // timer is due (0: none) as it ends; NOT_ALLOWED_IN_STATE when busy. Reports on its tasks'
+    // invocations go to `router` (the directory) from then on
+    caf::replies_to<passivate_atom, task_port /* router */>::with<int64_t>,
+    // from the directory: an executor's report on one of this workflow's invocations, for the
+    // task that holds it. Replies as the task's update_atom; true at once if no task holds it
+    caf::replies_to<update_atom, TaskReport>::with<bool>>;
 
 struct ReplayedWorkflow;
 
@@ -60,6 +69,9 @@ struct WorkflowSetup {
   std::shared_ptr<const ReplayedWorkflow> replayed;
   /// With `replayed`: a finished workflow adopted as it is (no failover), to be sent a rerun.
   bool closed = false;
+  /// With `replayed`: a workflow that passivated, woken by something that happened to it.
+  /// Nothing was lost, so nothing is recorded: its tasks get actors again and arm their timers.
+  bool awakened = false;
 };
 
 workflow_actor spawn_workflow(caf::actor_system& system, WorkflowSetup setup);

@@ -41,9 +41,9 @@ constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
                                           "task_lists", "resource_id", "max_concurrent_sessions",
                                           "rate",       "log_dir",     "log_cap",
-                                          "actor_threads", "definitions"};
+                                          "actor_threads", "definitions", "workflow_cache"};
 /// Keys that only mean something on a node with the scheduler role, resp. the worker role.
-constexpr std::string_view scheduler_only_keys[] = {"listen", "sync", "definitions"};
+constexpr std::string_view scheduler_only_keys[] = {"listen", "sync", "definitions", "workflow_cache"};
 constexpr std::string_view worker_only_keys[] = {
     "scheduler", "task_lists", "resource_id", "max_concurrent_sessions",
     "rate",      "log_dir",    "log_cap"};
@@ -614,6 +614,9 @@ class Checker {
     if (auto p = path_value(data_dir)) node.data_dir = *p;
     if (auto b = bool_value(field(t, "sync", path, line))) node.sync = *b;
     if (auto p = path_value(field(t, "definitions", path, line))) node.definitions_dir = *p;
+    if (auto n = integer_value(field(t, "workflow_cache", path, line), 0, 100000000)) {
+      node.workflow_cache = static_cast<size_t>(*n);
+    }
 
     // Worker role.
     const Field scheduler = field(t, "scheduler", path, line);

@@ -69,6 +69,8 @@ struct NodeConfig {
   bool sync = true;
   /// Directory of registered definitions (*.json) that clients start by name. Empty: none.
   std::string definitions_dir;
+  /// Live workflows kept before idle ones passivate (0: no limit). Default: 10000.
+  size_t workflow_cache = 10000;
 
   // --- worker role (defaults are filled in only for workers) ---
   /// The scheduler this worker registers with: the `scheduler` key, or the node's own
