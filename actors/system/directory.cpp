@@ -142,7 +142,7 @@ Result<workflow_actor> spawn_from_history(Self self, const std::string& id, Revi
   setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
   setup.closed = how == Revival::CLOSED;
   setup.awakened = how == Revival::AWAKENED;
-  auto wf = spawn_workflow(self, std::move(setup));
+  auto wf = spawn_workflow(self->system(), std::move(setup));
   track(self, id, wf);
   return wf;
 }
@@ -289,11 +289,13 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
                                          Wiring wiring) {
   self->state.store = std::move(store);
   self->state.wiring = std::make_shared<const Wiring>(std::move(wiring));
-  // Workflows are linked to the directory so that they end with it; one workflow ending, even
-  // with an error, must not end the directory and every other workflow.
+  // Workflows end with the directory (a restarted one revives them from their histories).
+  // They are monitored, not linked: one ending, even with an error, must not end the directory
+  // and every other workflow.
   self->set_exit_handler([=](const caf::exit_msg& exit) {
-    if (self->state.ids.count(exit.source)) return;  // a workflow: the down handler tidies up
-    if (exit.reason) self->quit(exit.reason);
+    if (!exit.reason) return;
+    for (const auto& [id, entry] : self->state.live) self->send_exit(entry.actor, exit.reason);
+    self->quit(exit.reason);
   });
   self->set_down_handler([=](const caf::down_msg& down) {
     auto it = self->state.ids.find(down.source);
@@ -336,7 +338,7 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
           return to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + id + "' is being submitted right now; "
                                                        "submit again to get it once it is recorded"));
         }
-        auto wf = spawn_workflow(self, WorkflowSetup{id, json, input, run_from, st.wiring, nullptr});
+        auto wf = spawn_workflow(self->system(), WorkflowSetup{id, json, input, run_from, st.wiring, nullptr});
         track(self, id, wf);
         return self->delegate(wf, start_atom::value);
       },

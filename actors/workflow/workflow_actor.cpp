@@ -649,8 +649,4 @@ workflow_actor spawn_workflow(caf::actor_system& system, WorkflowSetup setup) {
   return system.spawn(workflow_behavior, std::move(setup));
 }
 
-workflow_actor spawn_workflow(caf::local_actor* parent, WorkflowSetup setup) {
-  return parent->spawn<caf::linked>(workflow_behavior, std::move(setup));
-}
-
 }  // namespace troupe::actors

@@ -74,9 +74,8 @@ struct WorkflowSetup {
   bool awakened = false;
 };
 
+/// The directory spawns workflows unlinked (a link costs the directory a scan of all its links
+/// each time a workflow ends or passivates) and ends them itself when it goes.
 workflow_actor spawn_workflow(caf::actor_system& system, WorkflowSetup setup);
-/// Spawned by `parent` (the directory) and linked to it: when the directory goes, its
-/// workflows go too, and a restarted one revives them from their histories.
-workflow_actor spawn_workflow(caf::local_actor* parent, WorkflowSetup setup);
 
 }  // namespace troupe::actors

@@ -68,7 +68,7 @@ struct InProcessRuntime {
     if (!system) return;
     {
       caf::scoped_actor self(*system, true);  // hidden: it must not count as running below
-      // Workflows are linked to the directory and tasks to their workflows: one exit ends all.
+      // The directory ends its workflows, and they their linked tasks: one exit ends all.
       self->send_exit(directory, caf::exit_reason::user_shutdown);
       self->send_exit(wiring.writer, caf::exit_reason::user_shutdown);
       self->send_exit(wiring.executor, caf::exit_reason::user_shutdown);
