@@ -29,6 +29,7 @@ struct TaskActorState {
   /// timer that fires is kept, not acted on (the workflow wakes for it once passivated).
   bool frozen = false;
   std::vector<std::pair<uint8_t, uint64_t>> kept_timeouts;
+  uint64_t thaws = 0;  ///< a passivation answered after a thaw was called off before it froze
 
   const TaskSpec& task() const { return spec->tasks[index]; }
 };
@@ -446,12 +447,13 @@ caf::result<int64_t> passivate(Self self, const task_port& router) {
   }
   auto promise = self->make_response_promise<int64_t>();
   const uint64_t applied = s.model.applied;
+  const uint64_t thaws = s.thaws;
   // Reports the executor sent before it parked the invocation arrive ahead of its answer.
   self->request(s.wiring->executor, caf::infinite, park_atom::value, s.model.invocation_id, s.model.executor, router)
       .then(
-          [self, promise, applied](bool parked) mutable {
+          [self, promise, applied, thaws](bool parked) mutable {
             auto& st = self->state;
-            if (!parked || st.model.applied != applied || st.pipeline.waiting() > 0) {
+            if (!parked || st.model.applied != applied || st.pipeline.waiting() > 0 || st.thaws != thaws) {
               promise.deliver(to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + st.model.name + "' moved on")));
               return;
             }
@@ -559,6 +561,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
       [=](thaw_atom) {
         auto& s = self->state;
         s.frozen = false;
+        ++s.thaws;
         for (auto [kind, generation] : s.kept_timeouts) self->send(self, timeout_atom::value, kind, generation);
         s.kept_timeouts.clear();
       },

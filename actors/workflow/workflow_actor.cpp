@@ -558,7 +558,20 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
           return to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + st.model.id +
                                                   "' is not running: it ended, or never started"));
         }
-        return self->delegate(it->second, complete_atom::value, std::move(report));
+        // Asked, not delegated: a task that ended meanwhile must not bounce the request back
+        // to the directory as if this workflow were gone.
+        auto promise = self->make_response_promise<bool>();
+        self->request(it->second, caf::infinite, complete_atom::value, std::move(report))
+            .then([promise](bool done) mutable { promise.deliver(done); },
+                  [promise, task_name, id = st.model.id](const caf::error& e) mutable {
+                    if (e == caf::sec::request_receiver_down) {
+                      promise.deliver(to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + id +
+                                                                       "' is not running: it ended")));
+                    } else {
+                      promise.deliver(e);
+                    }
+                  });
+        return promise;
       },
       [=](kill_atom) {
         call_off_passivation(self);
@@ -640,7 +653,12 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         call_off_passivation(self);
         auto task = task_of_invocation(self->state, report.invocation_id);
         if (!task) return true;  // no task holds it any more: its outcome no longer matters
-        return self->delegate(*task, update_atom::value, std::move(report));
+        auto promise = self->make_response_promise<bool>();
+        self->request(*task, caf::infinite, update_atom::value, std::move(report))
+            .then([promise](bool taken) mutable { promise.deliver(taken); },
+                  // The task ended meanwhile: its outcome was decided and is durable.
+                  [promise](const caf::error&) mutable { promise.deliver(true); });
+        return promise;
       },
   };
 }

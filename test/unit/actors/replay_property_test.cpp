@@ -11,57 +11,11 @@
 #include "actors/system/replay.hpp"
 #include "actors/workflow/workflow_actor.hpp"
 #include "test/support/actor_fixture.hpp"
+#include "test/support/random_workflows.hpp"
 
 using namespace troupe;
 using namespace troupe::actors;
 using namespace std::chrono_literals;
-
-namespace {
-
-std::string random_definition(std::mt19937_64& rng) {
-  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
-  const int tasks = 1 + pick(7);
-  std::string json = R"({"name": "random", "tasks": [)";
-  for (int t = 0; t < tasks; ++t) {
-    if (t) json += ",";
-    json += R"({"name": "t)" + std::to_string(t) + R"(")";
-    static const char* handlers[] = {"noop", "noop", "fail", "flaky", "hang", "beat", "sleep"};
-    const std::string handler = handlers[pick(7)];
-    json += R"(, "handler": ")" + handler + R"(")";
-    if (handler == "sleep") json += R"(, "input": {"duration": ")" + std::to_string(1 + pick(20)) + R"(s"})";
-    std::string deps;
-    for (int d = 0; d < t; ++d) {
-      if (pick(3) == 0) deps += std::string(deps.empty() ? "" : ",") + "\"t" + std::to_string(d) + "\"";
-    }
-    if (!deps.empty()) json += R"(, "dependsOn": [)" + deps + "]";
-    // Every task is bounded, so every run ends.
-    json += R"(, "timeouts": {"scheduleToStart": "1m", "startToClose": ")" + std::to_string(5 + pick(30)) +
-            R"(s", "heartbeat": "4s"})";
-    if (pick(2) == 0) {
-      json += R"(, "retry": {"initialInterval": ")" + std::to_string(1 + pick(3)) +
-              R"(s", "maximumAttempts": )" + std::to_string(1 + pick(4)) + "}";
-    }
-    json += "}";
-  }
-  return json + "]}";
-}
-
-void add_random_handlers(test::ActorFixture& fx) {
-  fx.handlers->add("fail", [](std::shared_ptr<TaskContext> ctx) { ctx->fail("Oops", "random failure"); });
-  fx.handlers->add("flaky", [](std::shared_ptr<TaskContext> ctx) {
-    if (ctx->attempt() < 2) ctx->fail("Oops"); else ctx->succeed("ok");
-  });
-  fx.handlers->add("hang", [](std::shared_ptr<TaskContext>) {});
-  fx.handlers->add("beat", [](std::shared_ptr<TaskContext> ctx) {
-    ctx->heartbeat("p" + std::to_string(ctx->attempt()));
-    ctx->after(std::chrono::seconds(2), [ctx] {
-      ctx->heartbeat("q" + std::to_string(ctx->attempt()));
-      ctx->succeed(ctx->progress());
-    });
-  });
-}
-
-}  // namespace
 
 TEST_SUITE("actors.replay_property") {
   TEST_CASE("replayed histories rebuild exactly the states live actors ended in") {
@@ -74,9 +28,9 @@ TEST_SUITE("actors.replay_property") {
     for (int round = 0; round < 40; ++round) {
       CAPTURE(round);
       test::ActorFixture fx(LocalExecutorOptions{"local", static_cast<size_t>(1 + pick(3)), {}});
-      add_random_handlers(fx);
+      test::add_random_handlers(fx);
       fx.wiring.kill_grace = 3s;
-      const std::string json = random_definition(rng);
+      const std::string json = test::random_definition(rng);
       CAPTURE(json);
       const std::string id = "wf-" + std::to_string(round);
       auto wf = fx.own(spawn_workflow(fx.sys, WorkflowSetup{id, json, "{}", "", fx.shared_wiring(), nullptr}));
