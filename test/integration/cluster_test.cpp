@@ -72,6 +72,31 @@ TEST_SUITE("integration.cluster") {
     }
   }
 
+  TEST_CASE("with a workflow cache of one, workflows idle on their workers passivate and finish on their reports") {
+    troupe::test::ClusterSpec spec;
+    spec.workflow_cache = 1;
+    spec.workers = {{"worker-a", {{"default", 4}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = connect(cluster.port);
+    const std::string definition = R"({"name": "two-steps", "tasks": [
+      {"name": "wait", "shell": {"command": ["sh", "-c", "sleep 1.5"]}},
+      {"name": "then", "dependsOn": ["wait"], "shell": {"command": ["sh", "-c", "echo done"]}}]})";
+    for (int i = 0; i < 4; ++i) {
+      const std::string id = "cached-" + std::to_string(i);
+      REQUIRE(client->start(id, definition) == id);
+    }
+    for (int i = 0; i < 4; ++i) CHECK(client->result("cached-" + std::to_string(i), 30s) == "SUCCESS");
+    // Each task ran once, on its first invocation: nothing was lost or failed over on the way.
+    for (int i = 0; i < 4; ++i) {
+      const std::string logs = cluster.logs("worker-a") + "/cached-" + std::to_string(i);
+      CHECK(fs::exists(logs + "/wait.1.1.log"));
+      CHECK(fs::exists(logs + "/then.1.1.log"));
+      CHECK(count_logs(logs) == 2);
+    }
+  }
+
   TEST_CASE("kill -9 of a worker mid-task: the task completes on the other worker") {
     Cluster cluster;
     cluster.start("scheduler");

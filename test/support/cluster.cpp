@@ -74,7 +74,8 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
   }
   out << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = " << address
       << "\ndata_dir = \"data\"\n" << (spec.sync ? "" : "sync = false\n")
-      << (spec.definitions.empty() ? "" : "definitions = \"" + spec.definitions + "\"\n") << "\n";
+      << (spec.definitions.empty() ? "" : "definitions = \"" + spec.definitions + "\"\n")
+      << (spec.workflow_cache ? "workflow_cache = " + std::to_string(*spec.workflow_cache) + "\n" : "") << "\n";
   for (const auto& worker : spec.workers) {
     out << "[[node]]\nname = " << quoted(worker.name) << "\nroles = [\"worker\"]\nscheduler = " << address
         << "\ntask_lists = {";

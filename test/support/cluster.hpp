@@ -63,6 +63,8 @@ struct ClusterSpec {
   std::string token_file;
   /// The scheduler's `definitions` directory (relative: to the config's directory); empty: none.
   std::string definitions;
+  /// The scheduler's `workflow_cache`; empty: the default.
+  std::optional<size_t> workflow_cache;
 };
 
 /// The TOML text of `spec` with the scheduler listening on 127.0.0.1:`port`. Relative paths

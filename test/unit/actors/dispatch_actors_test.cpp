@@ -13,6 +13,7 @@
 
 #include <capnp/dynamic.h>
 
+#include "actors/system/directory.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "actors/system/replay.hpp"
 #include "actors/workflow/workflow_actor.hpp"
@@ -471,6 +472,51 @@ TEST_SUITE("actors.dispatch") {
     CHECK(flow.task(task).result == "r1");
     // The duplicate gave back no second slot: still two outstanding, no fourth run.
     CHECK(w.link->runs.size() == 3);
+  }
+
+  TEST_CASE("a passivated task's invocation stays on its worker; its reports wake the workflow through the directory") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 2}});
+    s.fx.wiring.workflow_cache = 1;
+    auto dir = s.fx.own(spawn_directory(s.fx.sys, s.fx.store, s.fx.wiring));
+    const std::string one_task = independent_tasks(1, "jobs", R"("timeouts": {"scheduleToStart": "1m", "startToClose": "1h", "heartbeat": "10m"})");
+    auto submit = [&](const std::string& id) {
+      auto state = s.fx.ask<std::string>(dir, submit_atom::value, id, one_task, std::string("{}"), std::string());
+      REQUIRE_MESSAGE(state, test::why(state));
+    };
+    submit("wf-a");
+    REQUIRE(w.link->runs.size() == 1);
+    w.link->runs[0].done(ok());  // the worker started it
+    s.fx.run();
+    const std::string invocation = w.link->runs[0].invocation.invocation_id;
+    submit("wf-b");  // the cache holds one: wf-a, idle, passivates
+    s.fx.self->send(dir, describe_atom::value);
+    s.fx.run();
+    uint64_t passivated = 0;
+    s.fx.self->receive([&](uint64_t, uint64_t p) { passivated = p; });
+    REQUIRE(passivated == 1);
+
+    // A heartbeat wakes wf-a, which records it; the worker is told its task is not cancelled.
+    CHECK(s.report(w, report_of(invocation, TaskReport::HEARTBEAT, "half")).is(false));
+    auto task = [&] { return actors::replay(*s.fx.store, "wf-a")->tasks.at("t0"); };
+    auto count = [&](const std::string& kind) {
+      size_t n = 0;
+      auto history = s.fx.store->read("wf-a", 1, 1000);
+      for (const auto& e : *history) {
+        auto decoded = storage::DecodedEvent::decode(e.packed);
+        KJ_IF_MAYBE(field, capnp::toDynamic(decoded->get().getBody()).which()) {
+          n += field->getProto().getName().cStr() == kind;
+        }
+      }
+      return n;
+    };
+    CHECK(task().progress == "half");
+    // The outcome is acknowledged once durable, as without passivation.
+    CHECK(s.update(w, report_of(invocation, TaskReport::SUCCEEDED, "done")).is(true));
+    CHECK(task().state == TaskState::SUCCESS);
+    CHECK(count("workflowSucceeded") == 1);
+    CHECK(count("workflowFailover") == 0);
+    CHECK(count("taskDispatched") == 1);
   }
 
   TEST_CASE("two copies of an update in flight together make one event and two acknowledgements") {
