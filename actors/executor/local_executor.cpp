@@ -54,6 +54,8 @@ class LocalContext final : public TaskContext {
   }
   void cancelled() override { end(TaskReport{invocation_.invocation_id, TaskReport::CANCELLED, {}, {}, {}, false}); }
   bool cancel_requested() const override { return cancel_requested_.load(); }
+  /// Whether the invocation has ended (its report is on its way to the executor).
+  bool ended() const { return finished_.load(); }
   Duration cancel_grace() const override { return Duration(cancel_grace_us_.load()); }
 
   void after(Duration delay, std::function<void()> then) override {
@@ -209,13 +211,20 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         auto context = std::make_shared<LocalContext>(
             std::move(invocation), caf::actor_cast<executor_actor>(self), self->state.timers);
         self->state.running[id] = Running{context, task};
-        self->send(task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+        // Its start is news only if the invocation outlives this call: one that ends at once
+        // goes from dispatched straight to its outcome (as Temporal records an activity's start
+        // only with its end). Sent directly, the start overtakes any report the handler made
+        // meanwhile, which reaches the task through this actor's mailbox.
+        auto started = [&] {
+          if (!context->ended()) self->send(task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+        };
         if (shell_invocation) {
           try {
             shell(*shell_invocation, context);
           } catch (const std::exception& e) {
             context->fail("ShellException", e.what(), false);
           }
+          started();
           return;
         }
         if (handler_name.empty()) {
@@ -229,20 +238,14 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
           context->fail("UnknownHandler", "no handler is registered as '" + handler_name + "'", true);
           return;
         }
-        // Each invocation starts in its own short-lived actor, so handlers run in parallel on
-        // CAF's scheduler threads while this actor keeps serving slots and reports.
-        // (Arguments, not captures: CAF 0.17 spawns an argument-less function through a null
-        // tuple, which UBSan rightly reports.)
-        self->spawn(
-            [](std::shared_ptr<LocalContext> ctx, const Handler* run,
-               std::shared_ptr<const HandlerRegistry>) {
-              try {
-                (*run)(ctx);
-              } catch (const std::exception& e) {
-                ctx->fail("HandlerException", e.what(), false);
-              }
-            },
-            context, handler, self->state.handlers);
+        // On this actor, as the handler contract says: a handler only starts its work (a
+        // thread, an after() timer, I/O) and returns.
+        try {
+          (*handler)(context);
+        } catch (const std::exception& e) {
+          context->fail("HandlerException", e.what(), false);
+        }
+        started();
       },
       [=](adopt_atom, const Invocation& invocation, const task_port& task) {
         // Its invocations ran in this process's threads: none survived the restart.
