@@ -6,7 +6,7 @@
 #include <list>
 #include <map>
 #include <optional>
-#include <unordered_set>
+#include <unordered_map>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -33,8 +33,10 @@ struct DirectoryState {
   std::map<caf::actor_addr, std::string> ids;
   /// Live workflows, least recently used first.
   std::list<std::string> recency;
-  /// Open workflows without actors, woken on demand from their histories.
-  std::unordered_set<std::string> passivated;
+  /// Open workflows without actors, woken on demand from their histories, with when their
+  /// earliest task timer is due (0: none). A wake timer carries the due time it was set for,
+  /// so one left over from an earlier passivation is recognised and ignored.
+  std::unordered_map<std::string, int64_t> passivated;
   size_t asking = 0;  ///< passivation requests on their way
   bool sweep_armed = false;
 };
@@ -45,16 +47,20 @@ using Self = directory_actor::stateful_pointer<DirectoryState>;
 constexpr auto sweep_interval = std::chrono::seconds(1);
 
 void ask_to_passivate(Self self, const std::string& id);
+void forget(Self self, const std::string& id, const caf::actor_addr& wf);
 
 /// Asks the least recently used workflows to passivate until the cache is back to its size.
 void trim_cache(Self self) {
   auto& st = self->state;
   const size_t cap = st.wiring->workflow_cache;
   if (cap == 0) return;
-  while (st.live.size() > cap + st.asking && !st.recency.empty()) {
-    auto it = st.live.find(st.recency.front());
-    if (it == st.live.end() || it->second.asked) break;  // every one is being asked
-    ask_to_passivate(self, it->first);
+  // Least recently used first; one being asked already is passed over (asking moves an entry
+  // to the back, so each is looked at once).
+  size_t left = st.recency.size();
+  for (auto next = st.recency.begin(); left > 0 && st.live.size() > cap + st.asking; --left) {
+    const std::string& id = *next++;
+    auto it = st.live.find(id);
+    if (it != st.live.end() && !it->second.asked) ask_to_passivate(self, id);
   }
   if (st.live.size() > cap + st.asking && !st.sweep_armed) {
     st.sweep_armed = true;
@@ -83,10 +89,13 @@ void ask_to_passivate(Self self, const std::string& id) {
       .then(
           [self, id, wf](int64_t due_us) {
             done_asking(self, id, wf);
-            self->state.passivated.insert(id);
+            // The actor is ending: anything for the workflow from now on wakes a new one
+            // (its down message only tidies up).
+            forget(self, id, wf.address());
+            self->state.passivated[id] = due_us;
             if (due_us != 0) {
               const auto in = std::max<int64_t>(due_us - self->state.wiring->now_us(), 0);
-              self->delayed_send(self, Duration(in), wake_atom::value, id);
+              self->delayed_send(self, Duration(in), wake_atom::value, id, due_us);
             }
           },
           [self, id, wf](const caf::error&) {
@@ -154,7 +163,12 @@ Result<workflow_actor> find_or_revive(Self self, const std::string& id) {
     touch(self, id);
     return it->second.actor;
   }
-  if (st.passivated.erase(id) > 0) return spawn_from_history(self, id, Revival::AWAKENED);
+  if (auto it = st.passivated.find(id); it != st.passivated.end()) {
+    // Still passivated if the wake fails (a store read error): the next event tries again.
+    auto wf = spawn_from_history(self, id, Revival::AWAKENED);
+    if (wf) st.passivated.erase(id);
+    return wf;
+  }
   auto record = st.store->find_workflow(id);
   if (!record) return record.error();
   if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
@@ -229,7 +243,11 @@ void route_report(Self self, TaskReport report, Answer<bool> promise) {
   auto id = workflow_of_invocation(report.invocation_id);
   auto wf = id ? find_or_revive(self, *id) : Result<workflow_actor>(fail(Errc::NOT_FOUND, "no workflow"));
   if (!wf) {
-    promise.deliver(wf.error().code == Errc::NOT_ALLOWED_IN_STATE);
+    switch (wf.error().code) {
+      case Errc::NOT_ALLOWED_IN_STATE: promise.deliver(true); break;  // finished: nobody waits for it
+      case Errc::NOT_FOUND: promise.deliver(false); break;            // not an invocation of ours
+      default: promise.deliver(to_caf(wf.error())); break;             // the sender tries again
+    }
     return;
   }
   ask_workflow(self, *id, promise, find_or_revive,
@@ -396,9 +414,10 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
         route_report(self, std::move(report), Answer<bool>{promise});
         return promise;
       },
-      [=](wake_atom, const std::string& id) {
+      [=](wake_atom, const std::string& id, int64_t due_us) {
         // A task timer of a passivated workflow is due: its woken tasks fire it.
-        if (self->state.passivated.count(id)) (void)find_or_revive(self, id);
+        auto it = self->state.passivated.find(id);
+        if (it != self->state.passivated.end() && it->second == due_us) (void)find_or_revive(self, id);
       },
       [=](wake_atom) {
         self->state.sweep_armed = false;

@@ -51,7 +51,7 @@ using directory_actor = caf::typed_actor<
     caf::replies_to<update_atom, TaskReport>::with<bool>,
     // its own timers: wake a passivated workflow whose task timer is due; look for idle
     // workflows to passivate again
-    caf::reacts_to<wake_atom, std::string>, caf::reacts_to<wake_atom>,
+    caf::reacts_to<wake_atom, std::string, int64_t /* due */>, caf::reacts_to<wake_atom>,
     // from tests and benchmarks: how many workflows have actors, and how many are passivated
     caf::replies_to<describe_atom>::with<uint64_t, uint64_t>,
     // from the node at start: revive every open workflow; replies how many

@@ -30,6 +30,11 @@ struct TaskActorState {
   bool frozen = false;
   std::vector<std::pair<uint8_t, uint64_t>> kept_timeouts;
   uint64_t thaws = 0;  ///< a passivation answered after a thaw was called off before it froze
+  /// The executor sends this invocation's reports to the directory (see passivate).
+  bool parked = false;
+  /// Revived after a restart, its timers run from the revival, not from the times its history
+  /// shows: it passivates only once an event of its own moves those times on.
+  std::optional<uint64_t> recovered_at_event;
 
   const TaskSpec& task() const { return spec->tasks[index]; }
 };
@@ -360,6 +365,7 @@ void on_report(Self self, const TaskReport& report) {
 /// was on an executor asked back from it.
 void recover(Self self) {
   auto& s = self->state;
+  s.recovered_at_event = s.model.applied;
   const auto& timeouts = s.task().timeouts;
   const int64_t now = s.wiring->now_us();
   auto rearm_task_timer = [&] {
@@ -417,8 +423,18 @@ void recover(Self self) {
   }
 }
 
+/// Reports on the current invocation come to this actor again, not through the directory.
+void unpark(Self self) {
+  auto& s = self->state;
+  s.parked = false;
+  if (!TaskMachine::is_on_executor(s.model.state) || s.model.awaiting_completion) return;
+  self->request(s.wiring->executor, caf::infinite, park_atom::value, s.model.invocation_id, s.model.executor,
+                caf::actor_cast<task_port>(self))
+      .then([](bool) {}, [](const caf::error&) {});  // not held any more: its last report comes round
+}
+
 /// Carries on from a replayed state after passivation: nothing was lost, so every timer is armed
-/// for the time its history leaves it, and reports keep coming through the directory.
+/// for the time its history leaves it, and the executor's reports come straight here again.
 void awaken(Self self) {
   auto& s = self->state;
   if (!may_passivate(s.model)) {
@@ -429,6 +445,7 @@ void awaken(Self self) {
   for (const auto& timer : due_timers(s.model, s.task().timeouts, now)) {
     arm(self, timer.kind, Duration(timer.at_us - now));
   }
+  unpark(self);
 }
 
 /// Asked by its workflow to passivate: agrees (replying when its next timer is due, 0 for none)
@@ -440,6 +457,7 @@ caf::result<int64_t> passivate(Self self, const task_port& router) {
                                                        std::string(TaskMachineTraits::name(s.model.state)) + ")"));
   };
   if (!may_passivate(s.model) || s.pipeline.waiting() > 0) return busy();
+  if (s.recovered_at_event && *s.recovered_at_event == s.model.applied) return busy();
   const bool on_executor = TaskMachine::is_on_executor(s.model.state) && !s.model.awaiting_completion;
   if (!on_executor) {
     s.frozen = true;
@@ -454,9 +472,11 @@ caf::result<int64_t> passivate(Self self, const task_port& router) {
           [self, promise, applied, thaws](bool parked) mutable {
             auto& st = self->state;
             if (!parked || st.model.applied != applied || st.pipeline.waiting() > 0 || st.thaws != thaws) {
+              if (parked) unpark(self);
               promise.deliver(to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + st.model.name + "' moved on")));
               return;
             }
+            st.parked = true;
             st.frozen = true;
             promise.deliver(next_due_us(st.model, st.task().timeouts, st.wiring->now_us()));
           },
@@ -562,6 +582,8 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
         auto& s = self->state;
         s.frozen = false;
         ++s.thaws;
+        // A park still on its way is undone by its answer (it sees the thaw).
+        if (s.parked) unpark(self);
         for (auto [kind, generation] : s.kept_timeouts) self->send(self, timeout_atom::value, kind, generation);
         s.kept_timeouts.clear();
       },

@@ -651,13 +651,20 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
       [=](passivate_atom, const task_port& router) { return passivate(self, router); },
       [=](update_atom, TaskReport& report) -> caf::result<bool> {
         call_off_passivation(self);
-        auto task = task_of_invocation(self->state, report.invocation_id);
-        if (!task) return true;  // no task holds it any more: its outcome no longer matters
         auto promise = self->make_response_promise<bool>();
-        self->request(*task, caf::infinite, update_atom::value, std::move(report))
-            .then([promise](bool taken) mutable { promise.deliver(taken); },
-                  // The task ended meanwhile: its outcome was decided and is durable.
-                  [promise](const caf::error&) mutable { promise.deliver(true); });
+        // After what is being written: a task actor being created (a revived workflow's) is
+        // found then.
+        self->state.pipeline.after_pending([self, report = std::move(report), promise]() mutable {
+          auto task = task_of_invocation(self->state, report.invocation_id);
+          if (!task) {
+            promise.deliver(true);  // no task holds it any more: its outcome no longer matters
+            return;
+          }
+          self->request(*task, caf::infinite, update_atom::value, std::move(report))
+              .then([promise](bool taken) mutable { promise.deliver(taken); },
+                    // The task ended meanwhile: its outcome was decided and is durable.
+                    [promise](const caf::error&) mutable { promise.deliver(true); });
+        });
         return promise;
       },
   };

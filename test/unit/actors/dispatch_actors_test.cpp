@@ -235,8 +235,9 @@ struct Flow {
   }
 
   /// The workflow revived from its history by a restarted scheduler; it recovers its live tasks
-  /// at once. The result is asked for first, as in start().
-  Flow(Scheduler& scheduler, std::string workflow_id) : fx(scheduler.fx), id(std::move(workflow_id)) {
+  /// at once. The result is asked for first, as in start(), unless `ask_result` is false.
+  Flow(Scheduler& scheduler, std::string workflow_id, bool ask_result = true)
+      : fx(scheduler.fx), id(std::move(workflow_id)) {
     auto replayed = actors::replay(*fx.store, id);
     REQUIRE_MESSAGE(replayed, test::why(replayed));
     WorkflowSetup setup;
@@ -244,7 +245,7 @@ struct Flow {
     setup.wiring = fx.shared_wiring();
     setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
     wf = fx.own(spawn_workflow(fx.sys, std::move(setup)));
-    fx.self->send(wf, result_atom::value);
+    if (ask_result) fx.self->send(wf, result_atom::value);
     fx.run();
   }
 
@@ -935,7 +936,7 @@ TEST_SUITE("actors.dispatch") {
     std::optional<Scheduler> after;
     std::optional<Flow> revived;
 
-    explicit Restarted(const std::string& workflow_id) {
+    explicit Restarted(const std::string& workflow_id, bool ask_result = true) {
       auto w = before.connect("w1", {{"jobs", 1}});
       Flow flow(before, workflow_id, independent_tasks(1, "jobs", retry_twice));
       flow.start();
@@ -945,7 +946,7 @@ TEST_SUITE("actors.dispatch") {
       before.fx.run();
       REQUIRE(flow.count("taskRunning:t0") == 1);
       after.emplace(DispatcherOptions{}, before.fx.store, true);
-      revived.emplace(*after, workflow_id);
+      revived.emplace(*after, workflow_id, ask_result);
       after->recovered(1);
     }
 
@@ -985,6 +986,23 @@ TEST_SUITE("actors.dispatch") {
     // The slot came back: the waiting task runs.
     REQUIRE(w.link->runs.size() == 1);
     CHECK(w.link->runs[0].invocation.workflow_id == "wf-waits");
+  }
+
+  TEST_CASE("a task taken back after a restart passivates only once it has recorded news of its own") {
+    // Its timers run from the revival, not from the times its history shows: passivating
+    // before it records an event would wake it to timeouts measured from before the restart.
+    Restarted r("wf-taken", false);  // no client waits for its result, which would keep it
+    auto w = r.reconnect({r.invocation});
+    REQUIRE(r.after->health(w) == HealthState::HEALTHY);
+    const auto router = caf::actor_cast<task_port>(r.after->fx.self);
+    auto early = r.after->fx.ask<int64_t>(r.revived->wf, passivate_atom::value, router);
+    REQUIRE_FALSE(early);
+    CHECK(early.error().code == Errc::NOT_ALLOWED_IN_STATE);
+
+    CHECK(r.after->report(w, report_of(r.invocation, TaskReport::HEARTBEAT, "later")).is(false));
+    auto passivated = r.after->fx.ask<int64_t>(r.revived->wf, passivate_atom::value, router);
+    REQUIRE_MESSAGE(passivated, test::why(passivated));
+    CHECK(*passivated == 0);  // no timer of its own to wake it for
   }
 
   TEST_CASE("after a scheduler restart, an invocation its worker no longer runs fails over") {
