@@ -92,6 +92,7 @@ using passivate_atom = caf::atom_constant<caf::atom("passivate")>;
 using park_atom = caf::atom_constant<caf::atom("park")>;
 using thaw_atom = caf::atom_constant<caf::atom("thaw")>;
 using awaken_atom = caf::atom_constant<caf::atom("awaken")>;
+using closed_atom = caf::atom_constant<caf::atom("closed")>;
 
 // --- errors -------------------------------------------------------------------------------
 

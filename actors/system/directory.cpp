@@ -38,6 +38,8 @@ struct DirectoryState {
   /// so one left over from an earlier passivation is recognised and ignored.
   std::unordered_map<std::string, int64_t> passivated;
   size_t asking = 0;  ///< passivation requests on their way
+  /// Clients waiting for the results of open workflows, answered when they close.
+  std::unordered_map<std::string, std::vector<caf::typed_response_promise<WorkflowOutcome>>> result_waiters;
   bool sweep_armed = false;
 };
 
@@ -151,6 +153,7 @@ Result<workflow_actor> spawn_from_history(Self self, const std::string& id, Revi
   setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
   setup.closed = how == Revival::CLOSED;
   setup.awakened = how == Revival::AWAKENED;
+  setup.closed_to = caf::actor_cast<close_listener>(self);
   auto wf = spawn_workflow(self->system(), std::move(setup));
   track(self, id, wf);
   return wf;
@@ -267,13 +270,11 @@ Result<std::optional<WorkflowOutcome>> closed_outcome(storage::HistoryStore& sto
       std::string(WorkflowMachineTraits::name(replayed->workflow.state)), replayed->workflow.failure_reason});
 }
 
-/// How workflow `id` ended, from its history once it has, else from its actor (woken if need
-/// be) when it does. An actor that quit as it closed or passivated bounces the request; the
-/// history then answers, or a woken actor does.
-void ask_result(Self self, const std::string& id, caf::typed_response_promise<WorkflowOutcome> promise,
-                int bounces = 0) {
+/// How workflow `id` ended: from its history once it has, else when its actor closes it. The
+/// client waits here, not in the workflow actor, so a workflow it waits for may still passivate.
+void ask_result(Self self, const std::string& id, caf::typed_response_promise<WorkflowOutcome> promise) {
   auto& st = self->state;
-  if (!st.live.count(id)) {
+  if (!st.live.count(id) && !st.passivated.count(id)) {
     auto closed = closed_outcome(*st.store, id);
     if (!closed) {
       promise.deliver(to_caf(closed.error()));
@@ -283,22 +284,22 @@ void ask_result(Self self, const std::string& id, caf::typed_response_promise<Wo
       promise.deliver(**closed);
       return;
     }
+    // Open without an actor (not revived since a restart): revive it, so that it carries on.
+    if (auto wf = find_or_revive(self, id); !wf) {
+      promise.deliver(to_caf(wf.error()));
+      return;
+    }
   }
-  auto wf = find_or_revive(self, id);
-  if (!wf) {
-    promise.deliver(to_caf(wf.error()));
-    return;
-  }
-  self->request(*wf, caf::infinite, result_atom::value)
-      .then([promise](const WorkflowOutcome& outcome) mutable { promise.deliver(outcome); },
-            [self, id, promise, bounces, actor = *wf](const caf::error& e) mutable {
-              if (e == caf::sec::request_receiver_down && bounces < 3) {
-                forget(self, id, actor.address());
-                ask_result(self, id, promise, bounces + 1);
-              } else {
-                promise.deliver(e);
-              }
-            });
+  st.result_waiters[id].push_back(std::move(promise));
+}
+
+/// Answers every client waiting for the result of `id`.
+template <class Answer>
+void answer_waiters(Self self, const std::string& id, const Answer& answer) {
+  auto it = self->state.result_waiters.find(id);
+  if (it == self->state.result_waiters.end()) return;
+  for (auto& waiter : it->second) waiter.deliver(answer);
+  self->state.result_waiters.erase(it);
 }
 
 }  // namespace
@@ -313,13 +314,21 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
   self->set_exit_handler([=](const caf::exit_msg& exit) {
     if (!exit.reason) return;
     for (const auto& [id, entry] : self->state.live) self->send_exit(entry.actor, exit.reason);
+    for (auto& [id, waiters] : self->state.result_waiters) {
+      for (auto& waiter : waiters) waiter.deliver(exit.reason);
+    }
+    self->state.result_waiters.clear();
     self->quit(exit.reason);
   });
   self->set_down_handler([=](const caf::down_msg& down) {
     auto it = self->state.ids.find(down.source);
     if (it == self->state.ids.end()) return;
-    forget(self, it->second, down.source);
+    const std::string id = it->second;
+    forget(self, id, down.source);
     self->state.ids.erase(it);
+    // One that failed (its history could not be written) will not close: its waiters hear why.
+    // One that passivated or closed ended normally.
+    if (down.reason) answer_waiters(self, id, down.reason);
   });
   return {
       [=](submit_atom, const std::string& id, const std::string& json, const std::string& input,
@@ -356,7 +365,9 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
           return to_caf(fail(Errc::ALREADY_EXISTS, "workflow '" + id + "' is being submitted right now; "
                                                        "submit again to get it once it is recorded"));
         }
-        auto wf = spawn_workflow(self->system(), WorkflowSetup{id, json, input, run_from, st.wiring, nullptr});
+        WorkflowSetup setup{id, json, input, run_from, st.wiring, nullptr};
+        setup.closed_to = caf::actor_cast<close_listener>(self);
+        auto wf = spawn_workflow(self->system(), std::move(setup));
         track(self, id, wf);
         return self->delegate(wf, start_atom::value);
       },
@@ -377,6 +388,11 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
         auto promise = self->make_response_promise<WorkflowOutcome>();
         ask_result(self, id, promise);
         return promise;
+      },
+      [=](closed_atom, const std::string& id, const WorkflowOutcome& outcome, bool ending) {
+        // An ending actor is forgotten now: a result asked from here on is read from the history.
+        if (ending) forget(self, id, caf::actor_cast<caf::actor_addr>(self->current_sender()));
+        answer_waiters(self, id, outcome);
       },
       [=](control_atom, const std::string& id, uint8_t raw_action) -> caf::result<std::string> {
         auto promise = self->make_response_promise<std::string>();

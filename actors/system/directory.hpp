@@ -52,6 +52,8 @@ using directory_actor = caf::typed_actor<
     // its own timers: wake a passivated workflow whose task timer is due; look for idle
     // workflows to passivate again
     caf::reacts_to<wake_atom, std::string, int64_t /* due */>, caf::reacts_to<wake_atom>,
+    // from its workflows, once a close is durable: the outcome, and whether the actor ends
+    caf::reacts_to<closed_atom, std::string, WorkflowOutcome, bool>,
     // from tests and benchmarks: how many workflows have actors, and how many are passivated
     caf::replies_to<describe_atom>::with<uint64_t, uint64_t>,
     // from the node at start: revive every open workflow; replies how many

@@ -226,6 +226,9 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
           auto& s = self->state;
           for (auto& waiter : s.waiters) waiter.deliver(outcome);
           s.waiters.clear();
+          if (s.setup.closed_to) {
+            self->send(s.setup.closed_to, closed_atom::value, s.model.id, outcome, s.model.finalized);
+          }
           // Paused task instances stay paused in the history; their actors are not needed.
           for (auto& [index, task] : s.tasks) self->send_exit(task, caf::exit_reason::user_shutdown);
           s.tasks.clear();

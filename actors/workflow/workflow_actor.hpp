@@ -47,13 +47,16 @@ using workflow_actor = task_owner_port::extend<
     caf::replies_to<describe_atom>::with<std::string>,
     // from the directory: give up this actor and its tasks' if nothing of the workflow runs in
     // the scheduler (every task waits on an executor, a backoff, a resume or a token; nothing
-    // waits to be written; no client waits for its result). Replies when the earliest task
+    // waits to be written; nobody waits for its result here). Replies when the earliest task
     // timer is due (0: none) as it ends; NOT_ALLOWED_IN_STATE when busy. Reports on its tasks'
     // invocations go to `router` (the directory) from then on
     caf::replies_to<passivate_atom, task_port /* router */>::with<int64_t>,
     // from the directory: an executor's report on one of this workflow's invocations, for the
     // task that holds it. Replies as the task's update_atom; true at once if no task holds it
     caf::replies_to<update_atom, TaskReport>::with<bool>>;
+
+/// Who hears that a workflow closed (the directory): id, outcome, and whether the actor ends.
+using close_listener = caf::typed_actor<caf::reacts_to<closed_atom, std::string, WorkflowOutcome, bool>>;
 
 struct ReplayedWorkflow;
 
@@ -72,6 +75,10 @@ struct WorkflowSetup {
   /// With `replayed`: a workflow that passivated, woken by something that happened to it.
   /// Nothing was lost, so nothing is recorded: its tasks get actors again and arm their timers.
   bool awakened = false;
+  /// Told closed_atom(id, outcome, ending) once the workflow's close is durable (the directory,
+  /// which holds clients waiting for results); `ending` is false when a rerun accepted meanwhile
+  /// keeps it going. Empty: nobody.
+  close_listener closed_to;
 };
 
 /// The directory spawns workflows unlinked (a link costs the directory a scan of all its links

@@ -178,25 +178,32 @@ TEST_SUITE("actors.passivation") {
     CHECK(late.error().message.find("has finished") != std::string::npos);
   }
 
-  TEST_CASE("a busy workflow is not passivated; it is asked again once the cache has room to spare") {
-    test::ActorFixture fx;
+  TEST_CASE("a workflow waiting for an executor slot is busy and stays; one a client waits for still passivates") {
+    // One slot: "queued"'s task waits in the executor's queue, which holds its task actor.
+    test::ActorFixture fx(LocalExecutorOptions{"local", 1, {}});
     fx.wiring.workflow_cache = 1;
     auto dir = fx.own(spawn_directory(fx.sys, fx.store, fx.wiring));
-    REQUIRE(submit(fx, dir, "waiting", sleeper));
-    fx.self->send(dir, result_atom::value, std::string("waiting"));  // a client waits: it stays
-    REQUIRE(submit(fx, dir, "other", sleeper));
-    fx.run();  // "waiting", least recently used, is asked first and refuses
-    fx.advance(1s);  // the next round asks "other"
-    const auto busy = counts(fx, dir);
-    CHECK(busy.live == 1);  // "other" passivated, "waiting" has a client waiting
-    CHECK(busy.passivated == 1);
+    REQUIRE(submit(fx, dir, "holder", sleeper));
+    fx.self->send(dir, result_atom::value, std::string("holder"));  // the client waits in the directory
+    REQUIRE(submit(fx, dir, "queued", sleeper));
+    fx.run();        // "holder", least recently used, passivates at once
+    fx.advance(1s);  // the next round asks "queued", which is busy
+    const auto counts_now = counts(fx, dir);
+    CHECK(counts_now.live == 1);
+    CHECK(counts_now.passivated == 1);
+    CHECK(replay(*fx.store, "queued")->tasks.at("wait").state == TaskState::DISPATCHING);
+
+    // Holder's sleep ends (it wakes, and queued's sleep gets the slot), then queued's: each
+    // second task runs as the slot frees.
+    fx.advance(10s);
     fx.advance(10s);
     std::optional<WorkflowOutcome> outcome;
     fx.self->receive([&](WorkflowOutcome& o) { outcome = o; }, caf::after(0s) >> [] {});
     REQUIRE(outcome);
     CHECK(outcome->state == "SUCCESS");
-    CHECK(outcome_of(fx, dir, "other")->state == "SUCCESS");
+    CHECK(outcome_of(fx, dir, "queued")->state == "SUCCESS");
   }
+
   TEST_CASE("property: through a cache of one, random workflows end as their histories say, with no failover") {
     uint64_t seed = std::random_device{}();
     if (const char* fixed = std::getenv("TROUPE_TEST_SEED")) seed = std::strtoull(fixed, nullptr, 10);
