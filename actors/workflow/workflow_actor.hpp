@@ -78,7 +78,7 @@ struct WorkflowSetup {
   /// Told closed_atom(id, outcome, ending) once the workflow's close is durable (the directory,
   /// which holds clients waiting for results); `ending` is false when a rerun accepted meanwhile
   /// keeps it going. Empty: nobody.
-  close_listener closed_to;
+  close_listener closed_to{};
 };
 
 /// The directory spawns workflows unlinked (a link costs the directory a scan of all its links
