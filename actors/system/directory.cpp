@@ -11,6 +11,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/invocation_id.hpp"
 #include "actors/system/replay.hpp"
 #include "storage/keys.hpp"
 
@@ -51,6 +52,13 @@ constexpr auto sweep_interval = std::chrono::seconds(1);
 void ask_to_passivate(Self self, const std::string& id);
 void forget(Self self, const std::string& id, const caf::actor_addr& wf);
 
+/// Looks for idle workflows to passivate again in a while.
+void arm_sweep(Self self) {
+  if (self->state.sweep_armed) return;
+  self->state.sweep_armed = true;
+  self->delayed_send(self, sweep_interval, wake_atom::value);
+}
+
 /// Asks the least recently used workflows to passivate until the cache is back to its size.
 void trim_cache(Self self) {
   auto& st = self->state;
@@ -64,13 +72,10 @@ void trim_cache(Self self) {
     auto it = st.live.find(id);
     if (it != st.live.end() && !it->second.asked) ask_to_passivate(self, id);
   }
-  if (st.live.size() > cap + st.asking && !st.sweep_armed) {
-    st.sweep_armed = true;
-    self->delayed_send(self, sweep_interval, wake_atom::value);
-  }
+  if (st.live.size() > cap + st.asking) arm_sweep(self);
 }
 
-/// A passivation request is over (passivated or refused).
+/// A passivation request was refused: the workflow stays, no longer being asked.
 void done_asking(Self self, const std::string& id, const workflow_actor& wf) {
   auto& st = self->state;
   auto it = st.live.find(id);
@@ -90,7 +95,6 @@ void ask_to_passivate(Self self, const std::string& id) {
   self->request(wf, caf::infinite, passivate_atom::value, caf::actor_cast<task_port>(self))
       .then(
           [self, id, wf](int64_t due_us) {
-            done_asking(self, id, wf);
             // The actor is ending: anything for the workflow from now on wakes a new one
             // (its down message only tidies up).
             forget(self, id, wf.address());
@@ -104,11 +108,7 @@ void ask_to_passivate(Self self, const std::string& id) {
             done_asking(self, id, wf);
             // Busy: the next round, not now (asking the next one at once could go round and
             // round a cache of busy workflows).
-            auto& s = self->state;
-            if (!s.sweep_armed) {
-              s.sweep_armed = true;
-              self->delayed_send(self, sweep_interval, wake_atom::value);
-            }
+            arm_sweep(self);
           });
 }
 
@@ -206,57 +206,60 @@ struct Answer {
   }
 };
 
+/// Passes on why `find` found no actor.
+struct PassRefusal {
+  template <class T>
+  void operator()(Answer<T>& promise, const Error& error) const {
+    promise.deliver(to_caf(error));
+  }
+};
+
 /// Asks the actor of workflow `id`, found with `find` (find_or_revive or find_or_adopt), with
-/// `ask(actor, on_answer, on_error)`. An actor quits as it closes or passivates, and this
-/// directory learns so only from its down message: a request that reaches it after it quit
-/// bounces (request_receiver_down), and is asked again of the actor found now (a woken one),
-/// or refused as `find` refuses (a finished workflow).
-template <class T, class Find, class Ask>
-void ask_workflow(Self self, const std::string& id, Answer<T> promise, Find find, Ask ask, int bounces = 0) {
+/// `ask(actor, on_answer, on_error)`; `refuse(promise, error)` answers when there is none. An
+/// actor quits as it closes or passivates, and this directory learns so only from its down
+/// message: a request that reaches it after it quit bounces (request_receiver_down), and is
+/// asked again of the actor found now (a woken one), or refused (a finished workflow).
+template <class T, class Find, class Ask, class Refuse = PassRefusal>
+void ask_workflow(Self self, const std::string& id, Answer<T> promise, Find find, Ask ask, Refuse refuse = {},
+                  int bounces = 0) {
   auto wf = find(self, id);
   if (!wf) {
-    promise.deliver(to_caf(wf.error()));
+    refuse(promise, wf.error());
     return;
   }
   ask(*wf, [promise](T answer) mutable { promise.deliver(std::move(answer)); },
-      [self, id, promise, find, ask, bounces, actor = *wf](const caf::error& e) mutable {
+      [self, id, promise, find, ask, refuse, bounces, actor = *wf](const caf::error& e) mutable {
         if (e == caf::sec::request_receiver_down && bounces < 3) {
           forget(self, id, actor.address());
-          ask_workflow(self, id, promise, find, ask, bounces + 1);
+          ask_workflow(self, id, promise, find, ask, refuse, bounces + 1);
         } else {
           promise.deliver(e);
         }
       });
 }
 
-/// The id of the workflow an invocation belongs to: WORKFLOW/TASK/ATTEMPT.DISPATCH, where a
-/// task name has no '/' (a workflow id may).
-std::optional<std::string> workflow_of_invocation(const std::string& invocation_id) {
-  const auto last = invocation_id.rfind('/');
-  if (last == std::string::npos || last == 0) return std::nullopt;
-  const auto task = invocation_id.rfind('/', last - 1);
-  if (task == std::string::npos || task == 0) return std::nullopt;
-  return invocation_id.substr(0, task);
-}
-
 /// Passes a report on a passivated task's invocation to its workflow, woken if need be. The
 /// answer is the task's (true once durable); true at once when the workflow has finished, as
 /// nothing waits for the report any more.
 void route_report(Self self, TaskReport report, Answer<bool> promise) {
-  auto id = workflow_of_invocation(report.invocation_id);
-  auto wf = id ? find_or_revive(self, *id) : Result<workflow_actor>(fail(Errc::NOT_FOUND, "no workflow"));
-  if (!wf) {
-    switch (wf.error().code) {
-      case Errc::NOT_ALLOWED_IN_STATE: promise.deliver(true); break;  // finished: nobody waits for it
-      case Errc::NOT_FOUND: promise.deliver(false); break;            // not an invocation of ours
-      default: promise.deliver(to_caf(wf.error())); break;             // the sender tries again
-    }
+  auto parts = parse_invocation_id(report.invocation_id);
+  if (!parts) {
+    promise.deliver(false);  // not an invocation of ours
     return;
   }
-  ask_workflow(self, *id, promise, find_or_revive,
-               [self, report](const workflow_actor& actor, auto on_answer, auto on_error) {
-                 self->request(actor, caf::infinite, update_atom::value, report).then(on_answer, on_error);
-               });
+  auto refuse = [](Answer<bool>& answer, const Error& error) {
+    switch (error.code) {
+      case Errc::NOT_ALLOWED_IN_STATE: answer.deliver(true); break;  // finished: nobody waits for it
+      case Errc::NOT_FOUND: answer.deliver(false); break;            // not an invocation of ours
+      default: answer.deliver(to_caf(error)); break;                 // the sender tries again
+    }
+  };
+  ask_workflow(
+      self, std::string(parts->workflow_id), std::move(promise), find_or_revive,
+      [self, report](const workflow_actor& actor, auto on_answer, auto on_error) {
+        self->request(actor, caf::infinite, update_atom::value, report).then(on_answer, on_error);
+      },
+      refuse);
 }
 
 /// How workflow `id` ended, from its history; nullopt while it is open or unknown.

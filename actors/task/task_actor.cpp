@@ -9,6 +9,7 @@
 #include <caf/local_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/invocation_id.hpp"
 #include "actors/task/retry_policy.hpp"
 #include "actors/task/task_deadlines.hpp"
 
@@ -508,8 +509,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
       [=](grant_atom, const std::string& executor_name) -> bool {
         auto& s = self->state;
         if (s.model.state != TaskState::DISPATCHING) return false;  // withdrew meanwhile
-        const std::string id = s.workflow_id + "/" + s.model.name + "/" + std::to_string(s.model.attempt) +
-                               "." + std::to_string(s.model.dispatches + 1);
+        const std::string id = make_invocation_id(s.workflow_id, s.model.name, s.model.attempt, s.model.dispatches + 1);
         return decide(self, TaskEvent::DISPATCHED, [&](Body b) {
           auto d = b.initTaskDispatched();
           d.setInvocationId(id);

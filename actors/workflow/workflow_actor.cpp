@@ -12,6 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/invocation_id.hpp"
 #include "actors/system/replay.hpp"
 #include "actors/task/task_actor.hpp"
 #include "actors/task/task_deadlines.hpp"
@@ -291,14 +292,12 @@ bool may_passivate(const WorkflowActorState& st) {
 /// directory learns when to wake it.
 void complete_passivation(Self self) {
   auto& st = self->state;
-  auto passivation = std::move(*st.passivating);
-  st.passivating.reset();
-  if (st.model.applied != passivation.applied || st.pipeline.waiting() > 0) {
-    st.passivating = std::move(passivation);
+  if (st.model.applied != st.passivating->applied || st.pipeline.waiting() > 0) {
     call_off_passivation(self);
     return;
   }
-  passivation.promise.deliver(passivation.due_us);
+  st.passivating->promise.deliver(st.passivating->due_us);
+  st.passivating.reset();
   for (auto& [index, task] : st.tasks) self->send_exit(task, caf::exit_reason::user_shutdown);
   st.tasks.clear();
   self->quit();
@@ -333,18 +332,11 @@ caf::result<int64_t> passivate(Self self, const task_port& router) {
   return promise;
 }
 
-/// The live task holding `invocation_id` (WORKFLOW/TASK/ATTEMPT.DISPATCH; task names have no
-/// '/'), if any.
+/// The live task holding `invocation_id`, if any.
 std::optional<task_actor> task_of_invocation(const WorkflowActorState& st, const std::string& invocation_id) {
-  const std::string& id = st.model.id;
-  if (invocation_id.size() <= id.size() + 1 || invocation_id.compare(0, id.size(), id) != 0 ||
-      invocation_id[id.size()] != '/') {
-    return std::nullopt;
-  }
-  const size_t name_begin = id.size() + 1;
-  const size_t name_end = invocation_id.find('/', name_begin);
-  if (name_end == std::string::npos) return std::nullopt;
-  auto index = st.model.spec->find_task(std::string_view(invocation_id).substr(name_begin, name_end - name_begin));
+  auto parts = parse_invocation_id(invocation_id);
+  if (!parts || parts->workflow_id != st.model.id) return std::nullopt;
+  auto index = st.model.spec->find_task(parts->task_name);
   if (!index) return std::nullopt;
   auto it = st.tasks.find(*index);
   if (it == st.tasks.end()) return std::nullopt;

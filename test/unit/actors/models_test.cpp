@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "actors/invocation_id.hpp"
 #include "actors/task/task_model.hpp"
 #include "actors/workflow/workflow_model.hpp"
 
@@ -23,6 +24,17 @@ const char* chain = R"({"name": "chain", "tasks": [
 }  // namespace
 
 TEST_SUITE("actors.models") {
+  TEST_CASE("an invocation id names its workflow and task, read from its end") {
+    const std::string id = troupe::actors::make_invocation_id("team/nightly", "load", 2, 5);
+    CHECK(id == "team/nightly/load/2.5");
+    auto parts = troupe::actors::parse_invocation_id(id);
+    REQUIRE(parts);
+    CHECK(parts->workflow_id == "team/nightly");
+    CHECK(parts->task_name == "load");
+    CHECK_FALSE(troupe::actors::parse_invocation_id("load/2.5"));
+    CHECK_FALSE(troupe::actors::parse_invocation_id("nothing"));
+  }
+
   TEST_CASE("a task retried after a failure carries its progress and counts its time") {
     TaskModel task;
     task.name = "t";
