@@ -459,8 +459,8 @@ TEST_SUITE("integration.client_api") {
   }
 
   TEST_CASE("stop asked as a workflow ends answers a state or 'has finished', never an actor error") {
-    // As for result: the client bridge looks the workflow's actor up, then asks it; an actor
-    // that quit as it closed in between bounced the request (request_receiver_down).
+    // As for result: a stop that reaches the workflow's actor just after it quit as it closed
+    // bounces (request_receiver_down); the directory must then answer from the history.
     ClusterSpec spec = one_worker(64);
     spec.sync = false;
     auto cluster = start_cluster(spec);

@@ -97,6 +97,23 @@ Result<Duration> timeout_option(const Args& args) {
   return parsed;
 }
 
+/// --wait, --json and --timeout of the commands that start a run and may wait for its end.
+struct WaitOptions {
+  bool wait = false;
+  bool json = false;
+  Duration timeout = forever;
+};
+
+Result<WaitOptions> wait_options(const Args& args) {
+  auto wait = args.boolean("wait", false);
+  if (!wait) return wait.error();
+  auto json = args.boolean("json", false);
+  if (!json) return json.error();
+  auto timeout = timeout_option(args);
+  if (!timeout) return timeout.error();
+  return WaitOptions{*wait, *json, *timeout};
+}
+
 /// Prints how a workflow ended and returns its exit code: 0 for SUCCESS, 1 otherwise.
 int print_result(const client::WorkflowResult& result, bool json) {
   if (json) {
@@ -168,20 +185,16 @@ int submit_command(const Args& args) {
   }
   auto definition = definition_argument(words[0]);
   if (!definition) return complain(exit_usage, definition.error().message);
-  auto wait = args.boolean("wait", false);
-  auto json = args.boolean("json", false);
-  auto timeout = timeout_option(args);
-  if (!wait) return complain(exit_usage, wait.error().message);
-  if (!json) return complain(exit_usage, json.error().message);
-  if (!timeout) return complain(exit_usage, timeout.error().message);
+  auto options = wait_options(args);
+  if (!options) return complain(exit_usage, options.error().message);
 
   auto client = connect(args);
   if (!client) return complain(exit_code_of(client.error()), client.error().message);
   auto id = (*client)->start(client::StartRequest{*definition, args.get("input").value_or(""),
                                                   args.get("id").value_or(""), ""});
   if (!id) return complain(exit_code_of(id.error()), id.error().message);
-  if (!*wait) {
-    if (*json) {
+  if (!options->wait) {
+    if (options->json) {
       Json out = Json::object();
       out.set("workflowId", *id);
       std::cout << out.dump() << "\n";
@@ -190,9 +203,9 @@ int submit_command(const Args& args) {
     }
     return 0;
   }
-  auto result = (*client)->result(*id, *timeout);
+  auto result = (*client)->result(*id, options->timeout);
   if (!result) return complain(exit_code_of(result.error()), result.error().message);
-  return print_result(*result, *json);
+  return print_result(*result, options->json);
 }
 
 int result_command(const Args& args) {
@@ -236,22 +249,18 @@ int rerun_command(const Args& args) {
   }
   const auto& words = args.positionals();
   if (words.size() != 1) return complain(exit_usage, "rerun takes one workflow id");
-  auto json = args.boolean("json", false);
-  auto wait = args.boolean("wait", false);
-  auto timeout = timeout_option(args);
-  if (!json) return complain(exit_usage, json.error().message);
-  if (!wait) return complain(exit_usage, wait.error().message);
-  if (!timeout) return complain(exit_usage, timeout.error().message);
+  auto options = wait_options(args);
+  if (!options) return complain(exit_usage, options.error().message);
   auto client = connect(args);
   if (!client) return complain(exit_code_of(client.error()), client.error().message);
   auto state = (*client)->rerun(words[0], args.get("from").value_or(""));
   if (!state) return complain(exit_code_of(state.error()), state.error().message);
-  if (*wait) {
-    auto result = (*client)->result(words[0], *timeout);
+  if (options->wait) {
+    auto result = (*client)->result(words[0], options->timeout);
     if (!result) return complain(exit_code_of(result.error()), result.error().message);
-    return print_result(*result, *json);
+    return print_result(*result, options->json);
   }
-  print_state(words[0], *state, *json);
+  print_state(words[0], *state, options->json);
   return 0;
 }
 
