@@ -18,6 +18,7 @@
 #include "actors/task/task_machine.hpp"
 #include "actors/workflow/workflow_machine.hpp"
 #include "runtime/caf_kj.hpp"
+#include "runtime/net/buffered_stream.hpp"
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
@@ -733,7 +734,7 @@ struct Listener {
               network(*stream, capnp::rpc::twoparty::Side::SERVER, capnp::ReaderOptions()),
               rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
       };
-      auto connection = kj::heap<Connection>(kj::mv(stream), gateway);
+      auto connection = kj::heap<Connection>(kj::heap<BufferedStream>(kj::mv(stream)), gateway);
       auto& network = connection->network;
       tasks.add(network.onDisconnect().attach(kj::mv(connection)));
       return accept_loop();

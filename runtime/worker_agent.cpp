@@ -18,6 +18,7 @@
 #include "actors/worker/health_machine.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
+#include "runtime/net/buffered_stream.hpp"
 #include "runtime/wire.hpp"
 
 namespace troupe::runtime {
@@ -223,7 +224,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   }
 
   kj::Promise<void> registered(kj::Own<kj::AsyncIoStream> stream) {
-    connection_ = kj::heap<Connection>(kj::mv(stream));
+    connection_ = kj::heap<Connection>(kj::heap<BufferedStream>(kj::mv(stream)));
     associated_ = false;
     auto request = connection_->gateway.registerWorkerRequest();
     request.setToken(setup_->cluster_token);

@@ -1,13 +1,17 @@
-// GatewayClient over capnp::EzRpcClient: one connection, one KJ event loop on the caller's thread.
+// GatewayClient: one connection (Cap'n Proto RPC over a BufferedStream), one KJ event loop on
+// the caller's thread.
 #include "runtime/client/gateway_client.hpp"
 
+#include <memory>
+
 #include <capnp/dynamic.h>
-#include <capnp/ez-rpc.h>
+#include <capnp/rpc-twoparty.h>
 #include <capnp/serialize-packed.h>
 #include <kj/async-io.h>
 #include <kj/debug.h>
 #include <kj/io.h>
 
+#include "runtime/net/buffered_stream.hpp"
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
 
@@ -105,9 +109,34 @@ Result<void> call_void(Request&& call, const std::string& address, kj::WaitScope
 
 }  // namespace
 
+/// The RPC system over one TCP connection, made once the connection is up.
+struct Connection {
+  kj::Own<kj::AsyncIoStream> stream;
+  capnp::TwoPartyClient rpc;
+  explicit Connection(kj::Own<kj::AsyncIoStream> tcp)
+      : stream(kj::heap<runtime::BufferedStream>(kj::mv(tcp))), rpc(*stream) {}
+};
+
+/// A thread has one KJ event loop at most: the clients made on one thread share it.
+struct ThreadIo {
+  kj::AsyncIoContext io = kj::setupAsyncIo();
+
+  static std::shared_ptr<ThreadIo> of_this_thread() {
+    thread_local std::weak_ptr<ThreadIo> current;
+    if (auto existing = current.lock()) return existing;
+    auto made = std::make_shared<ThreadIo>();
+    current = made;
+    return made;
+  }
+};
+
 struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
   std::string address;
-  capnp::EzRpcClient rpc;
+  std::shared_ptr<ThreadIo> thread_io = ThreadIo::of_this_thread();
+  kj::AsyncIoContext& io = thread_io->io;
+  kj::Own<Connection> connection;
+  /// The scheduler's Gateway: a promise until the connection is made.
+  schema::Gateway::Client gateway;
   /// The answer to Gateway.client: its service, pipelined, and whether the token was accepted.
   capnp::RemotePromise<schema::Gateway::ClientResults> handshake;
   schema::ClientService::Client service;
@@ -115,18 +144,30 @@ struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
   size_t outstanding = 0;
   kj::Own<kj::PromiseFulfiller<void>> idle;  ///< set while run() waits
 
-  static capnp::RemotePromise<schema::Gateway::ClientResults> ask_client(capnp::EzRpcClient& rpc,
+  static capnp::RemotePromise<schema::Gateway::ClientResults> ask_client(schema::Gateway::Client& gateway,
                                                                         const std::string& token) {
-    auto request = rpc.getMain<schema::Gateway>().clientRequest();
+    auto request = gateway.clientRequest();
     request.setToken(token);
     return request.send();
   }
 
   Impl(const std::string& host, uint16_t port, const std::string& token)
       : address(host + ":" + std::to_string(port)),
-        rpc(host, port),
-        handshake(ask_client(rpc, token)),
+        gateway(connect(host, port)),
+        handshake(ask_client(gateway, token)),
         service(handshake.getClient()) {}
+
+  kj::Promise<schema::Gateway::Client> connect(const std::string& host, uint16_t port) {
+    return io.provider->getNetwork()
+        .parseAddress(host, port)
+        .then([](kj::Own<kj::NetworkAddress> where) { return where->connect().attach(kj::mv(where)); })
+        .then([this](kj::Own<kj::AsyncIoStream> tcp) {
+          connection = kj::heap<Connection>(kj::mv(tcp));
+          return connection->rpc.bootstrap().castAs<schema::Gateway>();
+        });
+  }
+
+  kj::WaitScope& wait_scope() { return io.waitScope; }
 
   // Callbacks catch what they can; anything else is a bug in a callback.
   void taskFailed(kj::Exception&& e) override { KJ_LOG(ERROR, "a client callback threw", e); }
@@ -181,7 +222,7 @@ struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
   /// `promise`, or TIMED_OUT after `timeout`.
   template <class T>
   kj::Promise<Result<T>> within(kj::Promise<Result<T>> promise, Duration timeout, std::string what) {
-    auto expired = rpc.getIoProvider().getTimer().afterDelay(kj_duration(timeout)).then([what]() -> Result<T> {
+    auto expired = io.provider->getTimer().afterDelay(kj_duration(timeout)).then([what]() -> Result<T> {
       return fail(Errc::TIMED_OUT, what);
     });
     return promise.exclusiveJoin(kj::mv(expired));
@@ -209,7 +250,7 @@ Result<std::unique_ptr<GatewayClient>> GatewayClient::connect(const std::string&
         });
     auto outcome = impl->within(kj::mv(ready), timeout, "no answer from the scheduler at " + address + " within " +
                                                             format_duration(timeout))
-                       .wait(impl->rpc.getWaitScope());
+                       .wait(impl->wait_scope());
     if (!outcome) {
       if (outcome.error().code == Errc::TIMED_OUT) return fail(Errc::UNAVAILABLE, outcome.error().message);
       return outcome.error();
@@ -221,14 +262,14 @@ Result<std::unique_ptr<GatewayClient>> GatewayClient::connect(const std::string&
 }
 
 Result<std::string> GatewayClient::start(const StartRequest& request) {
-  return impl_->start(request).wait(impl_->rpc.getWaitScope());
+  return impl_->start(request).wait(impl_->wait_scope());
 }
 
 Result<WorkflowResult> GatewayClient::result(const std::string& workflow_id, Duration timeout) {
   return impl_
       ->within(impl_->result(workflow_id), timeout,
                "workflow '" + workflow_id + "' did not end within " + format_duration(timeout))
-      .wait(impl_->rpc.getWaitScope());
+      .wait(impl_->wait_scope());
 }
 
 Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
@@ -248,11 +289,11 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
             return out;
           },
           [address = impl_->address](kj::Exception&& e) -> Result<WorkflowStatus> { return lost(address, e); })
-      .wait(impl_->rpc.getWaitScope());
+      .wait(impl_->wait_scope());
 }
 
 Result<std::string> GatewayClient::control(const std::string& workflow_id, Control action) {
-  return impl_->control(workflow_id, action).wait(impl_->rpc.getWaitScope());
+  return impl_->control(workflow_id, action).wait(impl_->wait_scope());
 }
 
 Result<std::string> GatewayClient::rerun(const std::string& workflow_id, const std::string& from_task) {
@@ -266,7 +307,7 @@ Result<std::string> GatewayClient::rerun(const std::string& workflow_id, const s
             return text(response.getState());
           },
           [address = impl_->address](kj::Exception&& e) -> Result<std::string> { return lost(address, e); })
-      .wait(impl_->rpc.getWaitScope());
+      .wait(impl_->wait_scope());
 }
 
 Result<WorkflowPage> GatewayClient::list(const ListQuery& query) {
@@ -291,7 +332,7 @@ Result<WorkflowPage> GatewayClient::list(const ListQuery& query) {
             return page;
           },
           [address = impl_->address](kj::Exception&& e) -> Result<WorkflowPage> { return lost(address, e); })
-      .wait(impl_->rpc.getWaitScope());
+      .wait(impl_->wait_scope());
 }
 
 Result<uint64_t> GatewayClient::watch(const std::string& workflow_id, uint64_t from,
@@ -310,7 +351,7 @@ Result<uint64_t> GatewayClient::watch(const std::string& workflow_id, uint64_t f
                            return ok();
                          },
                          [address = impl_->address](kj::Exception&& e) -> Result<void> { return lost(address, e); })
-                     .wait(impl_->rpc.getWaitScope());
+                     .wait(impl_->wait_scope());
   state->open = false;
   if (!outcome) return outcome.error();
   return state->last;
@@ -320,7 +361,7 @@ Result<void> GatewayClient::complete_task(const std::string& token, const std::s
   auto call = impl_->service.completeTaskRequest();
   call.setToken(token);
   call.setResult(kj::arrayPtr(reinterpret_cast<const kj::byte*>(result.data()), result.size()));
-  return call_void(call, impl_->address, impl_->rpc.getWaitScope());
+  return call_void(call, impl_->address, impl_->wait_scope());
 }
 
 Result<void> GatewayClient::fail_task(const std::string& token, const std::string& reason, const std::string& details) {
@@ -328,7 +369,7 @@ Result<void> GatewayClient::fail_task(const std::string& token, const std::strin
   call.setToken(token);
   call.setReason(reason);
   call.setDetails(details);
-  return call_void(call, impl_->address, impl_->rpc.getWaitScope());
+  return call_void(call, impl_->address, impl_->wait_scope());
 }
 
 void GatewayClient::start_async(const StartRequest& request, StartCallback done) {
@@ -364,7 +405,7 @@ Result<void> GatewayClient::run(Duration timeout) {
   auto outcome = impl_->within(kj::mv(idle), timeout,
                                std::to_string(impl_->outstanding) + " calls still outstanding after " +
                                    format_duration(timeout))
-                     .wait(impl_->rpc.getWaitScope());
+                     .wait(impl_->wait_scope());
   impl_->idle = nullptr;
   if (!outcome) return outcome.error();
   return ok();
