@@ -129,7 +129,7 @@ class CapnpWorkerLink final : public actors::WorkerLink {
   }
 
   void run_task(const actors::Invocation& inv, uint64_t notify_sequence,
-                std::function<void(Result<void>)> done) override {
+                std::function<void(Result<bool>)> done) override {
     Box* box = box_;
     rpc_->post([box, inv, notify_sequence, done] {
       auto request = box->control.runTaskRequest();
@@ -162,7 +162,7 @@ class CapnpWorkerLink final : public actors::WorkerLink {
           [done](auto response) {
             auto error = response.getError();
             if (error.getCode() == schema::ErrorCode::NONE) {
-              done(ok());
+              done(response.getEnded());
             } else {
               done(fail(Errc::NOT_ALLOWED_IN_STATE, text(error.getMessage())));
             }

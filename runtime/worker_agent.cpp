@@ -44,8 +44,7 @@ kj::Duration to_kj(Duration d) {
 }
 
 /// The worker's one task_port: the node's executor reports every invocation here, and the
-/// bridge hands each report but STARTED (the scheduler counts the accepted runTask as the
-/// start) to the agent. One long-lived actor rather than one per invocation: on a worker that
+/// bridge hands each report to the agent. One long-lived actor rather than one per invocation: on a worker that
 /// runs thousands of short tasks a second, spawning and ending an actor each was a good part
 /// of its CPU. Invocations run without asking for a slot: a worker node's executor has
 /// unlimited slots, because the scheduler's credit already bounds what it sends.
@@ -59,9 +58,7 @@ actors::task_port::behavior_type report_bridge(actors::task_port::stateful_point
                                                actors::executor_actor executor, ReportSink sink) {
   self->link_to(executor);  // ends with the node's executor
   return {
-      [=](actors::report_atom, TaskReport& report) {
-        if (report.kind != TaskReport::STARTED) sink(std::move(report));
-      },
+      [=](actors::report_atom, TaskReport& report) { sink(std::move(report)); },
       [=](actors::update_atom, TaskReport&) { return true; },
       [=](actors::grant_atom, const std::string&) { return false; },
   };
@@ -116,8 +113,10 @@ class Agent : public std::enable_shared_from_this<Agent> {
     return ids;
   }
 
-  Result<void> run_task(schema::InvocationSpec::Reader spec, uint64_t notify_sequence,
-                        schema::TaskReporter::Client reporter) {
+  /// Starts an invocation. The promise is runTask's answer: whether the invocation ended
+  /// before it started, once the executor has said one or the other.
+  Result<kj::Promise<bool>> run_task(schema::InvocationSpec::Reader spec, uint64_t notify_sequence,
+                                     schema::TaskReporter::Client reporter) {
     const std::string id = text(spec.getInvocationId());
     if (!healthy()) {
       return fail(Errc::NOT_ALLOWED_IN_STATE, "worker " + setup_->node.name + " is not HEALTHY");
@@ -147,9 +146,10 @@ class Agent : public std::enable_shared_from_this<Agent> {
     inv.heartbeat_timeout_us = int64_t{spec.getHeartbeatTimeoutMs()} * 1000;
     inv.async_completion = spec.getAsyncCompletion();
     inv.task_token = text(spec.getTaskToken());
-    running_.emplace(id, Running{kj::mv(reporter), false, {}, false});
+    auto answer = kj::newPromiseAndFulfiller<bool>();
+    running_.emplace(id, Running{kj::mv(reporter), false, {}, false, kj::mv(answer.fulfiller)});
     caf::anon_send(setup_->executor, actors::run_atom::value, std::move(inv), bridge_);
-    return ok();
+    return kj::mv(answer.promise);
   }
 
   std::vector<std::string> not_running(const std::vector<std::string>& ids, uint64_t sequence) {
@@ -178,6 +178,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     bool ended = false;
     TaskReport outcome;
     bool reporter_lost = false;  ///< heartbeats go through the session
+    kj::Own<kj::PromiseFulfiller<bool>> answer;  ///< runTask's answer, until given: ended?
   };
   struct Connection {
     kj::Own<kj::AsyncIoStream> stream;
@@ -327,7 +328,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
     const std::string id = report.invocation_id;
     switch (report.kind) {
       case TaskReport::STARTED:
-        return;  // the accepted runTask told the scheduler
+        answer(run, false);
+        return;
       case TaskReport::HEARTBEAT:
         if (run.reporter_lost) {
           heartbeat_through_session(id, report.payload);
@@ -352,10 +354,17 @@ class Agent : public std::enable_shared_from_this<Agent> {
         }
         return;
       default:
+        // The answer goes first: the scheduler then knows the outcome that follows it needs no
+        // start of its own.
+        answer(run, true);
         run.ended = true;
         run.outcome = std::move(report);
         deliver(id);
     }
+  }
+
+  static void answer(Running& run, bool ended) {
+    if (run.answer.get() != nullptr && run.answer->isWaiting()) run.answer->fulfill(kj::mv(ended));
   }
 
   /// A heartbeat whose reporter is gone; lost if there is no session right now (the next one
@@ -475,8 +484,9 @@ kj::Promise<void> WorkerControlImpl::runTask(RunTaskContext context) {
   auto started = agent_->run_task(params.getInvocation(), params.getNotifySequence(), params.getReporter());
   if (!started) {
     set_error(context.getResults().initError(), started.error());
+    return kj::READY_NOW;
   }
-  return kj::READY_NOW;
+  return started->then([context](bool ended) mutable { context.getResults().setEnded(ended); });
 }
 
 kj::Promise<void> WorkerControlImpl::notifyIfTasksNotRunning(NotifyIfTasksNotRunningContext context) {

@@ -99,9 +99,12 @@ interface WorkerControl {
   # Served by the worker, called by the scheduler.
   getRunningTasks @0 () -> (invocationIds :List(Text));
   runTask @1 (invocation :InvocationSpec, notifySequence :UInt64, reporter :TaskReporter)
-      -> (error :Common.Error);
-  # error.code none: started (the scheduler records the task RUNNING). A runTask older than the
-  # last notify sequence is refused.
+      -> (error :Common.Error, ended :Bool);
+  # error.code none: started. The worker answers once the invocation has started or already
+  # ended. ended false: it runs (the scheduler records the task RUNNING). ended true: it ended
+  # before the answer, and its outcome follows through the reporter; the scheduler records
+  # the outcome only, as Temporal writes an activity's start only with its end. A runTask
+  # older than the last notify sequence is refused.
   notifyIfTasksNotRunning @2 (invocationIds :List(Text), notifySequence :UInt64)
       -> (notRunning :List(Text));
   cancelTask @3 (invocationId :Text, graceMs :UInt32) -> ();

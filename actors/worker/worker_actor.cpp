@@ -194,12 +194,14 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         const std::string id = invocation.invocation_id;
         s.given[id] = Given{task, invocation.task_list, false};
         auto me = caf::actor_cast<worker_actor>(self);
-        s.setup.link->run_task(invocation, s.notify_sequence, [me, id](Result<void> sent) {
+        s.setup.link->run_task(invocation, s.notify_sequence, [me, id](Result<bool> sent) {
           uint8_t outcome = 0;
           std::string error;
           if (!sent) {
             outcome = sent.error().code == Errc::UNAVAILABLE ? 2 : 1;
             error = sent.error().message;
+          } else if (*sent) {
+            outcome = 3;
           }
           caf::anon_send(me, sent_atom::value, id, outcome, error);
         });
@@ -212,6 +214,10 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           // The worker accepted the invocation and started it: that is the task's start.
           it->second.unsure = false;
           self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+        } else if (outcome == 3) {
+          // It ran and ended before the worker answered: its outcome, on its way, is all the
+          // task records.
+          it->second.unsure = false;
         } else if (outcome == 1) {
           lose(self, id, "worker " + s.setup.info.shard_id + " refused the invocation: " + error);
         } else {

@@ -35,10 +35,12 @@ class WorkerLink {
  public:
   virtual ~WorkerLink() = default;
   virtual void get_running_tasks(std::function<void(Result<std::vector<std::string>>)> done) = 0;
-  /// `done` gets an error of kind UNAVAILABLE when the outcome is unknown (the connection
-  /// failed) and another kind when the worker refused it (it did not start).
+  /// `done` gets whether the invocation had already ended when the worker answered (its
+  /// outcome follows, and it needs no start of its own) or was running; an error of kind
+  /// UNAVAILABLE when the outcome is unknown (the connection failed), and another kind when the
+  /// worker refused it (it did not start).
   virtual void run_task(const Invocation& invocation, uint64_t notify_sequence,
-                        std::function<void(Result<void>)> done) = 0;
+                        std::function<void(Result<bool /* ended */>)> done) = 0;
   /// `done` gets the ids that are not running.
   virtual void notify_if_not_running(std::vector<std::string> invocation_ids, uint64_t notify_sequence,
                                      std::function<void(Result<std::vector<std::string>>)> done) = 0;

@@ -573,6 +573,27 @@ TEST_SUITE("integration.client_api") {
     CHECK(contains(unknown.output, "no-such-workflow"));
   }
 
+  TEST_CASE("a task that ends before its worker answers runTask records no start; one that runs does") {
+    auto cluster = start_cluster(one_worker());
+    auto api = gateway(cluster->port);
+    const std::string definition = R"({"name": "starts", "tasks": [
+      {"name": "quick", "handler": "noop"},
+      {"name": "long", "dependsOn": ["quick"], "shell": {"command": ["sh", "-c", "sleep 0.2"]}}]})";
+    REQUIRE(api->start({definition, "", "starts", ""}).value() == "starts");
+    std::vector<std::string> events;
+    auto watched = api->watch("starts", 1, [&](const client::WatchedEvent& e) {
+      events.push_back(e.kind + ":" + e.actor_id);
+      return true;
+    });
+    REQUIRE_MESSAGE(watched, watched.error().message);
+    auto has = [&](const std::string& event) { return std::count(events.begin(), events.end(), event); };
+    CHECK(has("taskSucceeded:quick") == 1);
+    CHECK(has("taskRunning:quick") == 0);
+    CHECK(has("taskSucceeded:long") == 1);
+    CHECK(has("taskRunning:long") == 1);
+    CHECK(has("workflowSucceeded:starts") == 1);
+  }
+
   TEST_CASE("asyncCompletion: the task's token completes or fails it; forged and reused tokens are refused") {
     auto cluster = start_cluster(one_worker());
     gateway(cluster->port);

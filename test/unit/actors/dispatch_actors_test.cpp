@@ -37,7 +37,7 @@ class FakeWorkerLink final : public WorkerLink {
   struct RunCall {
     Invocation invocation;
     uint64_t notify_sequence = 0;
-    Done<void> done;
+    Done<bool> done;  ///< answered with whether the invocation had ended already
   };
   struct NotifyCall {
     std::vector<std::string> ids;
@@ -57,7 +57,7 @@ class FakeWorkerLink final : public WorkerLink {
     ++running_queries_asked;
     running_queries.push_back(std::move(done));
   }
-  void run_task(const Invocation& invocation, uint64_t notify_sequence, Done<void> done) override {
+  void run_task(const Invocation& invocation, uint64_t notify_sequence, Done<bool> done) override {
     runs.push_back(RunCall{invocation, notify_sequence, std::move(done)});
   }
   void notify_if_not_running(std::vector<std::string> ids, uint64_t notify_sequence,
@@ -334,7 +334,7 @@ TEST_SUITE("actors.dispatch") {
       CAPTURE(invocation.invocation_id);
       CHECK(invocation.task_list == "batch");
       CHECK(invocation.executor == "w1");
-      w.link->runs[completed].done(ok());
+      w.link->runs[completed].done(false);
       s.fx.run();
       auto acked = s.update(w, report_of(invocation.invocation_id, TaskReport::SUCCEEDED, "done"));
       REQUIRE(acked.is(true));
@@ -387,7 +387,7 @@ TEST_SUITE("actors.dispatch") {
     flow.start();
     REQUIRE(a.link->runs.size() == 1);
     const std::string lost = a.link->runs[0].invocation.invocation_id;
-    a.link->runs[0].done(ok());
+    a.link->runs[0].done(false);
     REQUIRE(s.report(a, report_of(lost, TaskReport::STARTED)).is(false));
     REQUIRE(flow.task("t0").state == TaskState::RUNNING);
     auto b = s.connect("b", {{"jobs", 1}});
@@ -426,7 +426,7 @@ TEST_SUITE("actors.dispatch") {
     CHECK(elsewhere.get().error().code == Errc::NOT_FOUND);
     CHECK(flow.events() == history);
 
-    b.link->runs[0].done(ok());
+    b.link->runs[0].done(false);
     REQUIRE(s.update(b, report_of(retry.invocation_id, TaskReport::SUCCEEDED, "from-b")).is(true));
     auto result = flow.outcome();
     REQUIRE(result);
@@ -443,7 +443,7 @@ TEST_SUITE("actors.dispatch") {
     REQUIRE(w.link->runs.size() == 2);
     const std::string first = w.link->runs[0].invocation.invocation_id;
     const std::string task = w.link->runs[0].invocation.task_name;
-    for (auto& run : w.link->runs) run.done(ok());
+    for (auto& run : w.link->runs) run.done(false);
 
     // The acknowledgement must find the outcome already in the history.
     bool durable_at_ack = false;
@@ -487,7 +487,7 @@ TEST_SUITE("actors.dispatch") {
     };
     submit("wf-a");
     REQUIRE(w.link->runs.size() == 1);
-    w.link->runs[0].done(ok());  // the worker started it
+    w.link->runs[0].done(false);  // the worker started it
     s.fx.run();
     const std::string invocation = w.link->runs[0].invocation.invocation_id;
     submit("wf-b");  // the cache holds one: wf-a, idle, passivates
@@ -518,6 +518,32 @@ TEST_SUITE("actors.dispatch") {
     CHECK(count("workflowSucceeded") == 1);
     CHECK(count("workflowFailover") == 0);
     CHECK(count("taskDispatched") == 1);
+  }
+
+  TEST_CASE("an invocation that ended before its runTask was answered records its outcome and no start") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 2}});
+    Flow flow(s, "wf-ended", independent_tasks(2, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 2);
+    const Invocation quick = w.link->runs[0].invocation;
+    const Invocation slow = w.link->runs[1].invocation;
+    w.link->runs[0].done(true);   // ended already: its outcome follows
+    w.link->runs[1].done(false);  // started and runs
+    s.fx.run();
+    CHECK(flow.count("taskRunning:" + quick.task_name) == 0);
+    CHECK(flow.count("taskRunning:" + slow.task_name) == 1);
+    CHECK(flow.task(quick.task_name).state == TaskState::DISPATCHED);
+    REQUIRE(s.update(w, report_of(quick.invocation_id, TaskReport::SUCCEEDED, "fast")).is(true));
+    REQUIRE(s.update(w, report_of(slow.invocation_id, TaskReport::SUCCEEDED, "slow")).is(true));
+    CHECK(flow.events_of(quick.task_name) ==
+          std::vector<std::string>{"taskScheduled:" + quick.task_name, "taskDispatching:" + quick.task_name,
+                                   "taskDispatched:" + quick.task_name, "taskSucceeded:" + quick.task_name});
+    CHECK(flow.task(quick.task_name).result == "fast");
+    CHECK(flow.count("taskRunning:" + quick.task_name) == 0);
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
   }
 
   TEST_CASE("two copies of an update in flight together make one event and two acknowledgements") {
@@ -702,7 +728,7 @@ TEST_SUITE("actors.dispatch") {
     REQUIRE(w.link->runs.size() == 2);
     const std::string kept = w.link->runs[0].invocation.invocation_id;
     const std::string dropped = w.link->runs[1].invocation.invocation_id;
-    for (auto& run : w.link->runs) run.done(ok());
+    for (auto& run : w.link->runs) run.done(false);
 
     auto link = std::make_shared<FakeWorkerLink>();
     auto again = s.register_worker(worker_info("w1", "instance-1", {{"jobs", 2}}), link);
@@ -763,7 +789,7 @@ TEST_SUITE("actors.dispatch") {
     Flow flow(s, "wf-replaced", independent_tasks(1, "jobs", retry_twice));
     flow.start();
     REQUIRE(old.link->runs.size() == 1);
-    old.link->runs[0].done(ok());
+    old.link->runs[0].done(false);
     s.advance(2s);
     REQUIRE(s.health(old) == HealthState::UNHEALTHY);
 
@@ -851,7 +877,7 @@ TEST_SUITE("actors.dispatch") {
     flow.start();
     REQUIRE(old.link->runs.size() == 1);
     const std::string lost = old.link->runs[0].invocation.invocation_id;
-    old.link->runs[0].done(ok());
+    old.link->runs[0].done(false);
     s.advance(3s);
     REQUIRE(old.link->suicides.size() == 1);
     REQUIRE(flow.count("taskFailover:t0") == 1);
@@ -887,7 +913,7 @@ TEST_SUITE("actors.dispatch") {
     flow.start();
     REQUIRE(w.link->runs.size() == 1);
     const auto first = w.link->runs[0].invocation;
-    w.link->runs[0].done(ok());
+    w.link->runs[0].done(false);
     REQUIRE(s.report(w, report_of(first.invocation_id, TaskReport::STARTED)).is(false));
     s.advance(5s, {&w});  // startToClose: the attempt is abandoned and will be retried
     CHECK(flow.task(first.task_name).failure_reason == "Timeout:startToClose");
@@ -942,7 +968,7 @@ TEST_SUITE("actors.dispatch") {
       flow.start();
       REQUIRE(w.link->runs.size() == 1);
       invocation = w.link->runs[0].invocation.invocation_id;
-      w.link->runs[0].done(ok());
+      w.link->runs[0].done(false);
       before.fx.run();
       REQUIRE(flow.count("taskRunning:t0") == 1);
       after.emplace(DispatcherOptions{}, before.fx.store, true);
