@@ -21,6 +21,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
@@ -406,6 +407,21 @@ Result<void> check_format(RocksHistoryStore::Impl& impl) {
   return ok();
 }
 
+/// The workflow part of an events key, for the memtable's insert hints. A group commit holds
+/// the events of many workflows, so without a hint every insert searches the skip list from
+/// its top; with one, an event lands next to its workflow's previous one, which is where it
+/// belongs (a workflow's events arrive in sequence order). Only events keys are in the domain
+/// (parse_event_key's test): a purge's range deletion keys go to the memtable's other skip
+/// list, and sharing a workflow's hint with it would corrupt the hint.
+class WorkflowOfEventKey final : public rocksdb::SliceTransform {
+ public:
+  const char* Name() const override { return "troupe.WorkflowOfEventKey"; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    return rocksdb::Slice(key.data(), key.size() - 8);
+  }
+  bool InDomain(const rocksdb::Slice& key) const override { return parse_event_key(view(key)).has_value(); }
+};
+
 rocksdb::ColumnFamilyOptions column_family_options(const StoreOptions& options,
                                                    const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions cf;
@@ -448,9 +464,10 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
   db_options.recycle_log_file_num = 4;
 
   auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
-  const auto cf_options = column_family_options(options, cache);
+  auto cf_options = column_family_options(options, cache);
   auto index_options = cf_options;
   index_options.write_buffer_size = options.index_write_buffer_bytes;
+  cf_options.memtable_insert_with_hint_prefix_extractor = std::make_shared<WorkflowOfEventKey>();
 
   // Open every column family that exists, so a store written by a newer build with more of
   // them still opens far enough to read its format version and refuse it clearly.
