@@ -462,6 +462,15 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
   // file commits no size or extent change, which about doubles synced commits per second on
   // ext4. Recycled records carry their log number, so stale tails are recognised at recovery.
   db_options.recycle_log_file_num = 4;
+  // Flushes and compactions run at a low CPU priority: on a small machine they otherwise take
+  // a core from the actors for a few hundred milliseconds at a time, which every workflow in
+  // flight then waits out. They still get every cycle the foreground leaves, and writes stall
+  // (RocksDB's own back-pressure) only if they fall a whole memtable behind.
+  {
+    rocksdb::Env* background = impl->env ? impl->env.get() : rocksdb::Env::Default();
+    (void)background->LowerThreadPoolCPUPriority(rocksdb::Env::HIGH, rocksdb::CpuPriority::kLow);
+    (void)background->LowerThreadPoolCPUPriority(rocksdb::Env::LOW, rocksdb::CpuPriority::kLow);
+  }
 
   auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   auto cf_options = column_family_options(options, cache);
