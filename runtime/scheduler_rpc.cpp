@@ -132,7 +132,12 @@ class CapnpWorkerLink final : public actors::WorkerLink {
                 std::function<void(Result<bool>)> done) override {
     Box* box = box_;
     rpc_->post([box, inv, notify_sequence, done] {
-      auto request = box->control.runTaskRequest();
+      size_t text_bytes = inv.invocation_id.size() + inv.workflow_id.size() + inv.task_name.size() +
+                          inv.task_list.size() + inv.handler.size() + inv.cwd.size() + inv.input_json.size() +
+                          inv.progress.size() + 256 /* a task token */;
+      for (const auto& arg : inv.command) text_bytes += arg.size() + 16;
+      for (const auto& var : inv.env) text_bytes += var.size() + 16;
+      auto request = box->control.runTaskRequest(message_size(text_bytes, 1));
       auto spec = request.initInvocation();
       spec.setInvocationId(inv.invocation_id);
       spec.setWorkflowId(inv.workflow_id);
@@ -545,7 +550,7 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     caf::anon_send(services_->client_bridge, actors::submit_atom::value, id, json, input, run_from,
                    Reply<std::string>{b.resolve});
     return b.promise.then([context](Result<std::string> r) mutable {
-      auto results = context.getResults();
+      auto results = context.getResults(message_size(r ? r->size() : r.error().message.size()));
       if (r) {
         results.setWorkflowId(*r);
       } else {
@@ -560,7 +565,7 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     caf::anon_send(services_->client_bridge, actors::result_atom::value, id,
                    Reply<actors::WorkflowOutcome>{b.resolve});
     return b.promise.then([context, id](Result<actors::WorkflowOutcome> r) mutable {
-      auto results = context.getResults();
+      auto results = context.getResults(message_size(id.size() + (r ? r->failure_reason.size() : r.error().message.size())));
       if (r) {
         auto out = results.initResult();
         out.setWorkflowId(id);

@@ -336,7 +336,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
           return;
         }
         {
-          auto request = run.reporter.heartbeatRequest();
+          auto request = run.reporter.heartbeatRequest(message_size(report.payload.size()));
           request.setProgress(as_data(report.payload));
           auto self = shared_from_this();
           tasks_.add(request.send().then(
@@ -411,7 +411,9 @@ class Agent : public std::enable_shared_from_this<Agent> {
         self->deliver_through_session(id);
       }));
     };
-    auto request = it->second.reporter.completeRequest();
+    const auto& outcome = it->second.outcome;
+    auto request = it->second.reporter.completeRequest(
+        message_size(outcome.payload.size() + outcome.reason.size() + outcome.details.size()));
     fill(request.initOutcome(), it->second.outcome);
     // Moved in: kj's then() keeps an lvalue handler by reference, which would dangle.
     tasks_.add(request.send().then([acknowledged](auto) { acknowledged(); }, kj::mv(retry)));
@@ -486,7 +488,7 @@ kj::Promise<void> WorkerControlImpl::runTask(RunTaskContext context) {
     set_error(context.getResults().initError(), started.error());
     return kj::READY_NOW;
   }
-  return started->then([context](bool ended) mutable { context.getResults().setEnded(ended); });
+  return started->then([context](bool ended) mutable { context.getResults(message_size(0)).setEnded(ended); });
 }
 
 kj::Promise<void> WorkerControlImpl::notifyIfTasksNotRunning(NotifyIfTasksNotRunningContext context) {

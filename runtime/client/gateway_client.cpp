@@ -18,6 +18,7 @@
 namespace troupe::client {
 namespace {
 
+using runtime::message_size;
 using runtime::text;
 
 /// The scheduler's error in a response, if it set one.
@@ -177,7 +178,8 @@ struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
   }
 
   kj::Promise<Result<std::string>> start(const StartRequest& request) {
-    auto call = service.startWorkflowRequest();
+    auto call = service.startWorkflowRequest(message_size(request.definition_json.size() + request.input_json.size() +
+                                                          request.workflow_id.size() + request.run_from.size()));
     call.setDefinitionJson(request.definition_json);
     call.setInputJson(request.input_json.empty() ? "{}" : request.input_json);
     call.setWorkflowId(request.workflow_id);
@@ -191,7 +193,7 @@ struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
   }
 
   kj::Promise<Result<WorkflowResult>> result(const std::string& workflow_id) {
-    auto call = service.resultRequest();
+    auto call = service.resultRequest(message_size(workflow_id.size()));
     call.setWorkflowId(workflow_id);
     return call.send().then(
         [](capnp::Response<schema::ClientService::ResultResults>&& response) -> Result<WorkflowResult> {
