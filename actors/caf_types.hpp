@@ -51,7 +51,6 @@ typename Inspector::result_type inspect(Inspector& f, AppendReceipt& x) {
 namespace troupe::actors {
 
 // --- atoms --------------------------------------------------------------------------------
-using append_atom = caf::atom_constant<caf::atom("append")>;
 using persisted_atom = caf::atom_constant<caf::atom("persisted")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using pause_atom = caf::atom_constant<caf::atom("pause")>;

@@ -46,14 +46,11 @@ using executor_actor = caf::typed_actor<
     caf::reacts_to<report_atom, TaskReport>,
     caf::reacts_to<wake_atom, uint64_t /* timer */>>;
 
-/// Persists event batches through the history store's group commit.
-using history_writer_actor = caf::typed_actor<
-    // from any actor: append; the reply comes once the batch is durable
-    caf::replies_to<append_atom, std::string /* workflow id */, EventBatch>::with<
-        storage::AppendReceipt>,
-    // from the store's callback: the outcome of append number `ticket`
-    caf::reacts_to<persisted_atom, uint64_t /* ticket */, bool /* ok */,
-                   storage::AppendReceipt, std::string /* error */, uint8_t /* Errc */>>;
+/// An actor that appends to a history (HistoryWriter): the store's callback tells it the outcome
+/// of its append number `ticket` once the batch is durable or failed.
+using persisted_port = caf::typed_actor<
+    caf::reacts_to<persisted_atom, uint64_t /* ticket */, bool /* ok */, storage::AppendReceipt,
+                   std::string /* error */, uint8_t /* Errc */>>;
 
 /// What a task actor tells the workflow actor that owns it.
 using task_owner_port = caf::typed_actor<

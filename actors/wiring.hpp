@@ -8,13 +8,14 @@
 #include <string>
 
 #include "actors/ports.hpp"
+#include "actors/system/history_writer.hpp"
 #include "schema/definition_cache.hpp"
 #include "schema/duration.hpp"
 
 namespace troupe::actors {
 
 struct Wiring {
-  history_writer_actor writer;
+  HistoryWriter writer;
   executor_actor executor;
   /// Wall-clock time for event timestamps, microseconds since the Unix epoch. Tests derive it
   /// from the deterministic actor clock.

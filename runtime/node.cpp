@@ -146,7 +146,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     scheduler->store = store;
     scheduler->dispatcher = actors::spawn_dispatcher(system, dispatch);
     wiring.definitions = std::make_shared<DefinitionCache>();
-    wiring.writer = actors::spawn_history_writer(system, store);
+    wiring.writer = actors::HistoryWriter(store);
     wiring.executor = caf::actor_cast<actors::executor_actor>(scheduler->dispatcher);
     wiring.kill_grace = cluster.kill_grace;
     wiring.workflow_cache = node.workflow_cache;
@@ -233,7 +233,6 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     if (node.scheduler) {
       self->send_exit(scheduler->directory, caf::exit_reason::user_shutdown);
       self->send_exit(scheduler->dispatcher, caf::exit_reason::user_shutdown);
-      self->send_exit(wiring.writer, caf::exit_reason::user_shutdown);
     }
     if (node.worker) self->send_exit(local_executor, caf::exit_reason::user_shutdown);
   }

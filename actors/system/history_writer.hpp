@@ -1,20 +1,34 @@
-// The history writer: actors send it event batches; it hands them to the store, whose group
-// commit coalesces the batches of every actor into one WriteBatch and one sync, and replies to
-// each sender once its batch is durable.
+// The history writer: actors append their event batches through it to the store, whose group
+// commit coalesces the batches of every actor into one WriteBatch and one sync, and it tells
+// each actor once its batch is durable.
+//
+// Not an actor of its own: a writer actor between the actors and the store cost every append
+// two more messages (the request, and the store's answer relayed back as a reply) and put
+// every append of the node through one mailbox. The store is thread-safe, so an actor hands
+// it its batch directly and the store's callback sends the one message the actor waits for.
 #pragma once
 
 #include <memory>
-
-#include <caf/fwd.hpp>
+#include <string>
 
 #include "actors/ports.hpp"
 #include "storage/history_store.hpp"
 
 namespace troupe::actors {
 
-/// `store` must accept appends until the actor system stops. A failed append is replied as
-/// the store's error; after it the store is fail-stopped and so is every later append.
-history_writer_actor spawn_history_writer(caf::actor_system& system,
-                                          std::shared_ptr<storage::HistoryStore> store);
+class HistoryWriter {
+ public:
+  HistoryWriter() = default;
+  /// `store` must accept appends until the actor system stops. After a failed append the
+  /// store is fail-stopped, and so is every later append.
+  explicit HistoryWriter(std::shared_ptr<storage::HistoryStore> store) : store_(std::move(store)) {}
+
+  /// Appends `batch` to the history of `workflow_id`. Once it is durable (or failed), `to` gets
+  /// persisted_atom with `ticket`, whether it succeeded, the receipt, and the store's error.
+  void append(const persisted_port& to, std::string workflow_id, EventBatch batch, uint64_t ticket) const;
+
+ private:
+  std::shared_ptr<storage::HistoryStore> store_;
+};
 
 }  // namespace troupe::actors

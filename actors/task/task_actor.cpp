@@ -215,9 +215,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation, held_executor));
   EventBatch batch;
   batch.events.push_back(std::move(new_event));
-  self->request(st.wiring->writer, caf::infinite, append_atom::value, st.workflow_id, std::move(batch))
-      .then([self, ticket](const storage::AppendReceipt&) { self->state.pipeline.done(ticket); },
-            [self](const caf::error& error) { self->quit(error); });
+  st.wiring->writer.append(caf::actor_cast<persisted_port>(self), st.workflow_id, std::move(batch), ticket);
   return true;
 }
 
@@ -497,6 +495,14 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
   st.owner = std::move(setup.owner);
   st.wiring = std::move(setup.wiring);
   return {
+      [=](persisted_atom, uint64_t ticket, bool ok, const storage::AppendReceipt&, const std::string& error,
+          uint8_t code) {
+        if (ok) {
+          self->state.pipeline.done(ticket);
+        } else {
+          self->quit(to_caf(Error{static_cast<Errc>(code), error}));
+        }
+      },
       [=](start_atom) { decide(self, TaskEvent::START, dispatching(self)); },
       [=](pause_atom) { decide(self, TaskEvent::PAUSE, [](Body b) { b.setTaskPauseRequested(); }); },
       [=](kill_atom, bool immediate) {

@@ -14,7 +14,7 @@
 
 namespace troupe::actors {
 
-using task_actor = task_port::extend<
+using task_actor = task_port::extend_with<persisted_port>::extend<
     // from the workflow: start (or start again after a pause); pause; kill
     caf::reacts_to<start_atom>, caf::reacts_to<pause_atom>, caf::reacts_to<kill_atom, bool /* immediate: no grace */>,
     // from the workflow, once after reviving from history: carry on from the replayed state

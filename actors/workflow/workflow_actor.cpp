@@ -354,15 +354,7 @@ void commit(Self self, Batch batch) {
     st.pipeline.done(ticket);
     return;
   }
-  self->request(st.setup.wiring->writer, caf::infinite, append_atom::value, st.model.id,
-                std::move(batch.events))
-      .then(
-          [self, ticket](const storage::AppendReceipt&) {
-            auto& s = self->state;
-            s.pipeline.done(ticket);
-            std::erase_if(s.replies, [](const auto& reply) { return !reply->pending(); });
-          },
-          [self](const caf::error& error) { fail_stop(self, error); });
+  st.setup.wiring->writer.append(caf::actor_cast<persisted_port>(self), st.model.id, std::move(batch.events), ticket);
 }
 
 /// A client request: decide `event` and reply the state it leads to once durable.
@@ -497,6 +489,13 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
     }
   }
   return {
+      [=](persisted_atom, uint64_t ticket, bool ok, const storage::AppendReceipt&, const std::string& error,
+          uint8_t code) {
+        auto& st = self->state;
+        if (!ok) return fail_stop(self, to_caf(Error{static_cast<Errc>(code), error}));
+        st.pipeline.done(ticket);
+        std::erase_if(st.replies, [](const auto& reply) { return !reply->pending(); });
+      },
       [=](start_atom) -> caf::result<std::string> {
         auto& st = self->state;
         auto promise = new_reply(self);

@@ -66,7 +66,7 @@ struct ActorFixture {
              std::chrono::duration_cast<std::chrono::microseconds>(clock->now() - start).count();
     };
     wiring.definitions = std::make_shared<DefinitionCache>();
-    wiring.writer = actors::spawn_history_writer(sys, store);
+    wiring.writer = actors::HistoryWriter(store);
     wiring.executor = actors::spawn_local_executor(sys, handlers, std::move(executor));
     wiring.on_task_end = [ends = ends](const std::string&, const std::string& canonical) {
       ends->tasks.push_back(canonical);
@@ -79,7 +79,6 @@ struct ActorFixture {
   /// Ends every actor the fixture or the test owns (see own()), so nothing outlives the test.
   ~ActorFixture() {
     sched.run();
-    owned.push_back(caf::actor_cast<caf::actor>(wiring.writer));
     owned.push_back(caf::actor_cast<caf::actor>(wiring.executor));
     for (auto& actor : owned) self->send_exit(actor, caf::exit_reason::user_shutdown);
     sched.run();

@@ -53,7 +53,7 @@ struct InProcessRuntime {
     runtime->system = std::make_unique<caf::actor_system>(runtime->config);
     auto handlers = std::make_shared<const HandlerRegistry>(HandlerRegistry::with_builtins());
     runtime->wiring.definitions = std::make_shared<DefinitionCache>();
-    runtime->wiring.writer = spawn_history_writer(*runtime->system, runtime->store);
+    runtime->wiring.writer = HistoryWriter(runtime->store);
     runtime->wiring.executor = spawn_local_executor(*runtime->system, handlers);
     runtime->wiring.now_us = [] {
       return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -70,7 +70,6 @@ struct InProcessRuntime {
       caf::scoped_actor self(*system, true);  // hidden: it must not count as running below
       // The directory ends its workflows, and they their linked tasks: one exit ends all.
       self->send_exit(directory, caf::exit_reason::user_shutdown);
-      self->send_exit(wiring.writer, caf::exit_reason::user_shutdown);
       self->send_exit(wiring.executor, caf::exit_reason::user_shutdown);
     }
     system->await_all_actors_done();
