@@ -179,6 +179,15 @@ struct RocksHistoryStore::Impl {
   }
 
   Result<uint64_t> read_last_sequence(std::string_view workflow_id) {
+    // Histories are gap-free from 1, so one without event 1 is empty. That point lookup, which
+    // the bloom filters answer for most files, is all a new workflow's first append costs;
+    // the iterator below reaches into every level.
+    std::string first;
+    auto found = db->Get(rocksdb::ReadOptions(), events, slice(event_key(workflow_id, 1)), &first);
+    if (found.IsNotFound()) return uint64_t{0};
+    if (!found.ok()) {
+      return to_error(found, "reading the history of workflow '" + std::string(workflow_id) + "' in " + where());
+    }
     rocksdb::ReadOptions read_options;
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read_options, events));
     const std::string prefix = event_prefix(workflow_id);
