@@ -5,6 +5,7 @@
 
 #include <iostream>
 #include <map>
+#include <unordered_map>
 #include <random>
 
 #include <capnp/rpc-twoparty.h>
@@ -471,7 +472,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   uint64_t heartbeat_generation_ = 0;
   std::string last_refusal_;  ///< the registration refusal last logged
   actors::task_port bridge_;  ///< where the executor reports this worker's invocations
-  std::map<std::string, Running> running_;
+  std::unordered_map<std::string, Running> running_;
 };
 
 kj::Promise<void> WorkerControlImpl::getRunningTasks(GetRunningTasksContext context) {

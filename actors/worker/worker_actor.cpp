@@ -195,13 +195,13 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         s.given[id] = Given{task, invocation.task_list, false};
         auto me = caf::actor_cast<worker_actor>(self);
         s.setup.link->run_task(invocation, s.notify_sequence, [me, id](Result<bool> sent) {
+          // Ended already: its outcome, on its way, settles it; the answer has nothing to add.
+          if (sent && *sent) return;
           uint8_t outcome = 0;
           std::string error;
           if (!sent) {
             outcome = sent.error().code == Errc::UNAVAILABLE ? 2 : 1;
             error = sent.error().message;
-          } else if (*sent) {
-            outcome = 3;
           }
           caf::anon_send(me, sent_atom::value, id, outcome, error);
         });
@@ -214,10 +214,6 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           // The worker accepted the invocation and started it: that is the task's start.
           it->second.unsure = false;
           self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
-        } else if (outcome == 3) {
-          // It ran and ended before the worker answered: its outcome, on its way, is all the
-          // task records.
-          it->second.unsure = false;
         } else if (outcome == 1) {
           lose(self, id, "worker " + s.setup.info.shard_id + " refused the invocation: " + error);
         } else {

@@ -72,8 +72,8 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<kill_atom, std::string /* reason */, bool /* replaced */>,
     // from the link's callbacks: getRunningTasks answered (ok, ids, error)
     caf::reacts_to<associate_atom, uint64_t /* link epoch */, bool, std::vector<std::string>, std::string>,
-    // from the link's callbacks: runTask answered (id, 0 started / 1 refused / 2 unknown /
-    // 3 ended already, error)
+    // from the link's callbacks: runTask answered (id, 0 started / 1 refused / 2 unknown, error);
+    // not sent for an invocation that ended already, whose outcome follows
     caf::reacts_to<sent_atom, std::string, uint8_t, std::string>,
     // from the link's callbacks: notifyIfTasksNotRunning answered (ok, the ids it asked
     // about, the ids not running)
