@@ -2,6 +2,7 @@
 // caught here and become INVALID_ARGUMENT: this is the boundary where bytes become messages.
 #include "storage/codec.hpp"
 
+#include <cstdint>
 #include <cstring>
 
 #include <capnp/serialize-packed.h>
@@ -24,18 +25,35 @@ static_assert(static_cast<int>(WorkflowStatus::OPEN) == static_cast<int>(schema:
 static_assert(static_cast<int>(WorkflowStatus::CLOSED) ==
               static_cast<int>(schema::WorkflowStatus::CLOSED));
 
+/// Appends what capnp writes to a std::string: a packed message lands where it is kept,
+/// without a buffer of its own (kj::VectorOutputStream starts at 4 KiB) and a copy.
+class StringOutputStream final : public kj::OutputStream {
+ public:
+  explicit StringOutputStream(std::string& out) : out_(out) {}
+  void write(const void* buffer, size_t size) override { out_.append(static_cast<const char*>(buffer), size); }
+
+ private:
+  std::string& out_;
+};
+
 std::string pack(capnp::MessageBuilder& message) {
-  kj::VectorOutputStream out;
+  std::string packed;
+  packed.reserve(capnp::computeSerializedSizeInWords(message) * sizeof(capnp::word));
+  StringOutputStream out(packed);
   capnp::writePackedMessage(out, message);
-  auto bytes = out.getArray();
-  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  return packed;
 }
 
-/// Word-aligned copy of a flat (unpacked) message, as FlatArrayMessageReader needs.
-kj::Array<capnp::word> aligned_words(std::string_view bytes) {
-  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), words.size() * sizeof(capnp::word));
-  return words;
+/// The words of a flat (unpacked) message, as FlatArrayMessageReader needs them: `bytes` itself
+/// when word-aligned (a heap-allocated string's data is), else an aligned copy in `copy`.
+kj::ArrayPtr<const capnp::word> aligned_words(std::string_view bytes, kj::Array<capnp::word>& copy) {
+  const size_t count = bytes.size() / sizeof(capnp::word);
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(capnp::word) == 0) {
+    return kj::arrayPtr(reinterpret_cast<const capnp::word*>(bytes.data()), count);
+  }
+  copy = kj::heapArray<capnp::word>(count);
+  std::memcpy(copy.begin(), bytes.data(), count * sizeof(capnp::word));
+  return copy;
 }
 
 /// Runs `decode` on an unpacked message from `packed`; kj exceptions become INVALID_ARGUMENT.
@@ -74,8 +92,8 @@ Result<std::string> compose_event(uint64_t sequence, const NewEvent& event) {
                                             " bytes is not a serialised EventBody message");
   }
   try {
-    auto words = aligned_words(event.body);
-    capnp::FlatArrayMessageReader body_reader(words);
+    kj::Array<capnp::word> copy;
+    capnp::FlatArrayMessageReader body_reader(aligned_words(event.body, copy));
     capnp::MallocMessageBuilder message(event_segment_words);
     auto root = message.initRoot<schema::HistoryEvent>();
     root.setSequence(sequence);
