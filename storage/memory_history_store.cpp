@@ -63,7 +63,7 @@ void MemoryHistoryStore::append(std::string workflow_id, std::vector<NewEvent> e
       }
     }
   }
-  done(std::move(outcome));
+  report([done = std::move(done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
 }
 
 void MemoryHistoryStore::close(std::string workflow_id, int64_t closed_us, DoneCallback done) {
@@ -80,7 +80,7 @@ void MemoryHistoryStore::close(std::string workflow_id, int64_t closed_us, DoneC
       it->second.closed_us = closed_us;
     }
   }
-  done(std::move(outcome));
+  report([done = std::move(done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
 }
 
 void MemoryHistoryStore::put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) {
@@ -93,7 +93,33 @@ void MemoryHistoryStore::put_worker(std::string shard_id, WorkerRecord record, D
       workers_[shard_id] = std::move(record);
     }
   }
-  done(std::move(outcome));
+  report([done = std::move(done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
+}
+
+void MemoryHistoryStore::report(std::function<void()> report) {
+  {
+    std::lock_guard lock(mutex_);
+    if (holding_) {
+      held_.push_back(std::move(report));
+      return;
+    }
+  }
+  report();
+}
+
+void MemoryHistoryStore::hold() {
+  std::lock_guard lock(mutex_);
+  holding_ = true;
+}
+
+void MemoryHistoryStore::release() {
+  std::vector<std::function<void()>> reports;
+  {
+    std::lock_guard lock(mutex_);
+    holding_ = false;
+    reports.swap(held_);
+  }
+  for (auto& report : reports) report();
 }
 
 Result<std::vector<StoredEvent>> MemoryHistoryStore::read(std::string_view workflow_id,

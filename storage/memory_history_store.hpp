@@ -3,10 +3,12 @@
 // thread), and failures can be injected.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "storage/history_store.hpp"
 
@@ -33,12 +35,20 @@ class MemoryHistoryStore final : public HistoryStore {
   /// RocksHistoryStore does.
   void fail_writes(Error error);
 
+  /// A group commit by hand. From hold() on, writes take effect at once but their callbacks
+  /// wait; release() runs the waiting ones in the order the writes came, as a group commit
+  /// reports the operations of one batch, and callbacks run at once again.
+  void hold();
+  void release();
+
   /// A copy of everything written so far: what a restarted process finds after a crash,
   /// whatever the crashed one's threads do afterwards.
   std::shared_ptr<MemoryHistoryStore> snapshot() const;
 
  private:
   Result<void> check_writable();
+  /// Runs `report` now, or at release() while held.
+  void report(std::function<void()> report);
 
   mutable std::mutex mutex_;
   std::map<std::string, std::vector<StoredEvent>, std::less<>> events_;
@@ -46,6 +56,8 @@ class MemoryHistoryStore final : public HistoryStore {
   std::map<std::string, WorkerRecord, std::less<>> workers_;
   std::optional<Error> failure_;
   StoreStats stats_;
+  bool holding_ = false;
+  std::vector<std::function<void()>> held_;
 };
 
 }  // namespace troupe::storage

@@ -160,11 +160,8 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
         case TaskAction::STOP_ALL_TIMERS:
           for (auto& g : st.generation) ++g;
           break;
-        case TaskAction::NOTIFY_WORKFLOW: {
-          std::string detail = TaskMachine::is_success(to) ? st.model.result : st.model.failure_reason;
-          self->send(st.owner, finished_atom::value, st.index, static_cast<uint8_t>(to), std::move(detail));
+        case TaskAction::NOTIFY_WORKFLOW:  // done eagerly
           break;
-        }
       }
     }
     if (TaskMachine::is_terminal(to) && !st.ended) {
@@ -175,15 +172,21 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
   };
 }
 
-/// The actions that need not wait for durability: joining or leaving the executor's queue is
-/// internal to the scheduler, and anything it leads to outside (a run on an executor) waits for
-/// taskDispatched, which this actor appends after the event that enqueued it. Timers are not
-/// among them: arming one ahead of an earlier event's pending effects could resurrect a timer
-/// that event stops.
+/// The actions that need not wait for durability, run once the event is handed to the store.
+/// Joining or leaving the executor's queue is internal to the scheduler, and anything it leads
+/// to outside (a run on an executor) waits for taskDispatched, which this actor appends after
+/// the event that enqueued it. Telling the workflow leads only to the workflow's own appends to
+/// the same history, which the store commits after this event (it commits in the order it is
+/// handed appends), and anything the workflow lets out waits for those: so the next task need
+/// not wait a sync for this one's outcome. Timers are not among them: arming one ahead of an
+/// earlier event's pending effects could resurrect a timer that event stops.
 void run_eager(Self self, const TaskTransition& t) {
   auto& st = self->state;
   for (TaskAction action : t.actions) {
-    if (action == TaskAction::ENQUEUE) {
+    if (action == TaskAction::NOTIFY_WORKFLOW) {
+      std::string detail = TaskMachine::is_success(t.to) ? st.model.result : st.model.failure_reason;
+      self->send(st.owner, finished_atom::value, st.index, static_cast<uint8_t>(t.to), std::move(detail));
+    } else if (action == TaskAction::ENQUEUE) {
       self->send(st.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
                  st.task().priority, st.task().task_list);
     } else if (action == TaskAction::WITHDRAW) {
@@ -211,11 +214,11 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
     self->quit(to_caf(fail(Errc::INTERNAL, applied.error().message)));
     return false;
   }
-  run_eager(self, *t);
   const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation, held_executor));
   EventBatch batch;
   batch.events.push_back(std::move(new_event));
   st.wiring->writer.append(caf::actor_cast<persisted_port>(self), st.workflow_id, std::move(batch), ticket);
+  run_eager(self, *t);
   return true;
 }
 

@@ -44,6 +44,12 @@ struct WorkflowActorState {
   };
   std::optional<Passivation> passivating;
   uint64_t passivation_rounds = 0;
+  /// Requests passed on to a task actor and not answered yet (complete, a routed update). A
+  /// task tells the workflow it ended before its own event is durable, so the workflow can
+  /// close before the task answers; it then ends only once every such answer has been passed
+  /// back.
+  uint32_t asks = 0;
+  bool quit_after_asks = false;
 };
 
 namespace {
@@ -59,10 +65,44 @@ Reply new_reply(Self self) {
   return reply;
 }
 
+/// Ends the actor, once every request passed on to a task has been answered.
+void quit_when_answered(Self self) {
+  if (self->state.asks > 0) {
+    self->state.quit_after_asks = true;
+  } else {
+    self->quit();
+  }
+}
+
+/// Asks `task` on behalf of `promise`'s requester and passes its answer back; `refused` turns
+/// a task that ended meanwhile into the answer.
+template <class Request, class Refused>
+void ask_task(Self self, const task_actor& task, Request request, caf::typed_response_promise<bool> promise,
+              Refused refused) {
+  ++self->state.asks;
+  auto answered = [self] {
+    if (--self->state.asks == 0 && self->state.quit_after_asks) self->quit();
+  };
+  std::apply([&](auto&&... args) { return self->request(task, caf::infinite, std::move(args)...); }, std::move(request))
+      .then(
+          [promise, answered](bool done) mutable {
+            promise.deliver(done);
+            answered();
+          },
+          [promise, answered, refused](const caf::error& e) mutable {
+            promise.deliver(refused(e));
+            answered();
+          });
+}
+
 /// A decision being built: the events of one atomic append and what to do once it is durable.
 struct Batch {
   EventBatch events;
+  /// Run once the batch is durable, in order.
   std::vector<std::function<void()>> effects;
+  /// Run as soon as the batch has been handed to the store: what only leads to more appends
+  /// of this history, which the store's group commit orders after this batch (see commit()).
+  std::vector<std::function<void()>> eager;
 };
 
 WorkflowOutcome outcome_of(const WorkflowModel& model) {
@@ -111,7 +151,7 @@ void schedule_ready_tasks(Self self, Batch& batch) {
       (void)initial.apply(reader.view());  // a fresh model always accepts taskScheduled
     }
     if (!add_event(self, batch, std::move(event))) return;
-    batch.effects.push_back([self, index, initial = std::move(initial)]() mutable {
+    batch.eager.push_back([self, index, initial = std::move(initial)]() mutable {
       auto& s = self->state;
       TaskSetup setup{s.model.id, s.model.spec, index, std::move(initial),
                       caf::actor_cast<task_owner_port>(self), s.setup.wiring};
@@ -236,7 +276,7 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
           // A rerun accepted while the close was being written keeps the workflow going.
           if (!s.model.finalized) return;
           if (s.setup.wiring->on_workflow_end) s.setup.wiring->on_workflow_end(s.model.id, s.model.canonical());
-          self->quit();
+          quit_when_answered(self);
         });
         break;
       }
@@ -279,7 +319,7 @@ void call_off_passivation(Self self) {
 bool may_passivate(const WorkflowActorState& st) {
   if (st.model.state != WorkflowState::RUNNING && st.model.state != WorkflowState::PAUSED) return false;
   if (st.model.finalized || st.adopted_closed || st.passivating) return false;
-  if (st.pipeline.waiting() > 0 || !st.waiters.empty()) return false;
+  if (st.pipeline.waiting() > 0 || !st.waiters.empty() || st.asks > 0) return false;
   if (std::any_of(st.replies.begin(), st.replies.end(), [](const auto& r) { return r->pending(); })) return false;
   // Every task the graph counts as active (or paused) has its actor: none is being created.
   for (uint32_t index : st.model.graph->active()) {
@@ -344,6 +384,13 @@ std::optional<task_actor> task_of_invocation(const WorkflowActorState& st, const
 }
 
 /// Persists the batch, then runs its effects in order.
+///
+/// Its eager effects run once the batch is handed to the store, before it is durable: a
+/// scheduled task's actor starts at once. That is safe because all it can do before the
+/// batch is durable is append to the same history, and the store commits appends in the order
+/// it was handed them, one group at a time: the task's events are never durable without this
+/// batch, and nothing the task lets out of the scheduler (a runTask, a reply) goes before its
+/// own events are durable. The task then need not wait a sync for the batch that scheduled it.
 void commit(Self self, Batch batch) {
   auto& st = self->state;
   auto effects = [fns = std::move(batch.effects)] {
@@ -352,9 +399,10 @@ void commit(Self self, Batch batch) {
   const uint64_t ticket = st.pipeline.open(std::move(effects));
   if (batch.events.events.empty()) {
     st.pipeline.done(ticket);
-    return;
+  } else {
+    st.setup.wiring->writer.append(caf::actor_cast<persisted_port>(self), st.model.id, std::move(batch.events), ticket);
   }
-  st.setup.wiring->writer.append(caf::actor_cast<persisted_port>(self), st.model.id, std::move(batch.events), ticket);
+  for (const auto& fn : batch.eager) fn();
 }
 
 /// A client request: decide `event` and reply the state it leads to once durable.
@@ -555,16 +603,14 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         // Asked, not delegated: a task that ended meanwhile must not bounce the request back
         // to the directory as if this workflow were gone.
         auto promise = self->make_response_promise<bool>();
-        self->request(it->second, caf::infinite, complete_atom::value, std::move(report))
-            .then([promise](bool done) mutable { promise.deliver(done); },
-                  [promise, task_name, id = st.model.id](const caf::error& e) mutable {
-                    if (e == caf::sec::request_receiver_down) {
-                      promise.deliver(to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + id +
-                                                                       "' is not running: it ended")));
-                    } else {
-                      promise.deliver(e);
-                    }
-                  });
+        ask_task(self, it->second, std::make_tuple(complete_atom::value, std::move(report)), promise,
+                 [task_name, id = st.model.id](const caf::error& e) -> caf::error {
+                   if (e == caf::sec::request_receiver_down) {
+                     return to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + id +
+                                                             "' is not running: it ended"));
+                   }
+                   return e;
+                 });
         return promise;
       },
       [=](kill_atom) {
@@ -654,10 +700,9 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
             promise.deliver(true);  // no task holds it any more: its outcome no longer matters
             return;
           }
-          self->request(*task, caf::infinite, update_atom::value, std::move(report))
-              .then([promise](bool taken) mutable { promise.deliver(taken); },
-                    // The task ended meanwhile: its outcome was decided and is durable.
-                    [promise](const caf::error&) mutable { promise.deliver(true); });
+          // A task that ended meanwhile decided its outcome and made it durable: taken.
+          ask_task(self, *task, std::make_tuple(update_atom::value, std::move(report)), promise,
+                   [](const caf::error&) { return true; });
         });
         return promise;
       },

@@ -1,6 +1,8 @@
 // The directory: admission, results of closed workflows, and recovery after a restart.
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include "actors/system/directory.hpp"
 #include "actors/system/replay.hpp"
 #include "test/support/actor_fixture.hpp"
@@ -81,6 +83,40 @@ TEST_SUITE("actors.directory") {
     auto lookup = fx.ask<workflow_actor>(dir, lookup_atom::value, std::string("wf"));
     REQUIRE_FALSE(lookup);
     CHECK(lookup.error().code == Errc::NOT_ALLOWED_IN_STATE);
+  }
+
+  TEST_CASE("completing a handed-off task answers the caller, though the workflow closes at once") {
+    // The task tells its workflow it ended before its event is durable, so the workflow can
+    // close (and its actor end) while the task's answer to the completion is still on its way.
+    test::ActorFixture fx;
+    fx.handlers->add("approval", [](std::shared_ptr<TaskContext> ctx) { ctx->handed_off(); });
+    auto dir = fx.own(spawn_directory(fx.sys, fx.store, fx.wiring));
+    const std::string approval = R"({"name": "approval", "tasks": [
+      {"name": "ask", "handler": "approval", "asyncCompletion": true}]})";
+    for (const auto kind : {TaskReport::SUCCEEDED, TaskReport::FAILED}) {
+      const std::string id = kind == TaskReport::SUCCEEDED ? "approved" : "rejected";
+      REQUIRE(fx.ask<std::string>(dir, submit_atom::value, id, approval, std::string("{}"), std::string()));
+      fx.run();
+      const auto task = replay(*fx.store, id)->tasks.at("ask");
+      REQUIRE(task.awaiting_completion);
+      TaskReport report{task.invocation_id, kind, "r", {}, {}, false};
+      if (kind == TaskReport::FAILED) report.reason = "Rejected";
+      // As a group commit does: the task's outcome and the workflow's close become durable
+      // together, and their actors hear it in that order.
+      fx.store->hold();
+      fx.self->send(dir, complete_atom::value, id, std::string("ask"), report);
+      fx.run();
+      fx.store->release();
+      fx.run();
+      std::optional<bool> done;
+      fx.self->receive([&](bool answer) { done = answer; }, [&](const caf::error& e) { FAIL(to_string(e)); },
+                       caf::after(std::chrono::seconds(0)) >> [] {});
+      REQUIRE_MESSAGE(done.has_value(), "the completion was never answered");
+      CHECK(*done);
+      auto outcome = fx.ask<WorkflowOutcome>(dir, result_atom::value, id);
+      REQUIRE(outcome);
+      CHECK(outcome->state == (kind == TaskReport::SUCCEEDED ? "SUCCESS" : "FAILED"));
+    }
   }
 
   TEST_CASE("after a restart, open workflows are revived and carry on; lost invocations fail over") {
