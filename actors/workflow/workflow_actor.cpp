@@ -81,7 +81,8 @@ void ask_task(Self self, const task_actor& task, Request request, caf::typed_res
               Refused refused) {
   ++self->state.asks;
   auto answered = [self] {
-    if (--self->state.asks == 0 && self->state.quit_after_asks) self->quit();
+    auto& st = self->state;
+    if (--st.asks == 0 && st.quit_after_asks && st.model.finalized) self->quit();
   };
   std::apply([&](auto&&... args) { return self->request(task, caf::infinite, std::move(args)...); }, std::move(request))
       .then(
