@@ -301,8 +301,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     if (ever_registered_) {
       const auto since = std::chrono::duration_cast<Duration>(Clock::now() - last_acked_send_);
       if (actors::health_after(actors::HealthState::HEALTHY, since, timeouts_) == actors::HealthState::MUST_DIE) {
-        die("no heartbeat reached the scheduler for " + std::to_string(since.count() / 1000000) +
-            " ms: this worker must die");
+        die("no heartbeat reached the scheduler for " + format_duration(since) + ": this worker must die");
         return;
       }
     }
