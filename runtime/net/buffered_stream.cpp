@@ -6,7 +6,7 @@
 namespace troupe::runtime {
 
 BufferedStream::BufferedStream(kj::Own<kj::AsyncIoStream> inner)
-    : inner_(kj::mv(inner)), read_ahead_(read_ahead_bytes), tasks_(*this) {}
+    : inner_(kj::mv(inner)), tasks_(*this) {}
 
 BufferedStream::~BufferedStream() noexcept(false) = default;
 
@@ -32,11 +32,12 @@ kj::Promise<size_t> BufferedStream::tryRead(void* buffer, size_t min_bytes, size
 kj::Promise<size_t> BufferedStream::read_more(kj::byte* out, size_t have, size_t min_bytes, size_t max_bytes) {
   // The read-ahead buffer is empty here. A read as large as the buffer goes straight into the
   // caller's memory: copying it would gain nothing.
-  if (max_bytes - have >= read_ahead_.size()) {
+  if (max_bytes - have >= read_ahead_bytes) {
     return inner_->tryRead(out + have, min_bytes - have, max_bytes - have).then([have](size_t n) {
       return have + n;
     });
   }
+  if (read_ahead_.empty()) read_ahead_.resize(read_ahead_bytes);
   return inner_->tryRead(read_ahead_.data(), min_bytes - have, read_ahead_.size())
       .then([this, out, have, min_bytes, max_bytes](size_t n) -> kj::Promise<size_t> {
         read_begin_ = 0;

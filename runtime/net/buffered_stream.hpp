@@ -23,8 +23,9 @@ namespace troupe::runtime {
 
 class BufferedStream final : public kj::AsyncIoStream, private kj::TaskSet::ErrorHandler {
  public:
-  /// Bytes read ahead per read system call.
-  static constexpr size_t read_ahead_bytes = 64 * 1024;
+  /// Bytes read ahead per read system call: a burst of a hundred small RPC messages. Allocated
+  /// at the first read, so a connection that only waits costs nothing for it.
+  static constexpr size_t read_ahead_bytes = 16 * 1024;
   /// Buffered bytes beyond which a write waits for the buffer to drain.
   static constexpr size_t max_buffered_bytes = 1024 * 1024;
 
