@@ -402,19 +402,12 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
         const auto action = static_cast<WorkflowControl>(raw_action);
         ask_workflow(self, id, Answer<std::string>{promise}, find_or_revive,
                      [self, action](const workflow_actor& wf, auto on_answer, auto on_error) {
+                       auto ask = [&](auto atom) { self->request(wf, caf::infinite, atom).then(on_answer, on_error); };
                        switch (action) {
-                         case WorkflowControl::PAUSE:
-                           self->request(wf, caf::infinite, pause_atom::value).then(on_answer, on_error);
-                           break;
-                         case WorkflowControl::RESUME:
-                           self->request(wf, caf::infinite, resume_atom::value).then(on_answer, on_error);
-                           break;
-                         case WorkflowControl::STOP:
-                           self->request(wf, caf::infinite, stop_atom::value).then(on_answer, on_error);
-                           break;
-                         case WorkflowControl::KILL:
-                           self->request(wf, caf::infinite, kill_atom::value).then(on_answer, on_error);
-                           break;
+                         case WorkflowControl::PAUSE: ask(pause_atom::value); break;
+                         case WorkflowControl::RESUME: ask(resume_atom::value); break;
+                         case WorkflowControl::STOP: ask(stop_atom::value); break;
+                         case WorkflowControl::KILL: ask(kill_atom::value); break;
                        }
                      });
         return promise;

@@ -74,17 +74,17 @@ void quit_when_answered(Self self) {
   }
 }
 
-/// Asks `task` on behalf of `promise`'s requester and passes its answer back; `refused` turns
-/// a task that ended meanwhile into the answer.
-template <class Request, class Refused>
-void ask_task(Self self, const task_actor& task, Request request, caf::typed_response_promise<bool> promise,
+/// Asks `task` `atom` with `report` on behalf of `promise`'s requester and passes its answer
+/// back; `refused` turns a task that ended meanwhile into the answer.
+template <class Atom, class Refused>
+void ask_task(Self self, const task_actor& task, Atom atom, TaskReport report, caf::typed_response_promise<bool> promise,
               Refused refused) {
   ++self->state.asks;
   auto answered = [self] {
     auto& st = self->state;
     if (--st.asks == 0 && st.quit_after_asks && st.model.finalized) self->quit();
   };
-  std::apply([&](auto&&... args) { return self->request(task, caf::infinite, std::move(args)...); }, std::move(request))
+  self->request(task, caf::infinite, atom, std::move(report))
       .then(
           [promise, answered](bool done) mutable {
             promise.deliver(done);
@@ -604,7 +604,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         // Asked, not delegated: a task that ended meanwhile must not bounce the request back
         // to the directory as if this workflow were gone.
         auto promise = self->make_response_promise<bool>();
-        ask_task(self, it->second, std::make_tuple(complete_atom::value, std::move(report)), promise,
+        ask_task(self, it->second, complete_atom::value, std::move(report), promise,
                  [task_name, id = st.model.id](const caf::error& e) -> caf::error {
                    if (e == caf::sec::request_receiver_down) {
                      return to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + id +
@@ -702,7 +702,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
             return;
           }
           // A task that ended meanwhile decided its outcome and made it durable: taken.
-          ask_task(self, *task, std::make_tuple(update_atom::value, std::move(report)), promise,
+          ask_task(self, *task, update_atom::value, std::move(report), promise,
                    [](const caf::error&) { return true; });
         });
         return promise;

@@ -39,14 +39,12 @@ kj::Promise<size_t> BufferedStream::read_more(kj::byte* out, size_t have, size_t
   }
   if (read_ahead_.empty()) read_ahead_.resize(read_ahead_bytes);
   return inner_->tryRead(read_ahead_.data(), min_bytes - have, read_ahead_.size())
-      .then([this, out, have, min_bytes, max_bytes](size_t n) -> kj::Promise<size_t> {
+      .then([this, out, have, max_bytes](size_t n) {
         read_begin_ = 0;
         read_end_ = n;
-        const size_t now = have + take_read_ahead(out + have, max_bytes - have);
-        // Fewer bytes than asked for means the end of the stream: the caller sees the short
+        // At least what was missing, unless the stream ended: then the caller sees the short
         // count, as from the socket itself.
-        if (now >= min_bytes || n < min_bytes - have) return now;
-        return read_more(out, now, min_bytes, max_bytes);
+        return have + take_read_ahead(out + have, max_bytes - have);
       });
 }
 
@@ -100,13 +98,9 @@ void BufferedStream::taskFailed(kj::Exception&& exception) {
   // A failed write: later writes fail with it, and the reader will see the connection end.
   flushing_ = false;
   pending_.clear();
-  fail_waiters(exception);
-  write_error_ = kj::mv(exception);
-}
-
-void BufferedStream::fail_waiters(const kj::Exception& exception) {
   for (auto& waiter : drain_waiters_) waiter->reject(kj::cp(exception));
   drain_waiters_.clear();
+  write_error_ = kj::mv(exception);
 }
 
 void BufferedStream::shutdownWrite() {

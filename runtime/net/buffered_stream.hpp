@@ -56,7 +56,6 @@ class BufferedStream final : public kj::AsyncIoStream, private kj::TaskSet::Erro
   kj::Promise<void> after_append();
   /// Writes `pending_` and whatever is added meanwhile, until nothing is left.
   kj::Promise<void> flush();
-  void fail_waiters(const kj::Exception& exception);
 
   kj::Own<kj::AsyncIoStream> inner_;
 

@@ -106,6 +106,16 @@ struct ActorFixture {
     sched.run();
   }
 
+  /// advance(d) while the store holds its commits, as a slow sync would: actors go on with what
+  /// need not wait for durability and hear of their appends afterwards, together and in order,
+  /// as from one group commit.
+  void advance_holding_commits(Duration d) {
+    store->hold();
+    advance(d);
+    store->release();
+    run();
+  }
+
   /// Microseconds elapsed on the test clock.
   int64_t elapsed_us() { return wiring.now_us() - epoch_us; }
 

@@ -6,6 +6,7 @@
 #include "actors/system/directory.hpp"
 #include "actors/system/replay.hpp"
 #include "test/support/actor_fixture.hpp"
+#include "test/support/history.hpp"
 
 using namespace troupe;
 using namespace troupe::actors;
@@ -21,13 +22,10 @@ const char* chain = R"({"name": "chain", "tasks": [
 
 std::vector<std::string> body_kinds(storage::HistoryStore& store, const std::string& id) {
   std::vector<std::string> out;
-  auto history = store.read(id, 1, 100000);
-  REQUIRE(history);
-  for (const auto& e : *history) {
-    auto d = storage::DecodedEvent::decode(e.packed);
-    auto body = d->get().getBody();
+  for (const auto& e : test::decoded_history(store, id)) {
+    auto body = e.get().getBody();
     if (body.isWorkflowFailover()) out.push_back("workflowFailover");
-    if (body.isTaskFailover()) out.push_back("taskFailover:" + std::string(d->get().getActorId().cStr()));
+    if (body.isTaskFailover()) out.push_back("taskFailover:" + std::string(e.get().getActorId().cStr()));
     if (body.isTaskRetryScheduled()) out.push_back("taskRetryScheduled");
   }
   return out;

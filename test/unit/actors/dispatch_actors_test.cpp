@@ -11,14 +11,13 @@
 #include <string>
 #include <vector>
 
-#include <capnp/dynamic.h>
-
 #include "actors/system/directory.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "actors/system/replay.hpp"
 #include "actors/workflow/workflow_actor.hpp"
 #include "storage/codec.hpp"
 #include "test/support/actor_fixture.hpp"
+#include "test/support/history.hpp"
 #include "test/support/why.hpp"
 
 using namespace troupe;
@@ -276,15 +275,8 @@ struct Flow {
   /// The history's event kinds in order, e.g. "taskSucceeded:t0".
   std::vector<std::string> events() {
     std::vector<std::string> out;
-    auto history = fx.store->read(id, 1, 100000);
-    REQUIRE_MESSAGE(history, test::why(history));
-    for (const auto& e : *history) {
-      auto decoded = storage::DecodedEvent::decode(e.packed);
-      REQUIRE(decoded);
-      KJ_IF_MAYBE(field, capnp::toDynamic(decoded->get().getBody()).which()) {
-        out.push_back(std::string(field->getProto().getName().cStr()) + ":" +
-                      std::string(decoded->get().getActorId().cStr()));
-      }
+    for (const auto& e : test::decoded_history(*fx.store, id)) {
+      out.push_back(test::body_kind(e) + ":" + e.get().getActorId().cStr());
     }
     return out;
   }
@@ -502,13 +494,7 @@ TEST_SUITE("actors.dispatch") {
     auto task = [&] { return actors::replay(*s.fx.store, "wf-a")->tasks.at("t0"); };
     auto count = [&](const std::string& kind) {
       size_t n = 0;
-      auto history = s.fx.store->read("wf-a", 1, 1000);
-      for (const auto& e : *history) {
-        auto decoded = storage::DecodedEvent::decode(e.packed);
-        KJ_IF_MAYBE(field, capnp::toDynamic(decoded->get().getBody()).which()) {
-          n += field->getProto().getName().cStr() == kind;
-        }
-      }
+      for (const auto& e : test::decoded_history(*s.fx.store, "wf-a")) n += test::body_kind(e) == kind;
       return n;
     };
     CHECK(task().progress == "half");

@@ -3,8 +3,6 @@
 // client), recording nothing for it and carrying on exactly as if they had stayed.
 #include <doctest/doctest.h>
 
-#include <capnp/dynamic.h>
-
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -13,6 +11,7 @@
 #include "actors/system/directory.hpp"
 #include "actors/system/replay.hpp"
 #include "test/support/actor_fixture.hpp"
+#include "test/support/history.hpp"
 #include "test/support/random_workflows.hpp"
 
 using namespace troupe;
@@ -46,16 +45,7 @@ Result<std::string> submit(test::ActorFixture& fx, const directory_actor& dir, c
 /// The kinds of the events of `id`'s history, as "actor:body".
 std::vector<std::string> history_of(storage::HistoryStore& store, const std::string& id) {
   std::vector<std::string> out;
-  auto history = store.read(id, 1, 1000000);
-  REQUIRE(history);
-  for (const auto& e : *history) {
-    auto d = storage::DecodedEvent::decode(e.packed);
-    REQUIRE(d);
-    auto event = d->get();
-    std::string kind = "?";
-    KJ_IF_MAYBE(field, capnp::toDynamic(event.getBody()).which()) { kind = field->getProto().getName().cStr(); }
-    out.push_back(std::string(event.getActorId().cStr()) + ":" + kind);
-  }
+  for (const auto& e : test::decoded_history(store, id)) out.push_back(std::string(e.get().getActorId().cStr()) + ":" + test::body_kind(e));
   return out;
 }
 
@@ -126,12 +116,9 @@ TEST_SUITE("actors.passivation") {
     REQUIRE(first);
     CHECK(first->workflow.state == WorkflowState::FAILED);
     CHECK(first->tasks.at("wait").failure_reason == "Timeout:startToClose");
-    auto history = fx.store->read("first", 1, 1000);
-    REQUIRE(history);
     int64_t timed_out_at = 0;
-    for (const auto& e : *history) {
-      auto d = storage::DecodedEvent::decode(e.packed);
-      if (d->get().getBody().isTaskTimedOut()) timed_out_at = d->get().getTimestampUs();
+    for (const auto& e : test::decoded_history(*fx.store, "first")) {
+      if (e.get().getBody().isTaskTimedOut()) timed_out_at = e.get().getTimestampUs();
     }
     CHECK(timed_out_at - first_dispatched == 3'000'000);
     CHECK(count_of(history_of(*fx.store, "first"), "first:workflowFailover") == 0);
@@ -247,15 +234,14 @@ TEST_SUITE("actors.passivation") {
             if (pick(3) == 0) control(id, WorkflowControl::STOP);
             break;
           default: {
-            // Now and then the store holds its commits through the interval, as a slow sync
-            // would: actors go on with what need not wait for durability and hear of their
-            // appends later, all together and in order, as from one group commit.
+            // Now and then the store holds its commits through the interval (see
+            // advance_holding_commits).
             const bool held = pick(3) == 0;
-            if (held) fx.store->hold();
-            fx.advance(std::chrono::milliseconds(100 + pick(6000)));
+            const auto interval = std::chrono::milliseconds(100 + pick(6000));
             if (held) {
-              fx.store->release();
-              fx.run();
+              fx.advance_holding_commits(interval);
+            } else {
+              fx.advance(interval);
             }
             break;
           }

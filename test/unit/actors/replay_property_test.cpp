@@ -50,15 +50,14 @@ TEST_SUITE("actors.replay_property") {
             }
             break;
           default: {
-            // Now and then the store holds its commits through the interval, as a slow sync
-            // would: actors go on with what need not wait for durability and hear of their
-            // appends later, all together and in order, as from one group commit.
+            // Now and then the store holds its commits through the interval (see
+            // advance_holding_commits).
             const bool held = pick(3) == 0;
-            if (held) fx.store->hold();
-            fx.advance(std::chrono::milliseconds(100 + pick(6000)));
+            const auto interval = std::chrono::milliseconds(100 + pick(6000));
             if (held) {
-              fx.store->release();
-              fx.run();
+              fx.advance_holding_commits(interval);
+            } else {
+              fx.advance(interval);
             }
             break;
           }

@@ -8,6 +8,7 @@
 #include "actors/system/directory.hpp"
 #include "actors/system/replay.hpp"
 #include "test/support/actor_fixture.hpp"
+#include "test/support/history.hpp"
 
 using namespace troupe;
 using namespace troupe::actors;
@@ -36,11 +37,8 @@ void add_gate(test::ActorFixture& fx, std::shared_ptr<std::atomic<bool>> open) {
 /// Every invocation id the workflow's history dispatched, in order.
 std::vector<std::string> invocation_ids(storage::HistoryStore& store, const std::string& id) {
   std::vector<std::string> out;
-  auto history = store.read(id, 1, 100000);
-  REQUIRE(history);
-  for (const auto& e : *history) {
-    auto d = storage::DecodedEvent::decode(e.packed);
-    auto body = d->get().getBody();
+  for (const auto& e : test::decoded_history(store, id)) {
+    auto body = e.get().getBody();
     if (body.isTaskDispatched()) out.emplace_back(body.getTaskDispatched().getInvocationId().cStr());
   }
   return out;

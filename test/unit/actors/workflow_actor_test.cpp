@@ -4,11 +4,10 @@
 
 #include <algorithm>
 
-#include <capnp/dynamic.h>
-
 #include "actors/system/replay.hpp"
 #include "actors/workflow/workflow_actor.hpp"
 #include "test/support/actor_fixture.hpp"
+#include "test/support/history.hpp"
 
 using namespace troupe;
 using namespace troupe::actors;
@@ -67,14 +66,8 @@ struct Run {
   /// The event kinds of the history, in order, e.g. "workflowSubmitted".
   std::vector<std::string> event_kinds() {
     std::vector<std::string> out;
-    auto history = fx.store->read(id, 1, 100000);
-    for (const auto& e : *history) {
-      auto d = storage::DecodedEvent::decode(e.packed);
-      auto body = d->get().getBody();
-      KJ_IF_MAYBE(field, capnp::toDynamic(body).which()) {
-        out.push_back(std::string(field->getProto().getName().cStr()) + ":" +
-                      std::string(d->get().getActorId().cStr()));
-      }
+    for (const auto& e : test::decoded_history(*fx.store, id)) {
+      out.push_back(test::body_kind(e) + ":" + e.get().getActorId().cStr());
     }
     return out;
   }
