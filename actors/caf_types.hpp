@@ -92,6 +92,7 @@ using park_atom = caf::atom_constant<caf::atom("park")>;
 using thaw_atom = caf::atom_constant<caf::atom("thaw")>;
 using awaken_atom = caf::atom_constant<caf::atom("awaken")>;
 using closed_atom = caf::atom_constant<caf::atom("closed")>;
+using acknowledge_atom = caf::atom_constant<caf::atom("ack")>;
 
 // --- errors -------------------------------------------------------------------------------
 

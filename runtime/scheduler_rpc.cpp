@@ -129,7 +129,7 @@ class CapnpWorkerLink final : public actors::WorkerLink {
   }
 
   void run_task(const actors::Invocation& inv, uint64_t notify_sequence,
-                std::function<void(Result<bool>)> done) override {
+                std::function<void(Result<actors::RunAnswer>)> done) override {
     Box* box = box_;
     rpc_->post([box, inv, notify_sequence, done] {
       size_t text_bytes = inv.invocation_id.size() + inv.workflow_id.size() + inv.task_name.size() +
@@ -163,11 +163,17 @@ class CapnpWorkerLink final : public actors::WorkerLink {
       }
       request.setNotifySequence(notify_sequence);
       request.setReporter(kj::heap<TaskReporterImpl>(box->worker, inv.invocation_id));
+      request.setOutcomeInAnswer(true);
       box->tasks->add(request.send().then(
-          [done](auto response) {
+          [done, id = inv.invocation_id](auto response) {
             auto error = response.getError();
             if (error.getCode() == schema::ErrorCode::NONE) {
-              done(response.getEnded());
+              actors::RunAnswer answer;
+              answer.ended = response.getEnded();
+              if (answer.ended && response.hasOutcome()) {
+                answer.outcome = std::make_shared<const TaskReport>(report_of(id, response.getOutcome()));
+              }
+              done(std::move(answer));
             } else {
               done(fail(Errc::NOT_ALLOWED_IN_STATE, text(error.getMessage())));
             }
@@ -191,6 +197,17 @@ class CapnpWorkerLink final : public actors::WorkerLink {
             done(std::move(not_running));
           },
           [done](kj::Exception&& e) { done(fail(Errc::UNAVAILABLE, e.getDescription().cStr())); }));
+    });
+  }
+
+  void acknowledge(std::vector<std::string> ids) override {
+    Box* box = box_;
+    rpc_->post([box, ids = std::move(ids)] {
+      auto request = box->control.acknowledgeRequest(message_size(ids.size() * 64));
+      auto list = request.initInvocationIds(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) list.set(i, ids[i]);
+      // Lost with the connection: the worker reports those outcomes again.
+      box->tasks->add(request.send().ignoreResult().catch_([](kj::Exception&&) {}));
     });
   }
 

@@ -5,6 +5,7 @@
 
 #include <iostream>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <random>
 
@@ -65,6 +66,21 @@ actors::task_port::behavior_type report_bridge(actors::task_port::stateful_point
   };
 }
 
+/// An outcome as the worker protocol carries it.
+void fill(schema::Outcome::Builder out, const TaskReport& report) {
+  switch (report.kind) {
+    case TaskReport::SUCCEEDED: out.setSucceeded(as_data(report.payload)); break;
+    case TaskReport::CANCELLED: out.setCancelled(); break;
+    case TaskReport::HANDED_OFF: out.setHandedOff(); break;
+    default: {
+      auto f = out.initFailed();
+      f.setReason(report.reason);
+      f.setDetails(report.details);
+      f.setNonRetryable(report.non_retryable);
+    }
+  }
+}
+
 class Agent;
 
 class WorkerControlImpl final : public schema::WorkerControl::Server {
@@ -75,6 +91,7 @@ class WorkerControlImpl final : public schema::WorkerControl::Server {
   kj::Promise<void> notifyIfTasksNotRunning(NotifyIfTasksNotRunningContext context) override;
   kj::Promise<void> cancelTask(CancelTaskContext context) override;
   kj::Promise<void> requestSuicide(RequestSuicideContext context) override;
+  kj::Promise<void> acknowledge(AcknowledgeContext context) override;
 
  private:
   std::shared_ptr<Agent> agent_;
@@ -114,10 +131,17 @@ class Agent : public std::enable_shared_from_this<Agent> {
     return ids;
   }
 
-  /// Starts an invocation. The promise is runTask's answer: whether the invocation ended
-  /// before it started, once the executor has said one or the other.
-  Result<kj::Promise<bool>> run_task(schema::InvocationSpec::Reader spec, uint64_t notify_sequence,
-                                     schema::TaskReporter::Client reporter) {
+  /// runTask's answer: the invocation runs, or it ended before the answer and, if the
+  /// scheduler asked for it there, how.
+  struct RunAnswer {
+    bool ended = false;
+    std::optional<TaskReport> outcome;
+  };
+
+  /// Starts an invocation. The promise is runTask's answer, once the executor has said that it
+  /// started or how it ended.
+  Result<kj::Promise<RunAnswer>> run_task(schema::InvocationSpec::Reader spec, uint64_t notify_sequence,
+                                          schema::TaskReporter::Client reporter, bool outcome_in_answer) {
     const std::string id = text(spec.getInvocationId());
     if (!healthy()) {
       return fail(Errc::NOT_ALLOWED_IN_STATE, "worker " + setup_->node.name + " is not HEALTHY");
@@ -147,8 +171,12 @@ class Agent : public std::enable_shared_from_this<Agent> {
     inv.heartbeat_timeout_us = int64_t{spec.getHeartbeatTimeoutMs()} * 1000;
     inv.async_completion = spec.getAsyncCompletion();
     inv.task_token = text(spec.getTaskToken());
-    auto answer = kj::newPromiseAndFulfiller<bool>();
-    running_.emplace(id, Running{kj::mv(reporter), false, {}, false, kj::mv(answer.fulfiller)});
+    auto answer = kj::newPromiseAndFulfiller<RunAnswer>();
+    Running run;
+    run.reporter = kj::mv(reporter);
+    run.answer = kj::mv(answer.fulfiller);
+    run.outcome_in_answer = outcome_in_answer;
+    running_.emplace(id, kj::mv(run));
     caf::anon_send(setup_->executor, actors::run_atom::value, std::move(inv), bridge_);
     return kj::mv(answer.promise);
   }
@@ -173,13 +201,22 @@ class Agent : public std::enable_shared_from_this<Agent> {
 
   void suicide(const std::string& reason) { die("the scheduler asked this worker to exit: " + reason); }
 
+  /// The outcomes these invocations' answers carried are durable: forget them.
+  void acknowledge(const std::vector<std::string>& ids) {
+    for (const auto& id : ids) {
+      auto it = running_.find(id);
+      if (it != running_.end() && it->second.ended) running_.erase(it);
+    }
+  }
+
  private:
   struct Running {
-    schema::TaskReporter::Client reporter;
+    schema::TaskReporter::Client reporter = nullptr;
     bool ended = false;
     TaskReport outcome;
     bool reporter_lost = false;  ///< heartbeats go through the session
-    kj::Own<kj::PromiseFulfiller<bool>> answer;  ///< runTask's answer, until given: ended?
+    kj::Own<kj::PromiseFulfiller<RunAnswer>> answer;  ///< runTask's answer, until given
+    bool outcome_in_answer = false;  ///< the scheduler takes an outcome known by then in the answer
   };
   struct Connection {
     kj::Own<kj::AsyncIoStream> stream;
@@ -328,7 +365,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     const std::string id = report.invocation_id;
     switch (report.kind) {
       case TaskReport::STARTED:
-        answer(run, false);
+        answer(run, RunAnswer{});
         return;
       case TaskReport::HEARTBEAT:
         if (run.reporter_lost) {
@@ -353,18 +390,24 @@ class Agent : public std::enable_shared_from_this<Agent> {
               }));
         }
         return;
-      default:
-        // The answer goes first: the scheduler then knows the outcome that follows it needs no
-        // start of its own.
-        answer(run, true);
+      default: {
         run.ended = true;
         run.outcome = std::move(report);
+        if (run.answer.get() != nullptr && run.answer->isWaiting() && run.outcome_in_answer) {
+          // The answer carries it; it stays here until the scheduler acknowledges it.
+          answer(run, RunAnswer{true, run.outcome});
+          return;
+        }
+        // The answer goes first: the scheduler then knows the outcome that follows it needs no
+        // start of its own.
+        answer(run, RunAnswer{true, std::nullopt});
         deliver(id);
+      }
     }
   }
 
-  static void answer(Running& run, bool ended) {
-    if (run.answer.get() != nullptr && run.answer->isWaiting()) run.answer->fulfill(kj::mv(ended));
+  static void answer(Running& run, RunAnswer answer) {
+    if (run.answer.get() != nullptr && run.answer->isWaiting()) run.answer->fulfill(kj::mv(answer));
   }
 
   /// A heartbeat whose reporter is gone; lost if there is no session right now (the next one
@@ -384,19 +427,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     }
   }
 
-  static void fill(schema::Outcome::Builder out, const TaskReport& report) {
-    switch (report.kind) {
-      case TaskReport::SUCCEEDED: out.setSucceeded(as_data(report.payload)); break;
-      case TaskReport::CANCELLED: out.setCancelled(); break;
-      case TaskReport::HANDED_OFF: out.setHandedOff(); break;
-      default: {
-        auto f = out.initFailed();
-        f.setReason(report.reason);
-        f.setDetails(report.details);
-        f.setNonRetryable(report.non_retryable);
-      }
-    }
-  }
+
 
   /// Reports an ended invocation until acknowledged: through its reporter, or, once that is
   /// gone with its connection, through the current session.
@@ -483,12 +514,26 @@ kj::Promise<void> WorkerControlImpl::getRunningTasks(GetRunningTasksContext cont
 
 kj::Promise<void> WorkerControlImpl::runTask(RunTaskContext context) {
   auto params = context.getParams();
-  auto started = agent_->run_task(params.getInvocation(), params.getNotifySequence(), params.getReporter());
+  auto started = agent_->run_task(params.getInvocation(), params.getNotifySequence(), params.getReporter(),
+                                  params.getOutcomeInAnswer());
   if (!started) {
     set_error(context.getResults().initError(), started.error());
     return kj::READY_NOW;
   }
-  return started->then([context](bool ended) mutable { context.getResults(message_size(0)).setEnded(ended); });
+  return started->then([context](Agent::RunAnswer answer) mutable {
+    size_t bytes = 0;
+    if (answer.outcome) bytes = answer.outcome->payload.size() + answer.outcome->reason.size() + answer.outcome->details.size();
+    auto results = context.getResults(message_size(bytes));
+    results.setEnded(answer.ended);
+    if (answer.outcome) fill(results.initOutcome(), *answer.outcome);
+  });
+}
+
+kj::Promise<void> WorkerControlImpl::acknowledge(AcknowledgeContext context) {
+  std::vector<std::string> ids;
+  for (auto id : context.getParams().getInvocationIds()) ids.push_back(text(id));
+  agent_->acknowledge(ids);
+  return kj::READY_NOW;
 }
 
 kj::Promise<void> WorkerControlImpl::notifyIfTasksNotRunning(NotifyIfTasksNotRunningContext context) {

@@ -4,9 +4,10 @@
 #    worker leaves NEW only after it succeeded.
 #  - runTask sends an invocation id once, with the scheduler's current notify sequence number
 #    and a per-invocation TaskReporter: a worker can report only on invocations it was given.
-#  - A finished invocation is reported (TaskReporter.complete, or WorkerSession.updateStatus
-#    when the reporter was lost with a connection) until acknowledged; the scheduler
-#    acknowledges once the result is durable and recognises duplicates by invocation id.
+#  - A finished invocation is reported (in runTask's answer when it ended that soon,
+#    TaskReporter.complete, or WorkerSession.updateStatus when the reporter was lost with a
+#    connection) until acknowledged; the scheduler acknowledges once the result is durable
+#    (acknowledge, or the call's return) and recognises duplicates by invocation id.
 #  - notifyIfTasksNotRunning carries "unsure if running" invocations with a sequence number;
 #    the worker refuses any runTask older than the last notify sequence it saw.
 #  - Health NEW -> HEALTHY <-> UNHEALTHY -> MUST_DIE on both sides with the same timeouts; a
@@ -98,17 +99,24 @@ interface TaskReporter {
 interface WorkerControl {
   # Served by the worker, called by the scheduler.
   getRunningTasks @0 () -> (invocationIds :List(Text));
-  runTask @1 (invocation :InvocationSpec, notifySequence :UInt64, reporter :TaskReporter)
-      -> (error :Common.Error, ended :Bool);
+  runTask @1 (invocation :InvocationSpec, notifySequence :UInt64, reporter :TaskReporter,
+               outcomeInAnswer :Bool)
+      -> (error :Common.Error, ended :Bool, outcome :Outcome);
   # error.code none: started. The worker answers once the invocation has started or already
   # ended. ended false: it runs (the scheduler records the task RUNNING). ended true: it ended
-  # before the answer, and its outcome follows through the reporter; the scheduler records
-  # the outcome only, as Temporal writes an activity's start only with its end. A runTask
-  # older than the last notify sequence is refused.
+  # before the answer; the scheduler records the outcome only, as Temporal writes an
+  # activity's start only with its end. The outcome then comes in the answer if the scheduler
+  # asked for that (outcomeInAnswer) and otherwise through the reporter. An outcome in the
+  # answer is kept by the worker until the scheduler acknowledges it (acknowledge); if the
+  # connection ends first, the worker reports it again as it would through a lost reporter.
+  # A runTask older than the last notify sequence is refused.
   notifyIfTasksNotRunning @2 (invocationIds :List(Text), notifySequence :UInt64)
       -> (notRunning :List(Text));
   cancelTask @3 (invocationId :Text, graceMs :UInt32) -> ();
   requestSuicide @4 (reason :Text) -> ();
+  acknowledge @5 (invocationIds :List(Text)) -> ();
+  # The outcomes these invocations' runTask answers carried are durable: the worker forgets
+  # them. Sent for many invocations at once, as their outcomes become durable together.
 }
 
 interface WorkerSession {

@@ -4,8 +4,10 @@
 #include "actors/worker/worker_actor.hpp"
 
 #include <deque>
+#include <functional>
 #include <iostream>
 #include <set>
+#include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -37,6 +39,8 @@ struct WorkerActorState {
   /// Invocations the worker runs that no task has claimed yet, kept for adoption until the
   /// recovery window closes.
   std::set<std::string> orphans;
+  /// Outcomes from runTask answers that are durable and not yet acknowledged to the worker.
+  std::vector<std::string> acks;
 };
 
 using Self = worker_actor::stateful_pointer<WorkerActorState>;
@@ -159,6 +163,32 @@ void handle(Self self, HealthEvent event) {
   }
 }
 
+/// Hands the outcome of a given invocation to its task; once the task says it is durable (or
+/// has ended, so its outcome was decided and is durable), the invocation is over for this
+/// worker and `durable` runs.
+void settle(Self self, const task_port& task, TaskReport report, std::function<void()> durable) {
+  const std::string id = report.invocation_id;
+  self->request(task, caf::infinite, update_atom::value, std::move(report))
+      .then(
+          [self, id, durable](bool) {
+            finish(self, id);
+            durable();
+          },
+          [self, id, durable](const caf::error&) {
+            finish(self, id);
+            durable();
+          });
+}
+
+/// Queues the acknowledgement of an outcome that came in a runTask answer. Outcomes made
+/// durable by one group commit arrive here together: they leave in one call, sent once the
+/// mailbox has had its turn.
+void acknowledge(Self self, const std::string& id) {
+  auto& st = self->state;
+  st.acks.push_back(id);
+  if (st.acks.size() == 1) self->send(self, acknowledge_atom::value);
+}
+
 /// Asks the worker about invocations whose runTask outcome is unknown.
 void resolve_unsure(Self self) {
   auto& st = self->state;
@@ -194,9 +224,13 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         const std::string id = invocation.invocation_id;
         s.given[id] = Given{task, invocation.task_list, false};
         auto me = caf::actor_cast<worker_actor>(self);
-        s.setup.link->run_task(invocation, s.notify_sequence, [me, id](Result<bool> sent) {
-          // Ended already: its outcome, on its way, settles it; the answer has nothing to add.
-          if (sent && *sent) return;
+        s.setup.link->run_task(invocation, s.notify_sequence, [me, id](Result<RunAnswer> sent) {
+          if (sent && sent->ended) {
+            // Ended already: its outcome settles it, with no start of its own. It came in the
+            // answer or follows as an update.
+            if (sent->outcome) caf::anon_send(me, update_atom::value, *sent->outcome);
+            return;
+          }
           uint8_t outcome = 0;
           std::string error;
           if (!sent) {
@@ -317,17 +351,22 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           return;
         }
         auto deliver = std::make_shared<Reply<bool>>(std::move(reply));
-        self->request(it->second.task, caf::infinite, update_atom::value, std::move(report))
-            .then(
-                [self, id, deliver](bool) {
-                  finish(self, id);
-                  deliver->deliver(true);
-                },
-                [self, id, deliver](const caf::error&) {
-                  // The task actor has ended: its outcome was decided and is durable.
-                  finish(self, id);
-                  deliver->deliver(true);
-                });
+        settle(self, it->second.task, std::move(report), [deliver] { deliver->deliver(true); });
+      },
+      [=](update_atom, TaskReport& report) {
+        auto& s = self->state;
+        const std::string id = report.invocation_id;
+        auto it = s.given.find(id);
+        if (it == s.given.end()) {
+          // Lost or finished meanwhile: nobody waits for this outcome any more.
+          acknowledge(self, id);
+          return;
+        }
+        settle(self, it->second.task, std::move(report), [self, id] { acknowledge(self, id); });
+      },
+      [=](acknowledge_atom) {
+        auto& s = self->state;
+        if (!s.acks.empty()) s.setup.link->acknowledge(std::exchange(s.acks, {}));
       },
       [=](register_atom, std::shared_ptr<WorkerLink>& link) {
         auto& s = self->state;

@@ -64,6 +64,11 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<report_atom, TaskReport, Reply<bool>>,
     // from RPC: an invocation ended; the reply comes once its outcome is durable
     caf::reacts_to<update_atom, TaskReport, Reply<bool>>,
+    // from the link's callbacks: runTask's answer carried the invocation's outcome, which the
+    // worker keeps until acknowledged once durable
+    caf::reacts_to<update_atom, TaskReport>,
+    // its own: acknowledges the outcomes that became durable since the last time, in one call
+    caf::reacts_to<acknowledge_atom>,
     // from RPC: the same instance connected again over a new link
     caf::reacts_to<register_atom, std::shared_ptr<WorkerLink>>,
     // from the dispatcher: the instance's health and id
@@ -73,7 +78,7 @@ using worker_actor = caf::typed_actor<
     // from the link's callbacks: getRunningTasks answered (ok, ids, error)
     caf::reacts_to<associate_atom, uint64_t /* link epoch */, bool, std::vector<std::string>, std::string>,
     // from the link's callbacks: runTask answered (id, 0 started / 1 refused / 2 unknown, error);
-    // not sent for an invocation that ended already, whose outcome follows
+    // not sent for an invocation that ended already, whose outcome settles it
     caf::reacts_to<sent_atom, std::string, uint8_t, std::string>,
     // from the link's callbacks: notifyIfTasksNotRunning answered (ok, the ids it asked
     // about, the ids not running)

@@ -16,6 +16,16 @@
 namespace troupe::actors {
 
 struct Invocation;
+struct TaskReport;
+
+/// runTask's answer: the invocation runs (`ended` false), or it ended before the worker
+/// answered. Then `outcome` is how it ended, when the worker said so in the answer: the
+/// scheduler acknowledges it (WorkerLink::acknowledge) once it is durable. Without it, the
+/// outcome follows as a report of its own.
+struct RunAnswer {
+  bool ended = false;
+  std::shared_ptr<const TaskReport> outcome;
+};
 
 /// A worker instance as it registered.
 struct WorkerInfo {
@@ -35,12 +45,13 @@ class WorkerLink {
  public:
   virtual ~WorkerLink() = default;
   virtual void get_running_tasks(std::function<void(Result<std::vector<std::string>>)> done) = 0;
-  /// `done` gets whether the invocation had already ended when the worker answered (its
-  /// outcome follows, and it needs no start of its own) or was running; an error of kind
-  /// UNAVAILABLE when the outcome is unknown (the connection failed), and another kind when the
-  /// worker refused it (it did not start).
+  /// `done` gets the worker's answer (see RunAnswer); an error of kind UNAVAILABLE when the
+  /// outcome is unknown (the connection failed), and another kind when the worker refused it
+  /// (it did not start).
   virtual void run_task(const Invocation& invocation, uint64_t notify_sequence,
-                        std::function<void(Result<bool /* ended */>)> done) = 0;
+                        std::function<void(Result<RunAnswer>)> done) = 0;
+  /// The outcomes these invocations' answers carried are durable: the worker may forget them.
+  virtual void acknowledge(std::vector<std::string> invocation_ids) = 0;
   /// `done` gets the ids that are not running.
   virtual void notify_if_not_running(std::vector<std::string> invocation_ids, uint64_t notify_sequence,
                                      std::function<void(Result<std::vector<std::string>>)> done) = 0;

@@ -36,7 +36,18 @@ class FakeWorkerLink final : public WorkerLink {
   struct RunCall {
     Invocation invocation;
     uint64_t notify_sequence = 0;
-    Done<bool> done;  ///< answered with whether the invocation had ended already
+    Done<RunAnswer> answer;
+    /// Answers that the invocation runs (false) or ended already, its outcome to follow as a
+    /// report of its own (true); or that the call failed.
+    void done(Result<bool> ended) {
+      if (!ended) {
+        answer(ended.error());
+      } else {
+        answer(RunAnswer{*ended, nullptr});
+      }
+    }
+    /// Answers that the invocation ended already, with how in the answer.
+    void ended_with(TaskReport outcome) { answer(RunAnswer{true, std::make_shared<const TaskReport>(std::move(outcome))}); }
   };
   struct NotifyCall {
     std::vector<std::string> ids;
@@ -51,13 +62,19 @@ class FakeWorkerLink final : public WorkerLink {
   std::vector<NotifyCall> notifies;
   std::vector<std::string> cancels;
   std::vector<std::string> suicides;
+  std::vector<std::string> acknowledged;  ///< outcomes from answers, acknowledged as durable
+  size_t acknowledge_calls = 0;
 
   void get_running_tasks(Done<std::vector<std::string>> done) override {
     ++running_queries_asked;
     running_queries.push_back(std::move(done));
   }
-  void run_task(const Invocation& invocation, uint64_t notify_sequence, Done<bool> done) override {
+  void run_task(const Invocation& invocation, uint64_t notify_sequence, Done<RunAnswer> done) override {
     runs.push_back(RunCall{invocation, notify_sequence, std::move(done)});
+  }
+  void acknowledge(std::vector<std::string> ids) override {
+    ++acknowledge_calls;
+    acknowledged.insert(acknowledged.end(), ids.begin(), ids.end());
   }
   void notify_if_not_running(std::vector<std::string> ids, uint64_t notify_sequence,
                              Done<std::vector<std::string>> done) override {
@@ -530,6 +547,41 @@ TEST_SUITE("actors.dispatch") {
     auto result = flow.outcome();
     REQUIRE(result);
     CHECK(result->state == "SUCCESS");
+  }
+
+  TEST_CASE("an outcome in runTask's answer is recorded with no start and acknowledged once durable, together") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 3}});
+    Flow flow(s, "wf-answered", independent_tasks(3, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 3);
+    const Invocation ok = w.link->runs[0].invocation;
+    const Invocation bad = w.link->runs[1].invocation;
+    const Invocation slow = w.link->runs[2].invocation;
+    // The store holds its commits, as a slow sync would: nothing may be acknowledged yet.
+    s.fx.store->hold();
+    w.link->runs[0].ended_with(report_of(ok.invocation_id, TaskReport::SUCCEEDED, "fast"));
+    TaskReport failure = report_of(bad.invocation_id, TaskReport::FAILED);
+    failure.non_retryable = true;
+    w.link->runs[1].ended_with(failure);
+    w.link->runs[2].done(false);
+    s.fx.run();
+    CHECK(w.link->acknowledged.empty());
+    s.fx.store->release();
+    s.fx.run();
+    // Both outcomes became durable in one commit and are acknowledged in one call.
+    CHECK(w.link->acknowledged == std::vector<std::string>{ok.invocation_id, bad.invocation_id});
+    CHECK(w.link->acknowledge_calls == 1);
+    CHECK(flow.events_of(ok.task_name) ==
+          std::vector<std::string>{"taskScheduled:" + ok.task_name, "taskDispatching:" + ok.task_name,
+                                   "taskDispatched:" + ok.task_name, "taskSucceeded:" + ok.task_name});
+    CHECK(flow.task(ok.task_name).result == "fast");
+    CHECK(flow.task(bad.task_name).state == TaskState::FAILURE);
+    CHECK(flow.count("taskRunning:" + slow.task_name) == 1);
+    // Its slot came back: a fourth run could go out, and a duplicate report of the outcome, as a
+    // worker sends after a lost connection, changes nothing.
+    REQUIRE(s.update(w, report_of(ok.invocation_id, TaskReport::SUCCEEDED, "fast")).is(true));
+    CHECK(flow.count("taskSucceeded:" + ok.task_name) == 1);
   }
 
   TEST_CASE("two copies of an update in flight together make one event and two acknowledgements") {
