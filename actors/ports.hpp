@@ -23,8 +23,11 @@ using task_port = caf::typed_actor<
 /// Runs invocations: in-process the LocalExecutor; on a scheduler node the dispatcher, which
 /// matches tasks to remote workers by task list.
 using executor_actor = caf::typed_actor<
-    // from a task: wait for a free slot, higher priority first, then first come
-    caf::reacts_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */>,
+    // from a task: take a free slot, or wait for one (higher priority first, then first come).
+    // The answer names the executor whose slot the task holds now, or is empty: the task waits,
+    // and a grant comes when a slot is free. A task asks only while it handles nothing else
+    // (the request is awaited), so it always takes a slot it is answered with.
+    caf::replies_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */>::with<std::string>,
     // from a task: stop waiting
     caf::reacts_to<withdraw_atom, task_port, std::string /* task list */>,
     // from a task that accepted a grant: give the slot back without running anything

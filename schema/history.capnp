@@ -36,7 +36,8 @@ struct EventBody {
     taskScheduled @12 :TaskScheduled;      # START: the task is ready and enters SUBMITTED
     taskDelayed @13 :TaskDelayed;          # DELAY_EXECUTION until a time (retry backoff, start delay)
     taskDispatching @14 :TaskDispatching;  # DISPATCH: waiting in a task list for a worker slot
-    taskDispatched @15 :TaskDispatched;    # DISPATCHED: durable before the worker is sent runTask
+    taskDispatched @15 :TaskDispatched;    # DISPATCHED: durable before the worker is sent runTask;
+                                           # also the start of a task that found a slot at once
     taskRunning @16 :Invocation;           # RUNNING: the worker started the invocation
     taskHeartbeat @17 :TaskHeartbeat;      # HEARTBEAT with progress
     taskTimedOut @18 :TaskTimedOut;        # TIMEOUT of one of the four kinds

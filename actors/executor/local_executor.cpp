@@ -180,7 +180,12 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
   self->state.handlers = std::move(handlers);
   self->state.options = std::move(options);
   return {
-      [=](enqueue_atom, task_port task, int32_t priority, const std::string&) {
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string&) -> std::string {
+        auto& st = self->state;
+        if (st.waiting.empty() && st.in_use < st.options.slots) {
+          ++st.in_use;  // the answer hands the slot over
+          return st.options.name;
+        }
         auto& w = self->state.waiting;
         Waiting entry{priority, self->state.next_order++, std::move(task)};
         auto at = std::find_if(w.begin(), w.end(), [&](const Waiting& x) {
@@ -188,6 +193,7 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         });
         w.insert(at, std::move(entry));
         grant_free_slots(self);
+        return std::string();
       },
       [=](withdraw_atom, const task_port& task, const std::string&) {
         auto& w = self->state.waiting;

@@ -80,13 +80,19 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
     if (bucket) st.credit = CreditPool(*bucket);
   }
   return {
-      [=](enqueue_atom, task_port task, int32_t priority, const std::string&) {
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string&) -> std::string {
         auto& s = self->state;
+        if (s.queue.empty()) {
+          // Nothing waits ahead of it: a free slot is the task's in the answer, without a grant
+          // (and without a record of the task waiting).
+          if (auto worker = s.credit.assign(self->clock().now())) return *worker;
+        }
         const std::string key = key_of(task);
         if (s.queue.push(key, priority)) {
           s.tasks.emplace(key, std::move(task));
           match(self);
         }
+        return std::string();
       },
       [=](withdraw_atom, const task_port& task, const std::string&) {
         auto& s = self->state;

@@ -3,6 +3,7 @@
 // actions as effects that run once the event is durable.
 #include "actors/task/task_actor.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include <caf/actor_system.hpp>
@@ -128,7 +129,7 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
             arm(self, TimerKind::SCHEDULE_TO_CLOSE, *timeouts.schedule_to_close - st.model.elapsed(now));
           }
           break;
-        case TaskAction::ENQUEUE:  // the queue itself was joined eagerly (see run_eager)
+        case TaskAction::ENQUEUE:  // the queue itself was joined before the event (join_task_list)
           if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
           break;
         case TaskAction::WITHDRAW:  // done eagerly
@@ -173,9 +174,9 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
 }
 
 /// The actions that need not wait for durability, run once the event is handed to the store.
-/// Joining or leaving the executor's queue is internal to the scheduler, and anything it leads
-/// to outside (a run on an executor) waits for taskDispatched, which this actor appends after
-/// the event that enqueued it. Telling the workflow leads only to the workflow's own appends to
+/// Leaving the executor's queue is internal to the scheduler (joining it comes even before
+/// the event, see join_task_list: anything it leads to outside, a run on an executor, waits
+/// for taskDispatched). Telling the workflow leads only to the workflow's own appends to
 /// the same history, which the store commits after this event (it commits in the order it is
 /// handed appends), and anything the workflow lets out waits for those: so the next task need
 /// not wait a sync for this one's outcome. Timers are not among them: arming one ahead of an
@@ -186,14 +187,18 @@ void run_eager(Self self, const TaskTransition& t) {
     if (action == TaskAction::NOTIFY_WORKFLOW) {
       std::string detail = TaskMachine::is_success(t.to) ? st.model.result : st.model.failure_reason;
       self->send(st.owner, finished_atom::value, st.index, static_cast<uint8_t>(t.to), std::move(detail));
-    } else if (action == TaskAction::ENQUEUE) {
-      self->send(st.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
-                 st.task().priority, st.task().task_list);
     } else if (action == TaskAction::WITHDRAW) {
       self->send(st.wiring->executor, withdraw_atom::value, caf::actor_cast<task_port>(self),
                  st.task().task_list);
     }
   }
+}
+
+/// The attempt `event` belongs to. A dispatch always belongs to one: a task's first
+/// DISPATCHED can also be its start (with no taskDispatching before it), which makes it
+/// attempt 1.
+uint32_t attempt_of(const TaskModel& model, TaskEvent event) {
+  return event == TaskEvent::DISPATCHED ? std::max<uint32_t>(model.attempt, 1) : model.attempt;
 }
 
 /// Decides `event` with a history body made by `fill`. Returns false when the table refuses
@@ -206,7 +211,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   if (t->ignored) return true;
   const std::string held_invocation = st.model.invocation_id;
   const std::string held_executor = st.model.executor;
-  auto new_event = make_event(storage::ActorKind::TASK, st.model.name, st.model.attempt,
+  auto new_event = make_event(storage::ActorKind::TASK, st.model.name, attempt_of(st.model, event),
                               st.wiring->now_us(), std::forward<Fill>(fill));
   NewEventReader reader(new_event);
   if (auto applied = st.model.apply(reader.view()); !applied) {
@@ -229,6 +234,47 @@ auto dispatching(Self self) {
     d.setTaskList(self->state.task().task_list);
     d.setPriority(self->state.task().priority);
   };
+}
+
+/// DISPATCHED on a slot of `executor_name`: the invocation gets its id here.
+bool dispatch_to(Self self, const std::string& executor_name) {
+  auto& s = self->state;
+  const std::string id = make_invocation_id(s.workflow_id, s.model.name, attempt_of(s.model, TaskEvent::DISPATCHED),
+                                            s.model.dispatches + 1);
+  return decide(self, TaskEvent::DISPATCHED, [&](Body b) {
+    auto d = b.initTaskDispatched();
+    d.setInvocationId(id);
+    d.setWorkerShard(executor_name);
+  });
+}
+
+/// Joins the task's task list and hands `then` the executor whose slot the task holds now, or
+/// an empty name: it waits, and a grant comes once a slot is free. Awaited: the task handles
+/// nothing else until the answer, so the answer finds the state that asked and a slot it
+/// names is always taken. No executor at all is an empty name too: the task waits, and its
+/// scheduleToStart timeout applies.
+template <class Then>
+void enqueue(Self self, Then then) {
+  auto& s = self->state;
+  self->request(s.wiring->executor, caf::infinite, enqueue_atom::value, caf::actor_cast<task_port>(self),
+                s.task().priority, s.task().task_list)
+      .await([then](const std::string& granted) mutable { then(granted); },
+             [then](const caf::error&) mutable { then(std::string()); });
+}
+
+/// START or DISPATCH: the task joins its task list, and is DISPATCHED at once if a slot was
+/// free. Only a task that has to wait records taskDispatching: its history says it waited,
+/// and recovery puts it back in the queue.
+void join_task_list(Self self, TaskEvent event) {
+  auto t = TaskMachine::transition(self->state.model.state, event);
+  if (!t || t->ignored) return;
+  enqueue(self, [self, event](const std::string& granted) {
+    if (granted.empty()) {
+      decide(self, event, dispatching(self));
+    } else {
+      dispatch_to(self, granted);
+    }
+  });
 }
 
 /// Whether a timer of `kind` still concerns the task in its current state.
@@ -379,7 +425,7 @@ void recover(Self self) {
     case TaskState::SUBMITTED:
       // Decided here, not sent to itself: a pause the workflow sends right after the
       // recovery must find the task started, not overtake the start.
-      decide(self, TaskEvent::START, dispatching(self));
+      join_task_list(self, TaskEvent::START);
       break;
     case TaskState::FAILOVER:
       // The restart came between FAILOVER and its retry decision.
@@ -389,9 +435,10 @@ void recover(Self self) {
       break;
     case TaskState::DISPATCHING:
       rearm_task_timer();
-      self->send(s.wiring->executor, enqueue_atom::value, caf::actor_cast<task_port>(self),
-                 s.task().priority, s.task().task_list);
       if (timeouts.schedule_to_start) arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
+      enqueue(self, [self](const std::string& granted) {
+        if (!granted.empty()) dispatch_to(self, granted);
+      });
       break;
     case TaskState::DELAY_EXECUTION:
       rearm_task_timer();
@@ -506,7 +553,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           self->quit(to_caf(Error{static_cast<Errc>(code), error}));
         }
       },
-      [=](start_atom) { decide(self, TaskEvent::START, dispatching(self)); },
+      [=](start_atom) { join_task_list(self, TaskEvent::START); },
       [=](pause_atom) { decide(self, TaskEvent::PAUSE, [](Body b) { b.setTaskPauseRequested(); }); },
       [=](kill_atom, bool immediate) {
         decide(self, TaskEvent::KILL, [immediate](Body b) {
@@ -516,14 +563,8 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
         });
       },
       [=](grant_atom, const std::string& executor_name) -> bool {
-        auto& s = self->state;
-        if (s.model.state != TaskState::DISPATCHING) return false;  // withdrew meanwhile
-        const std::string id = make_invocation_id(s.workflow_id, s.model.name, s.model.attempt, s.model.dispatches + 1);
-        return decide(self, TaskEvent::DISPATCHED, [&](Body b) {
-          auto d = b.initTaskDispatched();
-          d.setInvocationId(id);
-          d.setWorkerShard(executor_name);
-        });
+        if (self->state.model.state != TaskState::DISPATCHING) return false;  // withdrew meanwhile
+        return dispatch_to(self, executor_name);
       },
       [=](report_atom, TaskReport& report) { on_report(self, report); },
       [=](update_atom, TaskReport& report) -> caf::result<bool> {
@@ -575,7 +616,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
             attempt_failed(self, AttemptFailure{timeout_reason(kind), false, false, {}}, kind);
             break;
           case TimerKind::BACKOFF:
-            decide(self, TaskEvent::DISPATCH, dispatching(self));
+            join_task_list(self, TaskEvent::DISPATCH);
             break;
           case TimerKind::KILL_GRACE: {
             const std::string invocation = s.model.invocation_id;

@@ -1,5 +1,5 @@
 // The task state table. Reading guide: START queues the task (DISPATCHING); a slot makes it
-// DISPATCHED and the executor RUNNING; the attempt ends in SUCCESS, in FAILURE, or in
+// DISPATCHED (at once, with no DISPATCHING, when one was free) and the executor RUNNING; the attempt ends in SUCCESS, in FAILURE, or in
 // DELAY_EXECUTION when it will be retried (DISPATCH queues it again). PAUSE and KILL stop a
 // task that is not on an executor at once; one that is gets a cancellation and stays until
 // the executor confirms (KILLED, PAUSED) or the kill's grace period runs out.
@@ -34,10 +34,14 @@ void on_executor(std::vector<R>& rows, S s) {
 std::vector<R> rows() {
   std::vector<R> rows = {
       {S::SUBMITTED, E::START, S::DISPATCHING, {A::PERSIST, A::START_TASK_TIMER, A::ENQUEUE}},
+      // Started, or dispatched again after a backoff, when a slot was free at once: the task
+      // never waited in its task list.
+      {S::SUBMITTED, E::DISPATCHED, S::DISPATCHED, {A::PERSIST, A::START_TASK_TIMER, A::SEND}},
       {S::SUBMITTED, E::PAUSE, S::PAUSED, {A::PERSIST, A::NOTIFY_WORKFLOW}},
       {S::SUBMITTED, E::KILL, S::KILLED, {A::PERSIST, A::NOTIFY_WORKFLOW}},
 
       {S::DELAY_EXECUTION, E::DISPATCH, S::DISPATCHING, {A::PERSIST, A::ENQUEUE}},
+      {S::DELAY_EXECUTION, E::DISPATCHED, S::DISPATCHED, {A::PERSIST, A::SEND}},
       {S::DELAY_EXECUTION, E::TIMEOUT, S::FAILURE, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
       {S::DELAY_EXECUTION, E::PAUSE, S::PAUSED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
       {S::DELAY_EXECUTION, E::KILL, S::KILLED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
@@ -61,6 +65,7 @@ std::vector<R> rows() {
       {S::RUNNING, E::HEARTBEAT, S::RUNNING, {A::PERSIST, A::RECORD_PROGRESS, A::WATCH_HEARTBEAT}},
 
       {S::PAUSED, E::START, S::DISPATCHING, {A::PERSIST, A::START_TASK_TIMER, A::ENQUEUE}},
+      {S::PAUSED, E::DISPATCHED, S::DISPATCHED, {A::PERSIST, A::START_TASK_TIMER, A::SEND}},
       {S::PAUSED, E::PAUSE, S::PAUSED, {}, true, "already paused"},
       {S::PAUSED, E::KILL, S::KILLED, {A::PERSIST, A::NOTIFY_WORKFLOW}},
       {S::PAUSED, E::SUCCEEDED, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},

@@ -44,7 +44,7 @@ enum class TaskEvent : uint8_t {
 enum class TaskAction : uint8_t {
   PERSIST,              ///< append the event to the history; everything else waits for it
   START_TASK_TIMER,     ///< arm scheduleToClose
-  ENQUEUE,              ///< offer the task to its task list; arm scheduleToStart
+  ENQUEUE,              ///< the task waits in its task list (joined before the event): arm scheduleToStart
   WITHDRAW,             ///< take the task out of its task list
   SEND,                 ///< send the invocation to its executor; arm startToClose
   WATCH_HEARTBEAT,      ///< (re)arm the heartbeat timeout

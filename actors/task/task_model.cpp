@@ -63,6 +63,11 @@ Result<void> TaskModel::apply(const EventView& event) {
       }
       break;
     case Body::TASK_DISPATCHED: {
+      if (state == TaskState::SUBMITTED || state == TaskState::PAUSED) {
+        // Started with a slot free at once: this is its start too.
+        if (attempt == 0) attempt = 1;
+        segment_start_us = now;
+      }
       auto d = body.getTaskDispatched();
       invocation_id = to_string(d.getInvocationId());
       executor = to_string(d.getWorkerShard());

@@ -523,6 +523,31 @@ TEST_SUITE("actors.dispatch") {
     CHECK(count("taskDispatched") == 1);
   }
 
+  TEST_CASE("a task with a slot free at once is dispatched without a record of waiting; one that waits has one") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-wait", independent_tasks(2, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 1);
+    const Invocation first = w.link->runs[0].invocation;
+    const std::string second = first.task_name == "t0" ? "t1" : "t0";
+    CHECK(first.attempt == 1);
+    CHECK(flow.events_of(first.task_name) ==
+          std::vector<std::string>{"taskScheduled:" + first.task_name, "taskDispatched:" + first.task_name});
+    CHECK(flow.events_of(second) == std::vector<std::string>{"taskScheduled:" + second, "taskDispatching:" + second});
+    CHECK(flow.task(second).state == TaskState::DISPATCHING);
+    w.link->runs[0].ended_with(report_of(first.invocation_id, TaskReport::SUCCEEDED, "one"));
+    s.fx.run();
+    // The slot came back and went to the waiting task by a grant.
+    REQUIRE(w.link->runs.size() == 2);
+    CHECK(flow.events_of(second) == std::vector<std::string>{"taskScheduled:" + second, "taskDispatching:" + second,
+                                                              "taskDispatched:" + second});
+    // Replayed, both are where the actors left them.
+    CHECK(flow.task(first.task_name).state == TaskState::SUCCESS);
+    CHECK(flow.task(first.task_name).attempt == 1);
+    CHECK(flow.task(second).state == TaskState::DISPATCHED);
+  }
+
   TEST_CASE("an invocation that ended before its runTask was answered records its outcome and no start") {
     Scheduler s;
     auto w = s.connect("w1", {{"jobs", 2}});
@@ -540,8 +565,8 @@ TEST_SUITE("actors.dispatch") {
     REQUIRE(s.update(w, report_of(quick.invocation_id, TaskReport::SUCCEEDED, "fast")).is(true));
     REQUIRE(s.update(w, report_of(slow.invocation_id, TaskReport::SUCCEEDED, "slow")).is(true));
     CHECK(flow.events_of(quick.task_name) ==
-          std::vector<std::string>{"taskScheduled:" + quick.task_name, "taskDispatching:" + quick.task_name,
-                                   "taskDispatched:" + quick.task_name, "taskSucceeded:" + quick.task_name});
+          std::vector<std::string>{"taskScheduled:" + quick.task_name, "taskDispatched:" + quick.task_name,
+                                   "taskSucceeded:" + quick.task_name});
     CHECK(flow.task(quick.task_name).result == "fast");
     CHECK(flow.count("taskRunning:" + quick.task_name) == 0);
     auto result = flow.outcome();
@@ -573,8 +598,8 @@ TEST_SUITE("actors.dispatch") {
     CHECK(w.link->acknowledged == std::vector<std::string>{ok.invocation_id, bad.invocation_id});
     CHECK(w.link->acknowledge_calls == 1);
     CHECK(flow.events_of(ok.task_name) ==
-          std::vector<std::string>{"taskScheduled:" + ok.task_name, "taskDispatching:" + ok.task_name,
-                                   "taskDispatched:" + ok.task_name, "taskSucceeded:" + ok.task_name});
+          std::vector<std::string>{"taskScheduled:" + ok.task_name, "taskDispatched:" + ok.task_name,
+                                   "taskSucceeded:" + ok.task_name});
     CHECK(flow.task(ok.task_name).result == "fast");
     CHECK(flow.task(bad.task_name).state == TaskState::FAILURE);
     CHECK(flow.count("taskRunning:" + slow.task_name) == 1);

@@ -10,18 +10,30 @@ using namespace troupe::actors;
 using namespace std::chrono_literals;
 
 TEST_SUITE("actors.local_executor") {
-  TEST_CASE("a task that ends before its grant arrives does not keep the slot") {
+  TEST_CASE("a free slot is the asking task's in the answer; a task that ends while it waits does not keep the slot") {
     test::ActorFixture fx(LocalExecutorOptions{"local", 1, {}});
     auto executor = fx.wiring.executor;
-    // A task that asks for a slot and ends at once: the grant finds no one.
+    // The first task is answered with the free slot.
+    auto first = fx.ask<std::string>(executor, enqueue_atom::value, caf::actor_cast<task_port>(fx.self), int32_t{0},
+                                     std::string());
+    REQUIRE(first);
+    CHECK(*first == "local");
+    // A task that waits for the taken slot and ends: the grant will find no one.
     fx.sys.spawn(
         [](caf::event_based_actor* self, executor_actor to) {
-          self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0}, std::string());
+          self->request(to, caf::infinite, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0},
+                        std::string())
+              .then([](const std::string&) {});
+          self->quit();
         },
         executor);
     fx.run();
-    // The next task must still get the one slot.
-    fx.self->send(executor, enqueue_atom::value, caf::actor_cast<task_port>(fx.self), int32_t{0}, std::string());
+    // The next one waits too (an empty answer), and gets the slot once the first gives it back.
+    auto next = fx.ask<std::string>(executor, enqueue_atom::value, caf::actor_cast<task_port>(fx.self), int32_t{0},
+                                    std::string());
+    REQUIRE(next);
+    CHECK(next->empty());
+    fx.self->send(executor, release_atom::value);
     fx.run();
     std::optional<std::string> granted;
     fx.self->receive(
@@ -42,7 +54,11 @@ TEST_SUITE("actors.local_executor") {
     auto holder = fx.own(fx.sys.spawn(
         [](caf::event_based_actor* self, executor_actor to,
            std::shared_ptr<std::vector<std::string>> seen) -> caf::behavior {
-          self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0}, std::string());
+          self->request(to, caf::infinite, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0},
+                        std::string())
+              .then([=](const std::string& granted) {
+                if (!granted.empty()) seen->push_back("holder");
+              });
           return {
               [=](grant_atom, const std::string&) {
                 seen->push_back("holder");
@@ -57,7 +73,11 @@ TEST_SUITE("actors.local_executor") {
       fx.own(fx.sys.spawn(
           [](caf::event_based_actor* self, executor_actor to, std::string me, int32_t rank,
              std::shared_ptr<std::vector<std::string>> seen) -> caf::behavior {
-            self->send(to, enqueue_atom::value, caf::actor_cast<task_port>(self), rank, std::string());
+            self->request(to, caf::infinite, enqueue_atom::value, caf::actor_cast<task_port>(self), rank,
+                          std::string())
+                .then([=](const std::string& granted) {
+                  if (!granted.empty()) seen->push_back(me + " at once");
+                });
             return {[=](grant_atom, const std::string&) {
               seen->push_back(me);
               self->send(to, release_atom::value);  // took it, then gives it back unused

@@ -89,13 +89,13 @@ TEST_SUITE("actors.machines") {
         "SUCCEEDED>SUCCESS FAILED>FAILURE TIMEOUT>FAILURE RETRY>DELAY_EXECUTION KILLED>KILLED "
         "PAUSED>PAUSED FAILOVER>FAILOVER ";
     walk<TaskMachine, TaskMachineTraits>({
-        {"SUBMITTED", "START>DISPATCHING PAUSE>PAUSED KILL>KILLED"},
-        {"DELAY_EXECUTION", "DISPATCH>DISPATCHING TIMEOUT>FAILURE PAUSE>PAUSED KILL>KILLED"},
+        {"SUBMITTED", "START>DISPATCHING DISPATCHED>DISPATCHED PAUSE>PAUSED KILL>KILLED"},
+        {"DELAY_EXECUTION", "DISPATCH>DISPATCHING DISPATCHED>DISPATCHED TIMEOUT>FAILURE PAUSE>PAUSED KILL>KILLED"},
         {"DISPATCHING", "DISPATCHED>DISPATCHED TIMEOUT>FAILURE RETRY>DELAY_EXECUTION "
                         "FAILED>FAILURE PAUSE>PAUSED KILL>KILLED"},
         {"DISPATCHED", on_executor + "RUNNING>RUNNING HEARTBEAT>RUNNING KILL>DISPATCHED PAUSE>DISPATCHED"},
         {"RUNNING", on_executor + "RUNNING= HEARTBEAT>RUNNING KILL>RUNNING PAUSE>RUNNING"},
-        {"PAUSED", "START>DISPATCHING PAUSE= KILL>KILLED SUCCEEDED>FORCED_SUCCESS"},
+        {"PAUSED", "START>DISPATCHING DISPATCHED>DISPATCHED PAUSE= KILL>KILLED SUCCEEDED>FORCED_SUCCESS"},
         {"FAILOVER", "RETRY>DELAY_EXECUTION FAILED>FAILURE TIMEOUT>FAILURE KILL>KILLED"},
         {"KILLED", "KILL= SUCCEEDED>FORCED_SUCCESS"},
         {"FAILURE", "SUCCEEDED>FORCED_SUCCESS"},
@@ -149,8 +149,13 @@ TEST_SUITE("actors.machines") {
       }
       CHECK(row.actions.contains(TaskAction::START_BACKOFF_TIMER) ==
             (row.to == TaskState::DELAY_EXECUTION));
-      CHECK(row.actions.contains(TaskAction::SEND) == (row.to == TaskState::DISPATCHED &&
-                                                       row.from == TaskState::DISPATCHING));
+      // Only a dispatch sends an invocation (from the task list, or at once with a free slot).
+      CHECK(row.actions.contains(TaskAction::SEND) == (row.to == TaskState::DISPATCHED && row.from != row.to));
+      // The task-wide timer starts with the task's first start and with a resume.
+      if (row.to == TaskState::DISPATCHING || row.to == TaskState::DISPATCHED) {
+        CHECK(row.actions.contains(TaskAction::START_TASK_TIMER) ==
+              (row.from == TaskState::SUBMITTED || row.from == TaskState::PAUSED));
+      }
       if (TaskMachine::is_terminal(row.to) && row.from != row.to &&
           row.to != TaskState::FORCED_SUCCESS) {
         CHECK(row.actions.contains(TaskAction::STOP_ALL_TIMERS) != (row.from == TaskState::SUBMITTED ||
