@@ -66,6 +66,11 @@ actors::task_port::behavior_type report_bridge(actors::task_port::stateful_point
   };
 }
 
+/// The text and data an outcome carries, for a message's size hint.
+size_t outcome_bytes(const TaskReport& report) {
+  return report.payload.size() + report.reason.size() + report.details.size();
+}
+
 /// An outcome as the worker protocol carries it.
 void fill(schema::Outcome::Builder out, const TaskReport& report) {
   switch (report.kind) {
@@ -443,8 +448,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
       }));
     };
     const auto& outcome = it->second.outcome;
-    auto request = it->second.reporter.completeRequest(
-        message_size(outcome.payload.size() + outcome.reason.size() + outcome.details.size()));
+    auto request = it->second.reporter.completeRequest(message_size(outcome_bytes(outcome)));
     fill(request.initOutcome(), it->second.outcome);
     // Moved in: kj's then() keeps an lvalue handler by reference, which would dangle.
     tasks_.add(request.send().then([acknowledged](auto) { acknowledged(); }, kj::mv(retry)));
@@ -521,9 +525,7 @@ kj::Promise<void> WorkerControlImpl::runTask(RunTaskContext context) {
     return kj::READY_NOW;
   }
   return started->then([context](Agent::RunAnswer answer) mutable {
-    size_t bytes = 0;
-    if (answer.outcome) bytes = answer.outcome->payload.size() + answer.outcome->reason.size() + answer.outcome->details.size();
-    auto results = context.getResults(message_size(bytes));
+    auto results = context.getResults(message_size(answer.outcome ? outcome_bytes(*answer.outcome) : 0));
     results.setEnded(answer.ended);
     if (answer.outcome) fill(results.initOutcome(), *answer.outcome);
   });

@@ -186,8 +186,8 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
           ++st.in_use;  // the answer hands the slot over
           return st.options.name;
         }
-        auto& w = self->state.waiting;
-        Waiting entry{priority, self->state.next_order++, std::move(task)};
+        auto& w = st.waiting;
+        Waiting entry{priority, st.next_order++, std::move(task)};
         auto at = std::find_if(w.begin(), w.end(), [&](const Waiting& x) {
           return x.priority < entry.priority;
         });

@@ -1,6 +1,7 @@
 // The task state table. Reading guide: START queues the task (DISPATCHING); a slot makes it
-// DISPATCHED (at once, with no DISPATCHING, when one was free) and the executor RUNNING; the attempt ends in SUCCESS, in FAILURE, or in
-// DELAY_EXECUTION when it will be retried (DISPATCH queues it again). PAUSE and KILL stop a
+// DISPATCHED (at once, with no DISPATCHING, when one was free) and the executor RUNNING;
+// the attempt ends in SUCCESS, in FAILURE, or in DELAY_EXECUTION when it will be retried
+// (DISPATCH queues it again). PAUSE and KILL stop a
 // task that is not on an executor at once; one that is gets a cancellation and stays until
 // the executor confirms (KILLED, PAUSED) or the kill's grace period runs out.
 #include "actors/task/task_machine.hpp"

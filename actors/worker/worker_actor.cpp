@@ -167,17 +167,12 @@ void handle(Self self, HealthEvent event) {
 /// has ended, so its outcome was decided and is durable), the invocation is over for this
 /// worker and `durable` runs.
 void settle(Self self, const task_port& task, TaskReport report, std::function<void()> durable) {
-  const std::string id = report.invocation_id;
+  auto over = [self, id = report.invocation_id, durable] {
+    finish(self, id);
+    durable();
+  };
   self->request(task, caf::infinite, update_atom::value, std::move(report))
-      .then(
-          [self, id, durable](bool) {
-            finish(self, id);
-            durable();
-          },
-          [self, id, durable](const caf::error&) {
-            finish(self, id);
-            durable();
-          });
+      .then([over](bool) { over(); }, [over](const caf::error&) { over(); });
 }
 
 /// Queues the acknowledgement of an outcome that came in a runTask answer. Outcomes made
