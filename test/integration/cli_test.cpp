@@ -4,8 +4,10 @@
 
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +19,6 @@ using troupe::test::Cluster;
 using troupe::test::contains;
 using troupe::test::troupe_cli;
 
-
 namespace {
 
 troupe::test::ClusterSpec one_worker() {
@@ -25,6 +26,31 @@ troupe::test::ClusterSpec one_worker() {
   spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
   return spec;
 }
+
+/// Sets an environment variable for the CLI runs of a scope and restores what it was, so a
+/// failed check cannot leave it set for later cases.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::string& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    set(value);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+  void set(const std::string& value) { ::setenv(name_.c_str(), value.c_str(), 1); }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 /// Starts the scheduler and its worker; returns once the scheduler accepts connections.
 void start(Cluster& cluster) {
@@ -96,11 +122,16 @@ TEST_SUITE("integration.cli") {
       CHECK(contains(run.output, "no-such-workflow"));
     }
     SUBCASE("the address comes from TROUPE_ADDRESS when --address is absent") {
+      // First a free port where nothing listens: the run fails to reach exactly that address,
+      // so the variable was read. (The default, 127.0.0.1:7700, may well have a scheduler on
+      // the machine running the tests.)
+      const std::string nowhere = "127.0.0.1:" + std::to_string(troupe::test::free_port());
+      ScopedEnv env("TROUPE_ADDRESS", nowhere);
       auto run = troupe_cli({"submit", dir + "/ok.json", "--id", "ok-env", "--wait"});
-      CHECK(run.code == 3);  // the default 127.0.0.1:7700 has no scheduler in the test
-      ::setenv("TROUPE_ADDRESS", address.c_str(), 1);
+      CHECK(run.code == 3);
+      CHECK(contains(run.output, "cannot reach the scheduler at " + nowhere));
+      env.set(address);
       auto with_env = troupe_cli({"submit", dir + "/ok.json", "--id", "ok-env", "--wait"});
-      ::unsetenv("TROUPE_ADDRESS");
       CHECK(with_env.code == 0);
       CHECK(contains(with_env.output, "ok-env SUCCESS"));
     }
