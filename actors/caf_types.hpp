@@ -12,6 +12,8 @@
 #include <caf/make_message.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include "actors/loss.hpp"
+#include "actors/worker/fence.hpp"
 #include "schema/result.hpp"
 #include "storage/history_store.hpp"
 
@@ -131,6 +133,7 @@ struct Invocation {
   int64_t heartbeat_timeout_us = 0;    ///< the task's heartbeat timeout; 0: none
   bool async_completion = false;       ///< a successful end hands the task off (HANDED_OFF)
   std::string task_token;              ///< set by the scheduler's link to the worker, not by the task
+  Fence fence;                         ///< recorded with taskDispatched; runTask carries it
 };
 
 /// What an executor says about an invocation.
@@ -150,6 +153,7 @@ struct TaskReport {
   std::string reason;    ///< FAILED: a short reason, e.g. "ExitCode:3"
   std::string details;
   bool non_retryable = false;
+  Loss loss = Loss::MAY_HAVE_STARTED;  ///< LOST: what is known of it
 };
 
 template <class Inspector>
@@ -161,13 +165,14 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Invocation& x) {
   return f(caf::meta::type_name("Invocation"), x.invocation_id, x.workflow_id, x.task_name,
            x.task_list, x.executor, x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress,
-           x.heartbeat_timeout_us, x.async_completion, x.task_token);
+           x.heartbeat_timeout_us, x.async_completion, x.task_token, x.fence.epoch, x.fence.sequence);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TaskReport& x) {
+  storage::EnumByte<Loss> loss{x.loss};
   return f(caf::meta::type_name("TaskReport"), x.invocation_id, x.kind, x.payload, x.reason,
-           x.details, x.non_retryable);
+           x.details, x.non_retryable, loss.byte);
 }
 
 }  // namespace troupe::actors

@@ -9,6 +9,7 @@
 
 #include "actors/ports.hpp"
 #include "actors/system/history_writer.hpp"
+#include "actors/worker/fence.hpp"
 #include "schema/definition_cache.hpp"
 #include "schema/duration.hpp"
 
@@ -29,6 +30,9 @@ struct Wiring {
   /// Like Temporal's workflow cache, it bounds the scheduler's memory by what is busy rather
   /// than by what is open.
   size_t workflow_cache = 10000;
+  /// The scheduler incarnation's fence: a dispatch records the fence its runTask carries.
+  /// nullptr where executors are in process (no fencing needed): fence 0.0.
+  std::shared_ptr<FenceCounter> fences;
   /// Called with a task's canonical state when its actor ends (tests compare it with replay).
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_task_end;
   /// Called with a workflow's canonical state when its actor ends.

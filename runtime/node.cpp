@@ -21,6 +21,7 @@
 #include "actors/system/dispatcher.hpp"
 #include "actors/system/history_writer.hpp"
 #include "runtime/auth/task_token.hpp"
+#include "runtime/incarnation.hpp"
 #include "runtime/process/process_supervisor.hpp"
 #include "runtime/rpc_thread.hpp"
 #include "runtime/scheduler_rpc.hpp"
@@ -99,6 +100,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   timeouts.heartbeat_interval = cluster.heartbeat_interval;
   timeouts.unhealthy_after = cluster.unhealthy_after;
   timeouts.must_die_after = cluster.must_die_after;
+  timeouts.lease = cluster.worker_lease;
 
   std::string cluster_token;
   if (cluster.token_file) {
@@ -122,6 +124,13 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
       return 3;
     }
     store = std::move(*opened);
+    // Before anything is served: every fence this incarnation sends outranks the last one's.
+    auto incarnation = next_incarnation(node.data_dir);
+    if (!incarnation) {
+      std::cerr << "troupe-node " << node.name << ": " << incarnation.error().message << "\n";
+      return 3;
+    }
+    auto fences = std::make_shared<actors::FenceCounter>(*incarnation);
     scheduler->cluster_token = cluster_token;
     auto key = cluster_token.empty() ? read_or_create_key_file(node.data_dir + "/task-token.key") : Result<std::string>(cluster_token);
     if (!key) {
@@ -134,6 +143,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     }
     actors::DispatcherOptions dispatch;
     dispatch.timeouts = timeouts;
+    dispatch.fences = fences;
     dispatch.replace_unhealthy = cluster.replace_unhealthy_workers;
     dispatch.recovery_window = cluster.recovery_window;
     for (const auto& [list, limits] : cluster.task_lists) {
@@ -148,6 +158,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     wiring.definitions = std::make_shared<DefinitionCache>();
     wiring.writer = actors::HistoryWriter(store);
     wiring.executor = caf::actor_cast<actors::executor_actor>(scheduler->dispatcher);
+    wiring.fences = fences;
     wiring.kill_grace = cluster.kill_grace;
     wiring.workflow_cache = node.workflow_cache;
     wiring.now_us = [] {

@@ -48,6 +48,11 @@ TaskReport report_of(const std::string& id, schema::Outcome::Reader outcome) {
   return report;
 }
 
+void set_fence(schema::Fence::Builder out, const actors::Fence& fence) {
+  out.setEpoch(fence.epoch);
+  out.setSequence(fence.sequence);
+}
+
 /// One invocation's reporter: the worker can report only through the capability it was given.
 class TaskReporterImpl final : public schema::TaskReporter::Server {
  public:
@@ -128,10 +133,9 @@ class CapnpWorkerLink final : public actors::WorkerLink {
     });
   }
 
-  void run_task(const actors::Invocation& inv, uint64_t notify_sequence,
-                std::function<void(Result<actors::RunAnswer>)> done) override {
+  void run_task(const actors::Invocation& inv, std::function<void(Result<actors::RunAnswer>)> done) override {
     Box* box = box_;
-    rpc_->post([box, inv, notify_sequence, done] {
+    rpc_->post([box, inv, done] {
       size_t text_bytes = inv.invocation_id.size() + inv.workflow_id.size() + inv.task_name.size() +
                           inv.task_list.size() + inv.handler.size() + inv.cwd.size() + inv.input_json.size() +
                           inv.progress.size() + 256 /* a task token */;
@@ -161,7 +165,8 @@ class CapnpWorkerLink final : public actors::WorkerLink {
         spec.setAsyncCompletion(true);
         spec.setTaskToken(mint_task_token(box->token_key, {inv.workflow_id, inv.task_name, inv.invocation_id}));
       }
-      request.setNotifySequence(notify_sequence);
+      request.setNotifySequence(inv.fence.sequence);
+      set_fence(request.initFence(), inv.fence);
       request.setReporter(kj::heap<TaskReporterImpl>(box->worker, inv.invocation_id));
       request.setOutcomeInAnswer(true);
       box->tasks->add(request.send().then(
@@ -182,14 +187,15 @@ class CapnpWorkerLink final : public actors::WorkerLink {
     });
   }
 
-  void notify_if_not_running(std::vector<std::string> ids, uint64_t notify_sequence,
+  void notify_if_not_running(std::vector<std::string> ids, actors::Fence fence,
                              std::function<void(Result<std::vector<std::string>>)> done) override {
     Box* box = box_;
-    rpc_->post([box, ids = std::move(ids), notify_sequence, done] {
+    rpc_->post([box, ids = std::move(ids), fence, done] {
       auto request = box->control.notifyIfTasksNotRunningRequest();
       auto list = request.initInvocationIds(ids.size());
       for (size_t i = 0; i < ids.size(); ++i) list.set(i, ids[i]);
-      request.setNotifySequence(notify_sequence);
+      request.setNotifySequence(fence.sequence);
+      set_fence(request.initFence(), fence);
       box->tasks->add(request.send().then(
           [done](auto response) {
             std::vector<std::string> not_running;
@@ -703,6 +709,7 @@ class GatewayImpl final : public schema::Gateway::Server {
     for (auto list : in.getTaskLists()) info.task_lists[text(list.getName())] = list.getSlots();
     info.resource_id = text(in.getResourceId());
     info.max_concurrent_sessions = in.getMaxConcurrentSessions();
+    for (auto f : in.getRegistrations()) info.registrations.push_back(actors::Fence{f.getEpoch(), f.getSequence()});
     if (info.shard_id.empty() || info.instance_id.empty() || info.task_lists.empty()) {
       set_error(context.getResults().initError(),
                 fail(Errc::INVALID_ARGUMENT, "a worker registers with a shard id, an instance id and at least one task list"));
@@ -730,6 +737,8 @@ class GatewayImpl final : public schema::Gateway::Server {
       t.setUnhealthyAfterMs(ms(outcome->timeouts.unhealthy_after));
       t.setMustDieAfterMs(ms(outcome->timeouts.must_die_after));
       registration.setStartClean(outcome->start_clean);
+      set_fence(registration.initFence(), outcome->fence);
+      registration.setLeaseMs(ms(outcome->timeouts.lease));
     });
   }
 

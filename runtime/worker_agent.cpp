@@ -17,6 +17,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/worker/fence.hpp"
 #include "actors/worker/health_machine.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
@@ -86,6 +87,13 @@ void fill(schema::Outcome::Builder out, const TaskReport& report) {
   }
 }
 
+/// The fence a call carries; a scheduler that predates fences sends only the sequence.
+template <class Params>
+actors::Fence fence_of(uint64_t notify_sequence, Params params) {
+  if (!params.hasFence()) return actors::Fence{0, notify_sequence};
+  return actors::Fence{params.getFence().getEpoch(), params.getFence().getSequence()};
+}
+
 class Agent;
 
 class WorkerControlImpl final : public schema::WorkerControl::Server {
@@ -145,15 +153,15 @@ class Agent : public std::enable_shared_from_this<Agent> {
 
   /// Starts an invocation. The promise is runTask's answer, once the executor has said that it
   /// started or how it ended.
-  Result<kj::Promise<RunAnswer>> run_task(schema::InvocationSpec::Reader spec, uint64_t notify_sequence,
+  Result<kj::Promise<RunAnswer>> run_task(schema::InvocationSpec::Reader spec, actors::Fence fence,
                                           schema::TaskReporter::Client reporter, bool outcome_in_answer) {
     const std::string id = text(spec.getInvocationId());
     if (!healthy()) {
       return fail(Errc::NOT_ALLOWED_IN_STATE, "worker " + setup_->node.name + " is not HEALTHY");
     }
-    if (notify_sequence < last_notify_sequence_) {
-      return fail(Errc::NOT_ALLOWED_IN_STATE, "runTask of " + id + " is older than notify sequence " +
-                                                  std::to_string(last_notify_sequence_));
+    if (fence < fence_) {
+      return fail(Errc::NOT_ALLOWED_IN_STATE, "runTask of " + id + " (fence " + fence.to_string() +
+                                                  ") is older than the last notify (fence " + fence_.to_string() + ")");
     }
     if (running_.count(id)) return fail(Errc::ALREADY_EXISTS, "invocation " + id + " was sent already");
     actors::Invocation inv;
@@ -186,8 +194,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
     return kj::mv(answer.promise);
   }
 
-  std::vector<std::string> not_running(const std::vector<std::string>& ids, uint64_t sequence) {
-    last_notify_sequence_ = std::max(last_notify_sequence_, sequence);
+  std::vector<std::string> not_running(const std::vector<std::string>& ids, actors::Fence fence) {
+    fence_ = std::max(fence_, fence);
     std::vector<std::string> out;
     for (const auto& id : ids) {
       if (!running_.count(id)) out.push_back(id);
@@ -286,6 +294,11 @@ class Agent : public std::enable_shared_from_this<Agent> {
     }
     info.setResourceId(setup_->node.resource_id);
     info.setMaxConcurrentSessions(setup_->node.max_concurrent_sessions);
+    auto registrations = info.initRegistrations(static_cast<unsigned>(registrations_.size()));
+    for (size_t r = 0; r < registrations_.size(); ++r) {
+      registrations[static_cast<unsigned>(r)].setEpoch(registrations_[r].epoch);
+      registrations[static_cast<unsigned>(r)].setSequence(registrations_[r].sequence);
+    }
     request.setControl(kj::heap<WorkerControlImpl>(shared_from_this()));
     const auto sent = Clock::now();
     auto self = shared_from_this();
@@ -308,6 +321,9 @@ class Agent : public std::enable_shared_from_this<Agent> {
       self->timeouts_.heartbeat_interval = std::chrono::milliseconds(t.getHeartbeatIntervalMs());
       self->timeouts_.unhealthy_after = std::chrono::milliseconds(t.getUnhealthyAfterMs());
       self->timeouts_.must_die_after = std::chrono::milliseconds(t.getMustDieAfterMs());
+      self->timeouts_.lease = registration.getLeaseMs() > 0 ? std::chrono::milliseconds(registration.getLeaseMs())
+                                                            : self->timeouts_.must_die_after;
+      self->remember_registration(actors::Fence{registration.getFence().getEpoch(), registration.getFence().getSequence()});
       self->connection_->session = registration.getSession();
       self->last_acked_send_ = sent;
       self->ever_registered_ = true;
@@ -341,9 +357,13 @@ class Agent : public std::enable_shared_from_this<Agent> {
 
   void beat() {
     if (ever_registered_) {
+      // The scheduler fails this worker's invocations over once the lease has run out since the
+      // last heartbeat it received, which is later than this one was sent: they must be dead by
+      // then.
       const auto since = std::chrono::duration_cast<Duration>(Clock::now() - last_acked_send_);
-      if (actors::health_after(actors::HealthState::HEALTHY, since, timeouts_) == actors::HealthState::MUST_DIE) {
-        die("no heartbeat reached the scheduler for " + format_duration(since) + ": this worker must die");
+      if (since >= timeouts_.lease) {
+        die("no heartbeat reached the scheduler for " + format_duration(since) + ", its lease of " +
+            format_duration(timeouts_.lease) + ": this worker must die");
         return;
       }
     }
@@ -409,6 +429,16 @@ class Agent : public std::enable_shared_from_this<Agent> {
         deliver(id);
       }
     }
+  }
+
+  /// Keeps the fence of this instance's first registration with each scheduler incarnation
+  /// (the latest few), presented at every registration from now on.
+  void remember_registration(actors::Fence fence) {
+    for (const auto& known : registrations_) {
+      if (known.epoch == fence.epoch) return;
+    }
+    registrations_.push_back(fence);
+    if (registrations_.size() > 8) registrations_.erase(registrations_.begin());
   }
 
   static void answer(Running& run, RunAnswer answer) {
@@ -502,7 +532,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
   bool reported_unreachable_ = false;
   bool stopped_ = false;
   bool dying_ = false;
-  uint64_t last_notify_sequence_ = 0;
+  actors::Fence fence_;  ///< of the last notifyIfTasksNotRunning: older runTasks are refused
+  std::vector<actors::Fence> registrations_;  ///< see remember_registration
   uint64_t heartbeat_generation_ = 0;
   std::string last_refusal_;  ///< the registration refusal last logged
   actors::task_port bridge_;  ///< where the executor reports this worker's invocations
@@ -518,8 +549,8 @@ kj::Promise<void> WorkerControlImpl::getRunningTasks(GetRunningTasksContext cont
 
 kj::Promise<void> WorkerControlImpl::runTask(RunTaskContext context) {
   auto params = context.getParams();
-  auto started = agent_->run_task(params.getInvocation(), params.getNotifySequence(), params.getReporter(),
-                                  params.getOutcomeInAnswer());
+  auto started = agent_->run_task(params.getInvocation(), fence_of(params.getNotifySequence(), params),
+                                  params.getReporter(), params.getOutcomeInAnswer());
   if (!started) {
     set_error(context.getResults().initError(), started.error());
     return kj::READY_NOW;
@@ -542,7 +573,7 @@ kj::Promise<void> WorkerControlImpl::notifyIfTasksNotRunning(NotifyIfTasksNotRun
   auto params = context.getParams();
   std::vector<std::string> ids;
   for (auto id : params.getInvocationIds()) ids.push_back(text(id));
-  auto out = agent_->not_running(ids, params.getNotifySequence());
+  auto out = agent_->not_running(ids, fence_of(params.getNotifySequence(), params));
   auto list = context.getResults().initNotRunning(out.size());
   for (size_t i = 0; i < out.size(); ++i) list.set(i, out[i]);
   return kj::READY_NOW;

@@ -80,6 +80,15 @@ struct Failover {
   workerShard @0 :Text;         # the lost worker; empty for a scheduler failover
   invocationId @1 :Text;
   reason @2 :Text;
+  kind @3 :FailoverKind;
+}
+
+enum FailoverKind {
+  # What is known of a lost invocation; only one that never started keeps its attempt.
+  mayHaveStarted @0;            # its worker was lost before it confirmed the start
+  neverStarted @1;              # it provably never reached a worker: dispatched again, same attempt
+  lostWhileRunning @2;          # it ran on a worker that was lost before it finished
+  resultLost @3;                # it finished, but its worker was lost before the outcome was durable
 }
 
 struct WorkflowSubmitted {
@@ -130,7 +139,8 @@ struct Invocation {
 struct TaskDispatched {
   invocationId @0 :Text;
   workerShard @1 :Text;
-  notifySequence @2 :UInt64;    # the worker's notify sequence number when runTask was sent
+  notifySequence @2 :UInt64;    # the fence's sequence that runTask carries (see worker.capnp Fence)
+  schedulerEpoch @3 :UInt64;    # the fence's epoch: the scheduler incarnation that dispatched it
 }
 
 struct TaskHeartbeat {

@@ -8,8 +8,9 @@
 #    TaskReporter.complete, or WorkerSession.updateStatus when the reporter was lost with a
 #    connection) until acknowledged; the scheduler acknowledges once the result is durable
 #    (acknowledge, or the call's return) and recognises duplicates by invocation id.
-#  - notifyIfTasksNotRunning carries "unsure if running" invocations with a sequence number;
-#    the worker refuses any runTask older than the last notify sequence it saw.
+#  - notifyIfTasksNotRunning carries "unsure if running" invocations with a Fence: the
+#    scheduler incarnation's durable epoch and its notify sequence. The worker refuses any
+#    runTask whose fence is older than the last notify's, whichever incarnation sent them.
 #  - Health NEW -> HEALTHY <-> UNHEALTHY -> MUST_DIE on both sides with the same timeouts; a
 #    worker runs tasks only while HEALTHY and exits on MUST_DIE or requestSuicide.
 # Evolution: append fields with the next @N; never renumber, retype or reuse one.
@@ -28,6 +29,17 @@ struct WorkerInfo {
   taskLists @4 :List(WorkerTaskList);
   resourceId @5 :Text;
   maxConcurrentSessions @6 :UInt32;
+  registrations @7 :List(Fence);
+  # The fence of this instance's first registration with each scheduler incarnation it has
+  # registered with before (the latest few). It held its shard from then on: an invocation that
+  # incarnation dispatched to the shard at a later fence was for this instance, so if the
+  # instance does not have it, the invocation never reached a worker.
+}
+
+struct Fence {
+  # Orders what schedulers send: by epoch, then sequence.
+  epoch @0 :UInt64;                  # the scheduler incarnation, durable and increasing
+  sequence @1 :UInt64;               # the incarnation's notify sequence
 }
 
 struct WorkerTaskList {
@@ -100,7 +112,7 @@ interface WorkerControl {
   # Served by the worker, called by the scheduler.
   getRunningTasks @0 () -> (invocationIds :List(Text));
   runTask @1 (invocation :InvocationSpec, notifySequence :UInt64, reporter :TaskReporter,
-               outcomeInAnswer :Bool)
+               outcomeInAnswer :Bool, fence :Fence)
       -> (error :Common.Error, ended :Bool, outcome :Outcome);
   # error.code none: started. The worker answers once the invocation has started or already
   # ended. ended false: it runs (the scheduler records the task RUNNING). ended true: it ended
@@ -109,9 +121,11 @@ interface WorkerControl {
   # asked for that (outcomeInAnswer) and otherwise through the reporter. An outcome in the
   # answer is kept by the worker until the scheduler acknowledges it (acknowledge); if the
   # connection ends first, the worker reports it again as it would through a lost reporter.
-  # A runTask older than the last notify sequence is refused.
-  notifyIfTasksNotRunning @2 (invocationIds :List(Text), notifySequence :UInt64)
+  # A runTask whose fence is older than the last notify's is refused (notifySequence is the
+  # fence's sequence, for workers that predate fences). A refused invocation never started.
+  notifyIfTasksNotRunning @2 (invocationIds :List(Text), notifySequence :UInt64, fence :Fence)
       -> (notRunning :List(Text));
+  # A notify whose fence is older than the last one's is answered without moving the fence.
   cancelTask @3 (invocationId :Text, graceMs :UInt32) -> ();
   requestSuicide @4 (reason :Text) -> ();
   acknowledge @5 (invocationIds :List(Text)) -> ();
@@ -136,4 +150,8 @@ struct Registration {
   timeouts @1 :HealthTimeouts;
   startClean @2 :Bool;               # this shard's previous instance was replaced: anything it
                                      # left running is not the scheduler's any more
+  fence @3 :Fence;                   # above every fence this incarnation used before it: the
+                                     # worker keeps the first one of each epoch (registrations)
+  leaseMs @4 :UInt32;                # how long the worker keeps running its invocations without
+                                     # an acknowledged heartbeat; 0: mustDieAfterMs
 }

@@ -49,6 +49,7 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.info = std::move(info);
   setup.link = std::move(link);
   setup.timeouts = st.options.timeouts;
+  setup.fences = st.options.fences;
   setup.orphans_kept_until = st.recovery_ends;
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));
@@ -64,9 +65,17 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   return worker;
 }
 
-void report_lost(Self self, const Invocation& invocation, const task_port& task, const std::string& why) {
+void report_lost(Self self, const Invocation& invocation, const task_port& task, const std::string& why,
+                 Loss loss) {
   self->send(task, report_atom::value,
-             TaskReport{invocation.invocation_id, TaskReport::LOST, {}, "Failover", why, false});
+             TaskReport{invocation.invocation_id, TaskReport::LOST, {}, "Failover", why, false, loss});
+}
+
+/// What a registering worker is told; the fence puts the registration above every dispatch
+/// made before it.
+RegistrationOutcome registered(Self self, worker_actor worker, bool start_clean) {
+  auto& options = self->state.options;
+  return RegistrationOutcome{std::move(worker), options.timeouts, start_clean, options.fences->next()};
 }
 
 std::string health_name(uint8_t health) {
@@ -75,6 +84,7 @@ std::string health_name(uint8_t health) {
 
 dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options) {
   self->state.options = std::move(options);
+  if (!self->state.options.fences) self->state.options.fences = std::make_shared<FenceCounter>();
   self->state.recovery_ends = self->clock().now() + self->state.options.recovery_window;
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& workers = self->state.workers;
@@ -96,7 +106,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       [=](run_atom, Invocation& invocation, task_port task) {
         auto it = self->state.workers.find(invocation.executor);
         if (it == self->state.workers.end()) {
-          report_lost(self, invocation, task, "worker " + invocation.executor + " is gone");
+          report_lost(self, invocation, task, "worker " + invocation.executor + " is gone", Loss::NEVER_STARTED);
           return;
         }
         self->send(it->second, run_atom::value, std::move(invocation), std::move(task));
@@ -114,7 +124,8 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         const auto now = self->clock().now();
         if (now >= st.recovery_ends) {
           report_lost(self, invocation, task,
-                      "worker " + invocation.executor + " did not register again after the scheduler restarted");
+                      "worker " + invocation.executor + " did not register again after the scheduler restarted",
+                      Loss::MAY_HAVE_STARTED);
           return;
         }
         auto& waiting = st.adoptions[invocation.executor];
@@ -138,7 +149,8 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         for (const auto& [invocation, task] : waiting->second) {
           report_lost(self, invocation, task,
                       "worker " + shard + " did not register again within " +
-                          format_duration(st.options.recovery_window) + " of the scheduler's restart");
+                          format_duration(st.options.recovery_window) + " of the scheduler's restart",
+                      Loss::MAY_HAVE_STARTED);
         }
         st.adoptions.erase(waiting);
       },
@@ -162,7 +174,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         if (existing == st.workers.end()) {
           const bool known = !st.known_shards.insert(info.shard_id).second;
           auto worker = start_worker(self, std::move(info), std::move(link));
-          reply.deliver(RegistrationOutcome{worker, st.options.timeouts, known});
+          reply.deliver(registered(self, worker, known));
           return;
         }
         auto current = existing->second;
@@ -177,7 +189,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
                   if (instance == info.instance_id) {
                     // The same process on a new connection.
                     self->send(current, register_atom::value, std::move(link));
-                    shared_reply->deliver(RegistrationOutcome{current, s.options.timeouts, false});
+                    shared_reply->deliver(registered(self, current, false));
                     return;
                   }
                   const bool replaceable = state == HealthState::MUST_DIE ||
@@ -193,13 +205,13 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
                   self->send(current, kill_atom::value, std::string("replaced by a new instance"), true);
                   std::cerr << "worker " << info.describe() << " replaces an earlier instance\n";
                   auto worker = start_worker(self, std::move(info), std::move(link));
-                  shared_reply->deliver(RegistrationOutcome{worker, s.options.timeouts, true});
+                  shared_reply->deliver(registered(self, worker, true));
                 },
                 [=](const caf::error&) {
                   auto& [info, link] = *pending;
                   // The old instance's actor ended (MUST_DIE) before answering.
                   auto worker = start_worker(self, std::move(info), std::move(link));
-                  shared_reply->deliver(RegistrationOutcome{worker, self->state.options.timeouts, true});
+                  shared_reply->deliver(registered(self, worker, true));
                 });
       },
   };

@@ -24,6 +24,8 @@ struct RegistrationOutcome {
   /// worker still runs from then is not the scheduler's any more. False after a scheduler
   /// restart, when a revived task may take it back.
   bool start_clean = false;
+  /// The registration's place in the fence order: above everything dispatched before it.
+  Fence fence;
 };
 
 using dispatcher_actor = executor_actor::extend<
@@ -38,6 +40,8 @@ using dispatcher_actor = executor_actor::extend<
 
 struct DispatcherOptions {
   HealthTimeouts timeouts;
+  /// The scheduler incarnation's fence counter (nullptr: epoch 0, as in tests).
+  std::shared_ptr<FenceCounter> fences;
   /// A new instance may replace an UNHEALTHY one of the same shard (not only a MUST_DIE one).
   bool replace_unhealthy = false;
   /// Global limits per task list; lists not named are unlimited.

@@ -99,6 +99,7 @@ Invocation make_invocation(Self self) {
   inv.progress = st.model.progress;
   if (st.task().timeouts.heartbeat) inv.heartbeat_timeout_us = st.task().timeouts.heartbeat->count();
   inv.async_completion = st.task().async_completion;
+  inv.fence = st.model.dispatch_fence;
   if (auto* handler = std::get_if<HandlerSpec>(&st.task().body)) {
     inv.handler = handler->name;
   } else {
@@ -241,10 +242,15 @@ bool dispatch_to(Self self, const std::string& executor_name) {
   auto& s = self->state;
   const std::string id = make_invocation_id(s.workflow_id, s.model.name, attempt_of(s.model, TaskEvent::DISPATCHED),
                                             s.model.dispatches + 1);
+  // Read now, before the event is durable: a notify the worker answers meanwhile outranks this
+  // runTask, which is then refused, as Bistro requires (it never started: dispatched again).
+  const Fence fence = s.wiring->fences ? s.wiring->fences->current() : Fence{};
   return decide(self, TaskEvent::DISPATCHED, [&](Body b) {
     auto d = b.initTaskDispatched();
     d.setInvocationId(id);
     d.setWorkerShard(executor_name);
+    d.setNotifySequence(fence.sequence);
+    d.setSchedulerEpoch(fence.epoch);
   });
 }
 
@@ -338,8 +344,47 @@ void attempt_failed(Self self, const AttemptFailure& failure, std::optional<Time
   }
 }
 
-/// The current invocation was lost with its executor: FAILOVER, then retry or fail per policy.
-void fail_over(Self self, const std::string& why) {
+/// How long an invocation that never started waits before it is dispatched again: at once the
+/// first time, then doubling from 100 ms up to 5 s, so a worker that keeps refusing is not
+/// asked in a tight loop.
+Duration never_started_backoff(uint32_t in_a_row) {
+  if (in_a_row <= 1) return Duration::zero();
+  const auto backoff = std::chrono::milliseconds(100) * (int64_t{1} << std::min<uint32_t>(in_a_row - 2, 6));
+  return std::min<Duration>(backoff, std::chrono::seconds(5));
+}
+
+/// After a failover of an invocation that never started: the same attempt is dispatched again
+/// (a retry that keeps the attempt, whatever the retry policy says), or paused if a pause was
+/// asked for meanwhile.
+void dispatch_again(Self self) {
+  auto& st = self->state;
+  const bool pause_instead = st.model.pause_requested;
+  decide(self, TaskEvent::RETRY, [&](Body b) {
+    auto r = b.initTaskRetryScheduled();
+    r.setNextAttempt(st.model.attempt);
+    r.setBackoffUs(never_started_backoff(st.model.never_started).count());
+    auto cause = r.initCause();
+    cause.setReason("Failover");
+    cause.setDetails(st.model.failure_details + " (it never started: dispatched again, attempt " +
+                     std::to_string(st.model.attempt) + " kept)");
+  });
+  if (pause_instead) decide(self, TaskEvent::PAUSE, [](Body b) { b.setTaskPauseRequested(); });
+}
+
+/// FAILOVER decided: an invocation that never started goes again under the same attempt; any
+/// other is a failed attempt, retried or failed per the policy.
+void after_failover(Self self) {
+  auto& st = self->state;
+  if (st.model.failover == Loss::NEVER_STARTED) {
+    dispatch_again(self);
+    return;
+  }
+  attempt_failed(self, AttemptFailure{"Failover", false, false, st.model.failure_details}, std::nullopt);
+}
+
+/// The current invocation was lost with its executor: FAILOVER with what is known of it, then
+/// dispatched again or retried (after_failover).
+void fail_over(Self self, const std::string& why, Loss loss) {
   auto& s = self->state;
   const std::string lost = s.model.invocation_id;
   const std::string executor = s.model.executor;
@@ -348,16 +393,16 @@ void fail_over(Self self, const std::string& why) {
     decide(self, TaskEvent::KILLED, [&](Body b) { b.initTaskKilled().setInvocationId(lost); });
     return;
   }
+  // The task knows better than its executor's actor whether the invocation had started.
+  if (loss == Loss::MAY_HAVE_STARTED && s.model.state == TaskState::RUNNING) loss = Loss::WHILE_RUNNING;
   if (decide(self, TaskEvent::FAILOVER, [&](Body b) {
         auto f = b.initTaskFailover();
         f.setWorkerShard(executor);
         f.setInvocationId(lost);
-        f.setReason(why);
+        f.setReason("invocation " + lost + " on " + executor + " " + std::string(loss_name(loss)) + ": " + why);
+        f.setKind(static_cast<schema::FailoverKind>(loss));
       })) {
-    attempt_failed(self,
-                   AttemptFailure{"Failover", false, false,
-                                  "invocation " + lost + " was lost with its executor " + executor},
-                   std::nullopt);
+    after_failover(self);
   }
 }
 
@@ -404,7 +449,7 @@ void on_report(Self self, const TaskReport& report) {
       }
       break;
     case TaskReport::LOST:
-      fail_over(self, report.details.empty() ? "the executor was lost" : report.details);
+      fail_over(self, report.details.empty() ? "the executor was lost" : report.details, report.loss);
       break;
   }
 }
@@ -430,8 +475,7 @@ void recover(Self self) {
     case TaskState::FAILOVER:
       // The restart came between FAILOVER and its retry decision.
       rearm_task_timer();
-      attempt_failed(self, AttemptFailure{"Failover", false, false, "the executor was lost"},
-                     std::nullopt);
+      after_failover(self);
       break;
     case TaskState::DISPATCHING:
       rearm_task_timer();

@@ -5,6 +5,12 @@ namespace troupe::actors {
 
 using Body = schema::EventBody;
 
+// The history stores a Loss as its FailoverKind.
+static_assert(static_cast<uint16_t>(schema::FailoverKind::MAY_HAVE_STARTED) == uint8_t(Loss::MAY_HAVE_STARTED));
+static_assert(static_cast<uint16_t>(schema::FailoverKind::NEVER_STARTED) == uint8_t(Loss::NEVER_STARTED));
+static_assert(static_cast<uint16_t>(schema::FailoverKind::LOST_WHILE_RUNNING) == uint8_t(Loss::WHILE_RUNNING));
+static_assert(static_cast<uint16_t>(schema::FailoverKind::RESULT_LOST) == uint8_t(Loss::RESULT_LOST));
+
 std::optional<TaskEvent> TaskModel::event_of(Body::Which body, TaskState state) {
   switch (body) {
     case Body::TASK_DISPATCHING:
@@ -71,6 +77,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       auto d = body.getTaskDispatched();
       invocation_id = to_string(d.getInvocationId());
       executor = to_string(d.getWorkerShard());
+      dispatch_fence = Fence{d.getSchedulerEpoch(), d.getNotifySequence()};
       dispatched_us = now;
       ++dispatches;
       awaiting_completion = false;
@@ -81,6 +88,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       break;
     case Body::TASK_RUNNING:
       heartbeat_us = now;
+      never_started = 0;
       break;
     case Body::TASK_HEARTBEAT:
       progress = to_string(body.getTaskHeartbeat().getProgress());
@@ -88,6 +96,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       break;
     case Body::TASK_RETRY_SCHEDULED: {
       auto r = body.getTaskRetryScheduled();
+      if (r.getNextAttempt() != attempt) never_started = 0;
       attempt = r.getNextAttempt();
       delay_until_us = now + r.getBackoffUs();
       failure_reason = to_string(r.getCause().getReason());
@@ -127,6 +136,8 @@ Result<void> TaskModel::apply(const EventView& event) {
     case Body::TASK_FAILOVER:
       failure_reason = "Failover";
       failure_details = to_string(body.getTaskFailover().getReason());
+      failover = static_cast<Loss>(body.getTaskFailover().getKind());
+      if (failover == Loss::NEVER_STARTED) ++never_started;
       invocation_id.clear();
       executor.clear();
       break;
@@ -180,6 +191,9 @@ std::string TaskModel::canonical() const {
   field("dispatched", std::to_string(dispatched_us));
   field("heartbeat", std::to_string(heartbeat_us));
   field("dispatches", std::to_string(dispatches));
+  field("fence", dispatch_fence.to_string());
+  field("failover", std::string(loss_name(failover)));
+  field("never_started", std::to_string(never_started));
   field("applied", std::to_string(applied));
   return out;
 }

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "actors/history_events.hpp"
+#include "actors/loss.hpp"
 #include "actors/task/task_machine.hpp"
+#include "actors/worker/fence.hpp"
 #include "schema/duration.hpp"
 
 namespace troupe::actors {
@@ -35,6 +37,11 @@ struct TaskModel {
   int64_t dispatched_us = 0;      ///< when the current invocation was dispatched
   int64_t heartbeat_us = 0;       ///< when the current invocation last started or heartbeat
   uint32_t dispatches = 0;        ///< invocations sent, every attempt and every rerun counted
+  Fence dispatch_fence;           ///< the fence the current invocation's runTask carries
+  Loss failover = Loss::MAY_HAVE_STARTED;  ///< what the last failover knew of its invocation
+  /// Invocations of the current attempt that never started, in a row: each is dispatched
+  /// again after a backoff that grows with this count.
+  uint32_t never_started = 0;
   uint64_t applied = 0;           ///< events applied
 
   /// Applies one of this task's events. NOT_ALLOWED_IN_STATE if the table refuses it (a

@@ -1,8 +1,10 @@
 // The worker health table. Reading guide: a registered worker is NEW and is asked for its running
 // tasks on each heartbeat until it answers (ASSOCIATED), which makes it HEALTHY; late heartbeats
 // make it UNHEALTHY (no new tasks) and a heartbeat makes it HEALTHY again; a lost, replaced or
-// suicidal worker MUST_DIE: it is told to die and its invocations fail over. MUST_DIE ignores
-// everything (a heartbeat's reply carries the state, which tells the worker to exit).
+// suicidal worker MUST_DIE: it leaves its task lists and is told to die. Its invocations fail
+// over once they are known dead: at once when a new instance replaced it (which kills what its
+// predecessor left before it registers), else when its lease runs out (the worker kills its
+// tasks by then). MUST_DIE ignores the rest (a heartbeat's reply tells the worker to exit).
 #include "actors/worker/health_machine.hpp"
 
 #include <algorithm>
@@ -15,16 +17,15 @@ using E = HealthEvent;
 using A = HealthAction;
 using R = Row<S, E, A>;
 
-/// The ways out of a live state into MUST_DIE; a HEALTHY worker's free slots are withdrawn first.
+/// The ways out of a live state into MUST_DIE. A silent or suicidal worker's invocations wait
+/// for its lease (the health timer now counts down to it); a replaced one's fail over at once.
 void dying(std::vector<R>& rows, S s) {
-  const ActionList<A> actions =
-      s == S::HEALTHY
-          ? ActionList<A>{A::STOP_ASSIGNING, A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS,
-                          A::STOP_HEALTH_TIMER}
-          : ActionList<A>{A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER};
-  for (E e : {E::HEARTBEAT_LOST, E::REPLACED, E::SUICIDE}) {
-    rows.push_back({s, e, S::MUST_DIE, actions});
+  for (E e : {E::HEARTBEAT_LOST, E::SUICIDE}) {
+    rows.push_back({s, e, S::MUST_DIE, {A::LEAVE_TASK_LISTS, A::REQUEST_SUICIDE, A::ARM_HEALTH_TIMER}});
   }
+  rows.push_back({s, E::REPLACED, S::MUST_DIE,
+                  {A::LEAVE_TASK_LISTS, A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER}});
+  rows.push_back({s, E::LEASE_EXPIRED, s, {}, true, "a live worker holds no running-out lease"});
 }
 
 std::vector<R> rows() {
@@ -49,12 +50,14 @@ std::vector<R> rows() {
   dying(rows, S::UNHEALTHY);
   const S dead = S::MUST_DIE;
   rows.insert(rows.end(), {
-      {dead, E::ASSOCIATED, dead, {}, true, "too late: its invocations were failed over"},
+      {dead, E::ASSOCIATED, dead, {}, true, "too late: it must die"},
       {dead, E::HEARTBEAT, dead, {}, true, "the heartbeat's reply tells the worker to die"},
       {dead, E::HEARTBEAT_LATE, dead, {}, true, "already must die"},
       {dead, E::HEARTBEAT_LOST, dead, {}, true, "already must die"},
-      {dead, E::REPLACED, dead, {}, true, "already must die; the newcomer starts NEW"},
+      // The newcomer starts NEW, having killed what this instance left running.
+      {dead, E::REPLACED, dead, {A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER}},
       {dead, E::SUICIDE, dead, {}, true, "already must die"},
+      {dead, E::LEASE_EXPIRED, dead, {A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER}},
   });
   return rows;
 }
@@ -79,6 +82,7 @@ std::string_view HealthMachineTraits::name(HealthEvent e) {
     case E::HEARTBEAT_LOST: return "HEARTBEAT_LOST";
     case E::REPLACED: return "REPLACED";
     case E::SUICIDE: return "SUICIDE";
+    case E::LEASE_EXPIRED: return "LEASE_EXPIRED";
   }
   return "?";
 }
@@ -93,6 +97,7 @@ std::string_view HealthMachineTraits::name(HealthAction a) {
     case A::REQUEST_SUICIDE: return "request suicide";
     case A::FAIL_OVER_INVOCATIONS: return "fail over invocations";
     case A::STOP_HEALTH_TIMER: return "stop health timer";
+    case A::LEAVE_TASK_LISTS: return "leave task lists";
   }
   return "?";
 }
@@ -104,13 +109,14 @@ const StateTable<HealthMachineTraits>& HealthMachine::table() {
 
 Result<void> HealthTimeouts::validate() const {
   if (heartbeat_interval > Duration::zero() && heartbeat_interval < unhealthy_after &&
-      unhealthy_after < must_die_after) {
+      unhealthy_after < must_die_after && must_die_after <= lease) {
     return ok();
   }
   return fail(Errc::INVALID_ARGUMENT,
               "worker health: need 0 < heartbeat interval (" + format_duration(heartbeat_interval) +
                   ") < unhealthy after (" + format_duration(unhealthy_after) +
-                  ") < must die after (" + format_duration(must_die_after) + "); e.g. 1s, 2s, 3s");
+                  ") < must die after (" + format_duration(must_die_after) + ") <= lease (" +
+                  format_duration(lease) + "); e.g. 1s, 2s, 3s, 30s");
 }
 
 HealthState health_after(HealthState current, Duration since, const HealthTimeouts& timeouts) {
@@ -123,7 +129,9 @@ HealthState health_after(HealthState current, Duration since, const HealthTimeou
 
 std::optional<HealthEvent> health_timeout_event(HealthState current, Duration since,
                                                 const HealthTimeouts& timeouts) {
-  if (current == S::MUST_DIE) return std::nullopt;
+  if (current == S::MUST_DIE) {
+    return since >= timeouts.lease ? std::optional<HealthEvent>(E::LEASE_EXPIRED) : std::nullopt;
+  }
   const HealthState after = health_after(current, since, timeouts);
   if (after == S::MUST_DIE) return E::HEARTBEAT_LOST;
   if (current == S::HEALTHY && after == S::UNHEALTHY) return E::HEARTBEAT_LATE;
@@ -134,7 +142,7 @@ std::optional<Duration> until_health_timeout(HealthState current, Duration since
                                              const HealthTimeouts& timeouts) {
   since = std::max(since, Duration::zero());
   switch (current) {
-    case S::MUST_DIE: return std::nullopt;
+    case S::MUST_DIE: return std::max(Duration::zero(), timeouts.lease - since);
     case S::HEALTHY: return std::max(Duration::zero(), timeouts.unhealthy_after - since);
     case S::NEW:
     case S::UNHEALTHY: return std::max(Duration::zero(), timeouts.must_die_after - since);

@@ -18,7 +18,8 @@ enum class HealthState : uint8_t {
   NEW,        ///< registered; its running tasks are not known yet, so it gets no tasks
   HEALTHY,    ///< associated and heartbeating: it gets tasks
   UNHEALTHY,  ///< heartbeats are late: it keeps its tasks but gets no new ones
-  MUST_DIE,   ///< lost, replaced or told to die; terminal for this instance
+  MUST_DIE,   ///< lost, replaced or told to die; terminal for this instance. Until its lease
+              ///< runs out (or a new instance replaces it) its invocations may still run there
 };
 
 enum class HealthEvent : uint8_t {
@@ -28,6 +29,7 @@ enum class HealthEvent : uint8_t {
   HEARTBEAT_LOST,  ///< no heartbeat for `must_die_after` (see health_timeout_event)
   REPLACED,        ///< a new worker instance with the same shard id registered
   SUICIDE,         ///< the worker asked to die, or an operator or the scheduler decided it must
+  LEASE_EXPIRED,   ///< a MUST_DIE instance's lease ran out: the worker side has killed its tasks
 };
 
 /// What the scheduler's worker actor does for a transition, in this order. Nothing is persisted:
@@ -41,6 +43,7 @@ enum class HealthAction : uint8_t {
   REQUEST_SUICIDE,        ///< call requestSuicide on the instance (best effort, not awaited)
   FAIL_OVER_INVOCATIONS,  ///< send FAILOVER to the task of every invocation it held or may hold
   STOP_HEALTH_TIMER,      ///< disarm the health timer; the instance is done
+  LEAVE_TASK_LISTS,       ///< give up its place (and slots) in its task lists for good
 };
 
 struct HealthMachineTraits {
@@ -48,7 +51,7 @@ struct HealthMachineTraits {
   using Event = HealthEvent;
   using Action = HealthAction;
   static constexpr size_t states = 4;
-  static constexpr size_t events = 6;
+  static constexpr size_t events = 7;
   static std::string_view name(HealthState s);
   static std::string_view name(HealthEvent e);
   static std::string_view name(HealthAction a);
@@ -80,11 +83,18 @@ struct HealthTimeouts {
   /// A HEALTHY worker without a heartbeat this long becomes UNHEALTHY: no new tasks. Shorter
   /// reacts faster to a stalled worker but takes it out on a brief network hiccup. Default: 2s
   Duration unhealthy_after = std::chrono::seconds(2);
-  /// A worker without a heartbeat this long must die, and its invocations fail over. Shorter
-  /// retries lost tasks sooner but risks running a task twice on a slow network. Default: 3s
+  /// A worker without a heartbeat this long must die: it gets no new tasks and is told to exit.
+  /// Default: 3s
   Duration must_die_after = std::chrono::seconds(3);
+  /// How long a worker keeps running its invocations without an acknowledged heartbeat: it
+  /// rides out a scheduler restart (or a network cut) that is shorter, and kills them when it
+  /// runs out. The scheduler fails a lost worker's invocations over only once the lease has run
+  /// out since the last heartbeat it received (or a new instance of the shard replaced it), so
+  /// no two attempts of a task run at once. Longer survives longer outages; shorter retries a
+  /// lost worker's tasks sooner. Default: 30s
+  Duration lease = std::chrono::seconds(30);
 
-  /// INVALID_ARGUMENT unless 0 < heartbeat_interval < unhealthy_after < must_die_after.
+  /// INVALID_ARGUMENT unless 0 < heartbeat_interval < unhealthy_after < must_die_after <= lease.
   Result<void> validate() const;
 };
 
@@ -100,12 +110,13 @@ HealthState health_after(HealthState current, Duration since_last_heartbeat,
                          const HealthTimeouts& timeouts);
 
 /// The event the health timer feeds the machine: HEARTBEAT_LATE when health_after turns HEALTHY
-/// into UNHEALTHY, HEARTBEAT_LOST when it gives MUST_DIE from any other state; empty otherwise.
+/// into UNHEALTHY, HEARTBEAT_LOST when it gives MUST_DIE from any other state, LEASE_EXPIRED in
+/// MUST_DIE once the lease has run out; empty otherwise.
 std::optional<HealthEvent> health_timeout_event(HealthState current, Duration since_last_heartbeat,
                                                 const HealthTimeouts& timeouts);
 
 /// How much longer, without a heartbeat, until health_timeout_event gives an event: the delay of
-/// the health timer. 0 if it gives one already; empty in MUST_DIE (nothing times out any more).
+/// the health timer. 0 if it gives one already; in MUST_DIE, until the lease runs out.
 std::optional<Duration> until_health_timeout(HealthState current, Duration since_last_heartbeat,
                                              const HealthTimeouts& timeouts);
 

@@ -21,6 +21,17 @@ struct Given {
   bool unsure = false;   ///< runTask's outcome is unknown: it may or may not run
   bool adopted = false;  ///< taken back after a scheduler restart, not sent by this actor
   bool holds_slot = true;  ///< counted in its task list's credit (an adopted one: once claimed)
+  bool started = false;  ///< the worker said it runs (or ran) it
+  bool ended = false;    ///< the worker said it ended; its outcome has not arrived
+  Fence fence;           ///< the fence its runTask carried (for an adopted one: as recorded)
+};
+
+/// What runTask's answer said, as the link's callback tells the actor.
+enum class Sent : uint8_t {
+  STARTED,  ///< the worker runs it
+  REFUSED,  ///< the worker refused it: it never started
+  UNKNOWN,  ///< the call failed: it may or may not run
+  ENDED,    ///< it ended already; its outcome follows as a report of its own
 };
 
 struct WorkerActorState {
@@ -31,7 +42,6 @@ struct WorkerActorState {
   uint64_t timer_generation = 0;
   uint64_t link_epoch = 0;  ///< answers from an older link are ignored
   bool querying = false;
-  uint64_t notify_sequence = 0;
   std::map<std::string, Given> given;        ///< by invocation id
   std::set<std::string> cancel_requested;
   std::deque<std::string> finished_order;    ///< recently finished, for duplicate updates
@@ -70,15 +80,35 @@ void finish(Self self, const std::string& id) {
   st.given.erase(it);
   st.cancel_requested.erase(id);
   remember_finished(self, id);
+  if (HealthMachine::is_terminal(st.health) && st.given.empty()) self->quit();
 }
 
 /// Tells the invocation's task it was lost with this worker, and forgets it.
-void lose(Self self, const std::string& id, const std::string& why) {
+void lose(Self self, const std::string& id, const std::string& why, Loss loss) {
   auto& st = self->state;
   auto it = st.given.find(id);
   if (it == st.given.end()) return;
-  self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::LOST, {}, "Failover", why, false});
+  self->send(it->second.task, report_atom::value,
+             TaskReport{id, TaskReport::LOST, {}, "Failover", why, false, loss});
   finish(self, id);
+}
+
+/// What a lost worker's invocation is known to have done.
+Loss loss_of(const Given& given) {
+  if (given.ended) return Loss::RESULT_LOST;
+  if (given.started) return Loss::WHILE_RUNNING;
+  return Loss::MAY_HAVE_STARTED;
+}
+
+/// Whether this instance held its shard when `fence` was dispatched to the shard by an earlier
+/// incarnation: it had registered with that incarnation by then, and a shard has one live
+/// instance at a time. If it did and does not have the invocation, the invocation never
+/// reached a worker.
+bool held_shard_at(const WorkerInfo& info, const Fence& fence) {
+  for (const auto& registered : info.registrations) {
+    if (registered.epoch == fence.epoch && registered <= fence) return true;
+  }
+  return false;
 }
 
 /// Counts adopted invocations in their task lists' credit. Only once the worker has joined
@@ -146,21 +176,31 @@ void handle(Self self, HealthEvent event) {
                                        std::string(HealthMachineTraits::name(st.health)));
         break;
       case HealthAction::FAIL_OVER_INVOCATIONS: {
-        std::vector<std::string> ids;
-        for (const auto& [id, given] : st.given) ids.push_back(id);
-        for (const auto& id : ids) lose(self, id, "worker " + st.setup.info.describe() + " was lost");
+        const std::string why = "worker " + st.setup.info.describe() +
+                                (event == HealthEvent::REPLACED ? " was replaced by a new instance"
+                                                                : " was lost and its lease ran out");
+        std::vector<std::pair<std::string, Loss>> lost;
+        for (const auto& [id, given] : st.given) lost.emplace_back(id, loss_of(given));
+        for (const auto& [id, loss] : lost) lose(self, id, why, loss);
         break;
       }
       case HealthAction::STOP_HEALTH_TIMER: ++st.timer_generation; break;
+      case HealthAction::LEAVE_TASK_LISTS:
+        for (const auto& [list, matcher] : st.setup.matchers) {
+          self->send(matcher, leave_atom::value, st.setup.info.shard_id);
+        }
+        std::cerr << "worker " << st.setup.info.describe() << " is MUST_DIE ("
+                  << HealthMachineTraits::name(event) << ")";
+        if (!st.given.empty() && event != HealthEvent::REPLACED) {
+          std::cerr << "; its " << st.given.size() << " invocations fail over when its lease of "
+                    << format_duration(st.setup.timeouts.lease) << " runs out, unless it reports first";
+        }
+        std::cerr << "\n";
+        break;
     }
   }
-  if (HealthMachine::is_terminal(st.health)) {
-    for (const auto& [list, matcher] : st.setup.matchers) {
-      self->send(matcher, leave_atom::value, st.setup.info.shard_id);
-    }
-    std::cerr << "worker " << st.setup.info.describe() << " is MUST_DIE\n";
-    self->quit();
-  }
+  // A dead instance's actor lives on only while invocations may still run there.
+  if (HealthMachine::is_terminal(st.health) && st.given.empty()) self->quit();
 }
 
 /// Hands the outcome of a given invocation to its task; once the task says it is durable (or
@@ -193,7 +233,7 @@ void resolve_unsure(Self self) {
   }
   if (unsure.empty()) return;
   auto me = caf::actor_cast<worker_actor>(self);
-  st.setup.link->notify_if_not_running(unsure, ++st.notify_sequence,
+  st.setup.link->notify_if_not_running(unsure, st.setup.fences->next(),
                                        [me, asked = unsure](Result<std::vector<std::string>> not_running) {
                                          if (not_running) {
                                            caf::anon_send(me, notify_atom::value, true, asked,
@@ -208,6 +248,7 @@ void resolve_unsure(Self self) {
 worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
   auto& st = self->state;
   st.setup = std::move(setup);
+  if (!st.setup.fences) st.setup.fences = std::make_shared<FenceCounter>();
   st.last_heartbeat = self->clock().now();
   // The registration counts as the first heartbeat; NEW asks for the running tasks.
   handle(self, HealthEvent::HEARTBEAT);
@@ -217,37 +258,56 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       [=](run_atom, Invocation& invocation, task_port task) {
         auto& s = self->state;
         const std::string id = invocation.invocation_id;
-        s.given[id] = Given{task, invocation.task_list, false};
+        Given given{task, invocation.task_list, false};
+        given.fence = invocation.fence;
+        s.given[id] = std::move(given);
+        if (HealthMachine::is_terminal(s.health)) {
+          // Granted before the worker left its task lists: never sent.
+          lose(self, id, "worker " + s.setup.info.shard_id + " must die", Loss::NEVER_STARTED);
+          return;
+        }
         auto me = caf::actor_cast<worker_actor>(self);
-        s.setup.link->run_task(invocation, s.notify_sequence, [me, id](Result<RunAnswer> sent) {
-          if (sent && sent->ended) {
-            // Ended already: its outcome settles it, with no start of its own. It came in the
-            // answer or follows as an update.
-            if (sent->outcome) caf::anon_send(me, update_atom::value, *sent->outcome);
+        s.setup.link->run_task(invocation, [me, id](Result<RunAnswer> sent) {
+          if (sent && sent->ended && sent->outcome) {
+            // Ended already, and the answer says how: its outcome settles it, with no start of
+            // its own.
+            caf::anon_send(me, update_atom::value, *sent->outcome);
             return;
           }
-          uint8_t outcome = 0;
+          Sent outcome = Sent::STARTED;
           std::string error;
           if (!sent) {
-            outcome = sent.error().code == Errc::UNAVAILABLE ? 2 : 1;
+            outcome = sent.error().code == Errc::UNAVAILABLE ? Sent::UNKNOWN : Sent::REFUSED;
             error = sent.error().message;
+          } else if (sent->ended) {
+            outcome = Sent::ENDED;
           }
-          caf::anon_send(me, sent_atom::value, id, outcome, error);
+          caf::anon_send(me, sent_atom::value, id, static_cast<uint8_t>(outcome), error);
         });
       },
-      [=](sent_atom, const std::string& id, uint8_t outcome, const std::string& error) {
+      [=](sent_atom, const std::string& id, uint8_t raw, const std::string& error) {
         auto& s = self->state;
         auto it = s.given.find(id);
         if (it == s.given.end()) return;
-        if (outcome == 0) {
-          // The worker accepted the invocation and started it: that is the task's start.
-          it->second.unsure = false;
-          self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
-        } else if (outcome == 1) {
-          lose(self, id, "worker " + s.setup.info.shard_id + " refused the invocation: " + error);
-        } else {
-          it->second.unsure = true;
-          resolve_unsure(self);
+        switch (static_cast<Sent>(raw)) {
+          case Sent::STARTED:
+            // The worker accepted the invocation and started it: that is the task's start.
+            it->second.unsure = false;
+            it->second.started = true;
+            self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+            break;
+          case Sent::ENDED:
+            it->second.unsure = false;
+            it->second.ended = true;  // its outcome follows; no start of its own
+            break;
+          case Sent::REFUSED:
+            lose(self, id, "worker " + s.setup.info.shard_id + " refused the invocation: " + error,
+                 Loss::NEVER_STARTED);
+            break;
+          case Sent::UNKNOWN:
+            it->second.unsure = true;
+            resolve_unsure(self);
+            break;
         }
       },
       [=](notify_atom, bool ok, const std::vector<std::string>& asked,
@@ -261,7 +321,20 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           auto it = s.given.find(id);
           if (it != s.given.end() && !gone.count(id)) it->second.unsure = false;  // it runs
         }
-        for (const auto& id : not_running) lose(self, id, "the invocation never started on its worker");
+        for (const auto& id : not_running) {
+          auto it = s.given.find(id);
+          if (it == s.given.end()) continue;
+          // It was sent to this instance (or, adopted, to the shard while this instance held
+          // it), which keeps every invocation it was given until its outcome is acknowledged:
+          // not having it means it never arrived.
+          if (!it->second.adopted || held_shard_at(s.setup.info, it->second.fence)) {
+            lose(self, id, "worker " + s.setup.info.shard_id + " never received it", Loss::NEVER_STARTED);
+          } else {
+            lose(self, id,
+                 "worker " + s.setup.info.describe() + " does not have it, and another instance of the shard may have run it",
+                 loss_of(it->second));
+          }
+        }
       },
       [=](adopt_atom, Invocation& invocation, task_port task) {
         auto& s = self->state;
@@ -269,6 +342,8 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         if (s.given.count(id)) return;
         const bool runs = s.orphans.erase(id) > 0;
         Given given{std::move(task), invocation.task_list, !runs, true, false};
+        given.started = runs;
+        given.fence = invocation.fence;
         if (runs) self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
         s.given.emplace(id, std::move(given));
         claim_adopted(self);
@@ -320,6 +395,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           return;
         }
         it->second.unsure = false;
+        it->second.started = true;
         if (report.kind == TaskReport::HEARTBEAT || report.kind == TaskReport::STARTED) {
           self->send(it->second.task, report_atom::value, report);
         }
@@ -368,6 +444,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         s.setup.link = std::move(link);
         ++s.link_epoch;
         s.querying = false;
+        if (HealthMachine::is_terminal(s.health)) return;  // its first heartbeat's reply says so
         s.last_heartbeat = self->clock().now();
         handle(self, HealthEvent::HEARTBEAT);
         query_running_tasks(self);
@@ -407,6 +484,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
             given.unsure = true;
           } else if (given.adopted && given.unsure) {
             given.unsure = false;  // adopted before this answer, and it runs: it started
+            given.started = true;
             self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
           }
         }

@@ -35,7 +35,12 @@ typename Inspector::result_type inspect(Inspector& f, Reply<T>&) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, WorkerInfo& x) {
   return f(caf::meta::type_name("WorkerInfo"), x.shard_id, x.hostname, x.pid, x.instance_id, x.task_lists,
-           x.resource_id, x.max_concurrent_sessions);
+           x.resource_id, x.max_concurrent_sessions, x.registrations);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Fence& x) {
+  return f(caf::meta::type_name("Fence"), x.epoch, x.sequence);
 }
 
 template <class Inspector>
@@ -73,12 +78,13 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<register_atom, std::shared_ptr<WorkerLink>>,
     // from the dispatcher: the instance's health and id
     caf::replies_to<describe_atom>::with<uint8_t /* HealthState */, std::string /* instance id */>,
-    // from the dispatcher: replaced by a new instance (true) or told to die (false)
+    // from the dispatcher: replaced by a new instance (true: what the old one left was killed,
+    // so its invocations fail over at once) or told to die (false: they wait for its lease)
     caf::reacts_to<kill_atom, std::string /* reason */, bool /* replaced */>,
     // from the link's callbacks: getRunningTasks answered (ok, ids, error)
     caf::reacts_to<associate_atom, uint64_t /* link epoch */, bool, std::vector<std::string>, std::string>,
-    // from the link's callbacks: runTask answered (id, 0 started / 1 refused / 2 unknown, error);
-    // not sent for an invocation that ended already, whose outcome settles it
+    // from the link's callbacks: runTask answered (id, what it said as a Sent in worker_actor.cpp,
+    // error); not sent for an answer that carried the invocation's outcome, which settles it
     caf::reacts_to<sent_atom, std::string, uint8_t, std::string>,
     // from the link's callbacks: notifyIfTasksNotRunning answered (ok, the ids it asked
     // about, the ids not running)
@@ -90,6 +96,9 @@ struct WorkerSetup {
   WorkerInfo info;
   std::shared_ptr<WorkerLink> link;
   HealthTimeouts timeouts;
+  /// The scheduler incarnation's fence counter, shared by every worker actor (nullptr: one of
+  /// its own, epoch 0).
+  std::shared_ptr<FenceCounter> fences;
   /// The matching actor of each of the worker's task lists.
   std::map<std::string, matching_actor> matchers;
   /// Per-worker dispatch rate (tasks/s); 0: unlimited.

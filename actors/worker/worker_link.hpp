@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/worker/fence.hpp"
 #include "schema/duration.hpp"
 #include "schema/result.hpp"
 
@@ -36,6 +37,9 @@ struct WorkerInfo {
   std::map<std::string, uint32_t> task_lists;  ///< slots per task list
   std::string resource_id;
   uint32_t max_concurrent_sessions = 0;
+  /// The fence of its first registration with each earlier scheduler incarnation (see
+  /// worker.capnp WorkerInfo.registrations).
+  std::vector<Fence> registrations;
   std::string describe() const {
     return shard_id + " (pid " + std::to_string(pid) + " on " + hostname + ")";
   }
@@ -45,15 +49,15 @@ class WorkerLink {
  public:
   virtual ~WorkerLink() = default;
   virtual void get_running_tasks(std::function<void(Result<std::vector<std::string>>)> done) = 0;
-  /// `done` gets the worker's answer (see RunAnswer); an error of kind UNAVAILABLE when the
-  /// outcome is unknown (the connection failed), and another kind when the worker refused it
-  /// (it did not start).
-  virtual void run_task(const Invocation& invocation, uint64_t notify_sequence,
-                        std::function<void(Result<RunAnswer>)> done) = 0;
+  /// Sends runTask with the invocation's fence. `done` gets the worker's answer (see
+  /// RunAnswer); an error of kind UNAVAILABLE when the outcome is unknown (the connection
+  /// failed), and another kind when the worker refused it (it did not start).
+  virtual void run_task(const Invocation& invocation, std::function<void(Result<RunAnswer>)> done) = 0;
   /// The outcomes these invocations' answers carried are durable: the worker may forget them.
   virtual void acknowledge(std::vector<std::string> invocation_ids) = 0;
-  /// `done` gets the ids that are not running.
-  virtual void notify_if_not_running(std::vector<std::string> invocation_ids, uint64_t notify_sequence,
+  /// `done` gets the ids that are not running; from then on the worker refuses a runTask with
+  /// an older fence.
+  virtual void notify_if_not_running(std::vector<std::string> invocation_ids, Fence fence,
                                      std::function<void(Result<std::vector<std::string>>)> done) = 0;
   virtual void cancel_task(const std::string& invocation_id, Duration grace) = 0;
   virtual void request_suicide(const std::string& reason) = 0;

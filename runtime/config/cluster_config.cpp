@@ -35,7 +35,8 @@ constexpr std::string_view cluster_keys[] = {"name",
                                              "must_die_after",
                                              "replace_unhealthy_workers",
                                              "kill_grace",
-                                             "recovery_window"};
+                                             "recovery_window",
+                                             "worker_lease"};
 constexpr std::string_view limit_keys[] = {"rate", "burst"};
 constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
@@ -451,7 +452,10 @@ class Checker {
       out.replace_unhealthy_workers = *b;
     }
     if (auto d = duration_value(field(*t, "kill_grace", "cluster", line))) out.kill_grace = *d;
-    if (auto d = duration_value(field(*t, "recovery_window", "cluster", line))) out.recovery_window = *d;
+    const Field window_f = field(*t, "recovery_window", "cluster", line);
+    const Field lease_f = field(*t, "worker_lease", "cluster", line);
+    const auto window = duration_value(window_f);
+    const auto lease = duration_value(lease_f);
 
     const Field hb_f = field(*t, "heartbeat_interval", "cluster", line);
     const Field un_f = field(*t, "unhealthy_after", "cluster", line);
@@ -493,6 +497,27 @@ class Checker {
     out.heartbeat_interval = h;
     out.unhealthy_after = u;
     out.must_die_after = m;
+    if ((window_f && !window) || (lease_f && !lease)) return;  // already reported
+
+    // A lost worker's tasks run until its lease runs out, and a restarted scheduler must not
+    // run them elsewhere before: it waits at least that long for such a worker to return.
+    const Duration l = lease.value_or(std::max<Duration>(std::chrono::seconds(30), m));
+    if (l < m) {
+      problem(lease_f.line, lease_f.path,
+              format_duration(l) + " must be at least must_die_after (" + describe(m, bool(md_f), " 3 x heartbeat_interval") +
+                  "): a worker the scheduler declares dead must not have killed its tasks before");
+      return;
+    }
+    const Duration w = window.value_or(l);
+    if (w < l) {
+      problem(window_f.line, window_f.path,
+              format_duration(w) + " must be at least worker_lease (" + describe(l, bool(lease_f), " 30s") +
+                  "): after a restart, a worker that was cut off may still run its tasks until its lease runs out, "
+                  "and they must not run elsewhere at the same time");
+      return;
+    }
+    out.worker_lease = l;
+    out.recovery_window = w;
   }
 
   // --- [task_lists.NAME] ---------------------------------------------------------------------

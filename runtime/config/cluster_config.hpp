@@ -119,9 +119,15 @@ struct ClusterConfig {
   /// and how long its task waits for the confirmation before it counts it as killed. > 0.
   /// Default: 10s.
   Duration kill_grace = std::chrono::seconds(10);
+  /// How long a worker keeps running its tasks without an acknowledged heartbeat: it rides out
+  /// scheduler restarts and network cuts shorter than this, and kills its tasks when it runs
+  /// out. A lost worker's tasks are retried elsewhere only then (or once a new instance of the
+  /// shard replaced it). >= must_die_after. Default: 30s, or must_die_after if longer.
+  Duration worker_lease = std::chrono::seconds(30);
   /// After a scheduler restart, how long it waits for the workers that ran its revived
-  /// invocations to register again before those fail over. > 0. Default: 10s.
-  Duration recovery_window = std::chrono::seconds(10);
+  /// invocations to register again before those fail over. >= worker_lease. Default:
+  /// worker_lease.
+  Duration recovery_window = std::chrono::seconds(30);
   /// Global dispatch limits per task list name; task lists not listed are unlimited.
   std::map<std::string, TaskListLimits> task_lists;
   /// The nodes, in file order; at least one.

@@ -25,6 +25,8 @@ namespace {
 /// What the worker told the hand-written scheduler, kept across its restarts.
 struct Seen {
   int registrations = 0;
+  uint64_t epoch = 0;  ///< the incarnation the hand-written scheduler plays (0: predates fences)
+  std::vector<std::pair<uint64_t, uint64_t>> presented;  ///< the latest registration's registrations
   std::optional<schema::WorkerControl::Client> control;  ///< of the latest registration
   std::vector<std::string> completes;  ///< "ID: RESULT" through a reporter
   std::vector<std::string> updates;    ///< "ID: RESULT" through the session's updateStatus
@@ -72,7 +74,14 @@ class Gateway final : public schema::Gateway::Server {
   kj::Promise<void> registerWorker(RegisterWorkerContext context) override {
     ++seen_->registrations;
     seen_->control = context.getParams().getControl();
+    seen_->presented.clear();
+    for (auto f : context.getParams().getInfo().getRegistrations()) {
+      seen_->presented.emplace_back(f.getEpoch(), f.getSequence());
+    }
     auto registration = context.getResults().initRegistration();
+    auto fence = registration.initFence();
+    fence.setEpoch(seen_->epoch);
+    fence.setSequence(1);
     registration.setSession(kj::heap<Session>(seen_));
     auto timeouts = registration.initTimeouts();
     timeouts.setHeartbeatIntervalMs(100);
@@ -124,9 +133,18 @@ struct RunAnswer {
   std::optional<std::string> outcome;  ///< "ID: RESULT" when the answer carried it
 };
 
+/// A scheduler's fence: (epoch, sequence). A runTask without one is what a scheduler that
+/// predates fences sends.
+using Fence = std::pair<uint64_t, uint64_t>;
+
 RunAnswer run_noop(kj::AsyncIoContext& io, schema::WorkerControl::Client control, const std::shared_ptr<Seen>& seen,
-                   const std::string& id, bool outcome_in_answer) {
+                   const std::string& id, bool outcome_in_answer, std::optional<Fence> fence = std::nullopt) {
   auto request = control.runTaskRequest();
+  if (fence) {
+    request.setNotifySequence(fence->second);
+    request.initFence().setEpoch(fence->first);
+    request.getFence().setSequence(fence->second);
+  }
   auto spec = request.initInvocation();
   spec.setInvocationId(id);
   spec.setWorkflowId("wf");
@@ -148,6 +166,24 @@ RunAnswer run_noop(kj::AsyncIoContext& io, schema::WorkerControl::Client control
   }));
   REQUIRE_MESSAGE(answer, "runTask did not answer within 10 s");
   return *answer;
+}
+
+/// notifyIfTasksNotRunning for `ids` at `fence`; the ids the worker says are not running.
+std::vector<std::string> notify(kj::AsyncIoContext& io, schema::WorkerControl::Client control,
+                                const std::vector<std::string>& ids, Fence fence) {
+  auto request = control.notifyIfTasksNotRunningRequest();
+  auto list = request.initInvocationIds(static_cast<unsigned>(ids.size()));
+  for (size_t i = 0; i < ids.size(); ++i) list.set(static_cast<unsigned>(i), ids[i]);
+  request.setNotifySequence(fence.second);
+  request.initFence().setEpoch(fence.first);
+  request.getFence().setSequence(fence.second);
+  auto answered = wait_for(io, request.send().then([](auto response) {
+    std::vector<std::string> out;
+    for (auto id : response.getNotRunning()) out.push_back(id.cStr());
+    return out;
+  }));
+  REQUIRE_MESSAGE(answered, "notifyIfTasksNotRunning did not answer within 10 s");
+  return *answered;
 }
 
 std::vector<std::string> running(kj::AsyncIoContext& io, schema::WorkerControl::Client control) {
@@ -208,5 +244,40 @@ TEST_SUITE("integration.worker_protocol") {
       CHECK(seen->completes == std::vector<std::string>{"wf-t2: {\"ok\":true}"});
       CHECK(pump_until(io, [&] { return running(io, control) == std::vector<std::string>{"wf-t1"}; }, 10s));
     }
+  }
+
+  TEST_CASE("a restarted scheduler's runTasks are not refused for an earlier incarnation's notify") {
+    Cluster cluster;
+    auto io = kj::setupAsyncIo();
+    auto seen = std::make_shared<Seen>();
+    seen->epoch = 7;
+    auto listener = kj::heap<Listener>(io, cluster.port, seen);
+    cluster.start("worker-a");
+    REQUIRE_MESSAGE(pump_until(io, [&] { return seen->registrations == 1; }, 20s), "the worker never registered");
+    auto control = *seen->control;
+    CHECK(seen->presented.empty());  // a new instance has registered nowhere before
+    CHECK(running(io, control).empty());
+
+    // Bistro's rule within one incarnation: after a notify, an older runTask is refused.
+    CHECK(notify(io, control, {"ghost"}, {7, 5}) == std::vector<std::string>{"ghost"});
+    auto stale = run_noop(io, control, seen, "wf-stale", true, Fence{7, 4});
+    CHECK(stale.error.find("older than the last notify") != std::string::npos);
+    CHECK(run_noop(io, control, seen, "wf-current", true, Fence{7, 5}).error.empty());
+
+    // The scheduler restarts as incarnation 8, whose sequence starts again from 0.
+    listener = nullptr;
+    seen->epoch = 8;
+    listener = kj::heap<Listener>(io, cluster.port, seen);
+    REQUIRE_MESSAGE(pump_until(io, [&] { return seen->registrations == 2; }, 20s), "the worker never came back");
+    control = *seen->control;
+    // It says since when it held its shard in the earlier incarnation.
+    CHECK(seen->presented == std::vector<std::pair<uint64_t, uint64_t>>{{7, 1}});
+    running(io, control);
+    auto fresh = run_noop(io, control, seen, "wf-after-restart", true, Fence{8, 0});
+    CHECK_MESSAGE(fresh.error.empty(), fresh.error);
+    // A notify the earlier incarnation sent late does not fence the new one out.
+    notify(io, control, {"ghost"}, {7, 99});
+    auto later = run_noop(io, control, seen, "wf-later", true, Fence{8, 1});
+    CHECK_MESSAGE(later.error.empty(), later.error);
   }
 }

@@ -43,8 +43,8 @@ struct TaskListLimit {
 };
 
 /// What a test cluster is made of: always one node named "scheduler", plus `workers`.
-/// Heartbeats are fast (200 ms; UNHEALTHY after 400 ms, MUST_DIE after 600 ms) so a lost
-/// worker is declared dead quickly.
+/// Heartbeats are fast (200 ms; UNHEALTHY after 400 ms, MUST_DIE after 600 ms, its tasks failed
+/// over after a lease of 1 s) so a lost worker is declared dead quickly.
 struct ClusterSpec {
   std::vector<WorkerSpec> workers = {{"worker-a", {{"default", 2}}, std::nullopt},
                                      {"worker-b", {{"default", 2}}, std::nullopt}};
@@ -54,6 +54,11 @@ struct ClusterSpec {
   std::string heartbeat_interval = "200ms";
   std::string unhealthy_after = "400ms";
   std::string must_die_after = "600ms";
+  /// `worker_lease`: how long a lost worker's tasks may run on before they fail over. Short, so a
+  /// killed worker's tasks are retried soon; empty: the default (30s).
+  std::string worker_lease = "1s";
+  /// `recovery_window` (>= worker_lease); empty: the default (the lease).
+  std::string recovery_window = "10s";
   /// `kill_grace`; empty: the default.
   std::string kill_grace;
   /// The scheduler node's `sync`; false writes `sync = false` (faster, for bulk tests).

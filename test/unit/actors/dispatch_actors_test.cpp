@@ -35,7 +35,6 @@ class FakeWorkerLink final : public WorkerLink {
  public:
   struct RunCall {
     Invocation invocation;
-    uint64_t notify_sequence = 0;
     Done<RunAnswer> answer;
     /// Answers that the invocation runs (false) or ended already, its outcome to follow as a
     /// report of its own (true); or that the call failed.
@@ -51,7 +50,7 @@ class FakeWorkerLink final : public WorkerLink {
   };
   struct NotifyCall {
     std::vector<std::string> ids;
-    uint64_t notify_sequence = 0;
+    Fence fence;
     Done<std::vector<std::string>> done;
   };
 
@@ -69,16 +68,16 @@ class FakeWorkerLink final : public WorkerLink {
     ++running_queries_asked;
     running_queries.push_back(std::move(done));
   }
-  void run_task(const Invocation& invocation, uint64_t notify_sequence, Done<RunAnswer> done) override {
-    runs.push_back(RunCall{invocation, notify_sequence, std::move(done)});
+  void run_task(const Invocation& invocation, Done<RunAnswer> done) override {
+    runs.push_back(RunCall{invocation, std::move(done)});
   }
   void acknowledge(std::vector<std::string> ids) override {
     ++acknowledge_calls;
     acknowledged.insert(acknowledged.end(), ids.begin(), ids.end());
   }
-  void notify_if_not_running(std::vector<std::string> ids, uint64_t notify_sequence,
+  void notify_if_not_running(std::vector<std::string> ids, Fence fence,
                              Done<std::vector<std::string>> done) override {
-    notifies.push_back(NotifyCall{std::move(ids), notify_sequence, std::move(done)});
+    notifies.push_back(NotifyCall{std::move(ids), fence, std::move(done)});
   }
   void cancel_task(const std::string& invocation_id, Duration) override { cancels.push_back(invocation_id); }
   void request_suicide(const std::string& reason) override { suicides.push_back(reason); }
@@ -153,8 +152,12 @@ struct Scheduler {
   /// when their own fixture runs). Unless it `revives` workflows, it has nothing to recover and
   /// closes its recovery window at once, as a node does when its revival found nothing.
   explicit Scheduler(DispatcherOptions options = {}, std::shared_ptr<storage::MemoryHistoryStore> store = nullptr,
-                     bool revives = false)
+                     bool revives = false, uint64_t epoch = 1)
       : fx({}, std::move(store)) {
+    // One incarnation's fence counter, shared by its dispatches and its worker actors, as a
+    // node wires it.
+    if (!options.fences) options.fences = std::make_shared<FenceCounter>(epoch);
+    fx.wiring.fences = options.fences;
     dispatcher = fx.own(spawn_dispatcher(fx.sys, std::move(options)));
     // Task actors send their invocations to the dispatcher instead of the local executor.
     fx.wiring.executor = caf::actor_cast<executor_actor>(dispatcher);
@@ -389,7 +392,7 @@ TEST_SUITE("actors.dispatch") {
     CHECK(w.link->runs.size() == 1);
   }
 
-  TEST_CASE("a worker that stops heartbeating must die; its invocation fails over to another worker") {
+  TEST_CASE("a worker that stops heartbeating must die; its invocation fails over to another worker once its lease runs out") {
     Scheduler s;
     auto a = s.connect("a", {{"jobs", 1}});
     Flow flow(s, "wf-lost", independent_tasks(1, "jobs", retry_twice));
@@ -409,11 +412,19 @@ TEST_SUITE("actors.dispatch") {
 
     s.advance(1s, {&b});  // must_die_after without a heartbeat
     CHECK(a.link->suicides.size() == 1);
+    CHECK(s.health(a) == HealthState::MUST_DIE);
+    // It may still run the task until its lease runs out: nothing runs it elsewhere before.
+    s.advance(HealthTimeouts{}.lease - 3s - 1ms, {&b});
+    CHECK(flow.task("t0").state == TaskState::RUNNING);
+    CHECK(flow.count("taskFailover:t0") == 0);
+    CHECK(b.link->runs.empty());
+    s.advance(1ms, {&b});
     CHECK_FALSE(s.health(a));  // the actor of the dead instance is gone
     auto t = flow.task("t0");
     CHECK(t.state == TaskState::DELAY_EXECUTION);
     CHECK(t.attempt == 2);
     CHECK(t.failure_reason == "Failover");
+    CHECK(t.failover == Loss::WHILE_RUNNING);
     CHECK(flow.count("taskFailover:t0") == 1);
     CHECK(b.link->runs.empty());  // the retry waits out its backoff
 
@@ -657,30 +668,40 @@ TEST_SUITE("actors.dispatch") {
     }
   }
 
-  TEST_CASE("an invocation whose runTask outcome is unknown is asked about and fails over when not running") {
+  TEST_CASE("an invocation whose runTask outcome is unknown is asked about, and dispatched again under the same attempt when it never arrived") {
     Scheduler s;
     auto w = s.connect("w1", {{"jobs", 2}});
-    Flow flow(s, "wf-unsure", independent_tasks(1, "jobs", retry_twice));
+    // No retries: a lost runTask must not use up the only attempt.
+    Flow flow(s, "wf-unsure", independent_tasks(1, "jobs"));
     flow.start();
     REQUIRE(w.link->runs.size() == 1);
-    CHECK(w.link->runs[0].notify_sequence == 0);
+    const Fence sent = w.link->runs[0].invocation.fence;
+    CHECK(sent.epoch == 1);
+    CHECK(flow.task("t0").dispatch_fence == sent);  // recorded with taskDispatched
     const std::string id = w.link->runs[0].invocation.invocation_id;
     w.link->runs[0].done(fail(Errc::UNAVAILABLE, "connection reset"));
     s.fx.run();
     REQUIRE(w.link->notifies.size() == 1);
     CHECK(w.link->notifies[0].ids == std::vector<std::string>{id});
-    CHECK(w.link->notifies[0].notify_sequence == 1);  // newer than the runTask it asks about
+    CHECK(sent < w.link->notifies[0].fence);  // newer than the runTask it asks about
     CHECK(flow.task("t0").state == TaskState::DISPATCHED);
 
+    // The worker does not have it: it keeps every invocation it was given until acknowledged,
+    // so the runTask never arrived.
     w.link->notifies[0].done(std::vector<std::string>{id});
     s.fx.run();
     CHECK(flow.count("taskFailover:t0") == 1);
-    CHECK(flow.task("t0").state == TaskState::DELAY_EXECUTION);
-    s.advance(1s, {&w});
-    REQUIRE(w.link->runs.size() == 2);
-    CHECK(w.link->runs[1].invocation.attempt == 2);
+    CHECK(flow.task("t0").failover == Loss::NEVER_STARTED);
+    REQUIRE(w.link->runs.size() == 2);  // again at once, no backoff the first time
+    CHECK(w.link->runs[1].invocation.attempt == 1);
+    CHECK(w.link->runs[1].invocation.invocation_id != id);
     // Sent after the notify: the worker must not refuse it as older than the notify.
-    CHECK(w.link->runs[1].notify_sequence == 1);
+    CHECK_FALSE(w.link->runs[1].invocation.fence < w.link->notifies[0].fence);
+    w.link->runs[1].done(true);
+    REQUIRE(s.update(w, report_of(w.link->runs[1].invocation.invocation_id, TaskReport::SUCCEEDED)).is(true));
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
   }
 
   TEST_CASE("an unsure invocation the worker says is running stays, and is not asked about again") {
@@ -719,7 +740,7 @@ TEST_SUITE("actors.dispatch") {
     REQUIRE(s.heartbeat(w).is(HealthState::HEALTHY));
     REQUIRE(w.link->notifies.size() == 2);
     CHECK(w.link->notifies[1].ids == std::vector<std::string>{id});
-    CHECK(w.link->notifies[1].notify_sequence > w.link->notifies[0].notify_sequence);
+    CHECK(w.link->notifies[0].fence < w.link->notifies[1].fence);
   }
 
   TEST_CASE("an invocation that became unsure after a notify went out is not settled by that notify's answer") {
@@ -751,36 +772,62 @@ TEST_SUITE("actors.dispatch") {
     CHECK(flow.task("t0").invocation_id == first);  // confirmed running by the first answer
   }
 
-  TEST_CASE("a runTask the worker refuses as older than its notify sequence fails over and is sent again") {
+  TEST_CASE("a runTask the worker refuses as older than its last notify is dispatched again under the same attempt") {
     Scheduler s;
     auto w = s.connect("w1", {{"jobs", 2}});
-    Flow flow(s, "wf-stale", independent_tasks(2, "jobs", retry_twice));
+    Flow flow(s, "wf-stale", independent_tasks(2, "jobs"));
     flow.start();
     REQUIRE(w.link->runs.size() == 2);
     auto unsure = std::move(w.link->runs[0]);
     auto stale = std::move(w.link->runs[1]);
-    CHECK(stale.notify_sequence == 0);
-    // The first runTask's answer is lost; the scheduler asks with sequence 1, and the worker,
-    // not running it, answers. From then on it refuses any runTask older than sequence 1,
+    // The first runTask's answer is lost; the scheduler asks with a newer fence, and the
+    // worker, not running it, answers. From then on it refuses any runTask with an older fence,
     // such as the second one, still on its way.
     unsure.done(fail(Errc::UNAVAILABLE, "connection reset"));
     s.fx.run();
     REQUIRE(w.link->notifies.size() == 1);
-    const uint64_t sequence = w.link->notifies[0].notify_sequence;
-    REQUIRE(stale.notify_sequence < sequence);
+    const Fence notified = w.link->notifies[0].fence;
+    REQUIRE(stale.invocation.fence < notified);
     w.link->notifies[0].done(std::vector<std::string>{unsure.invocation.invocation_id});
     stale.done(fail(Errc::NOT_ALLOWED_IN_STATE, "runTask of " + stale.invocation.invocation_id +
-                                                    " is older than notify sequence " + std::to_string(sequence)));
+                                                    " is older than the last notify"));
     s.fx.run();
     CHECK(flow.count("taskFailover:t0") == 1);
     CHECK(flow.count("taskFailover:t1") == 1);
-    s.advance(1s, {&w});
+    // Neither started, so neither used up its only attempt: both go again at once.
     REQUIRE(w.link->runs.size() == 4);
     for (size_t i = 2; i < 4; ++i) {
       CAPTURE(w.link->runs[i].invocation.invocation_id);
-      CHECK(w.link->runs[i].invocation.attempt == 2);
-      CHECK(w.link->runs[i].notify_sequence == sequence);
+      CHECK(w.link->runs[i].invocation.attempt == 1);
+      CHECK_FALSE(w.link->runs[i].invocation.fence < notified);
+      w.link->runs[i].done(true);
+      REQUIRE(s.update(w, report_of(w.link->runs[i].invocation.invocation_id, TaskReport::SUCCEEDED)).is(true));
     }
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
+  }
+
+  TEST_CASE("a worker that keeps refusing an invocation is asked again after a growing backoff") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-refused", independent_tasks(1, "jobs"));
+    flow.start();
+    for (size_t refusal = 0; refusal < 4; ++refusal) {
+      REQUIRE(w.link->runs.size() == refusal + 1);
+      w.link->runs.back().done(fail(Errc::NOT_ALLOWED_IN_STATE, "worker w1 is not HEALTHY"));
+      s.fx.run();
+      // At once after the first refusal, then after 100 ms, 200 ms, 400 ms.
+      const Duration backoff = refusal == 0 ? Duration(0) : std::chrono::milliseconds(100) * (1 << (refusal - 1));
+      if (backoff > Duration(0)) {
+        s.fx.advance(backoff - std::chrono::milliseconds(1));
+        CHECK(w.link->runs.size() == refusal + 1);
+        s.fx.advance(std::chrono::milliseconds(1));
+      }
+    }
+    REQUIRE(w.link->runs.size() == 5);
+    CHECK(w.link->runs.back().invocation.attempt == 1);
+    CHECK(flow.task("t0").never_started == 4);
   }
 
   TEST_CASE("the same instance registering again is a reconnect of the same worker") {
@@ -933,7 +980,7 @@ TEST_SUITE("actors.dispatch") {
     CHECK(old.link->runs.empty());
   }
 
-  TEST_CASE("an instance declared MUST_DIE that comes back is a new worker; what it still runs is cancelled") {
+  TEST_CASE("an instance declared MUST_DIE that comes back within its lease is told to die, and its invocation fails over once a new instance replaces it") {
     Scheduler s;
     auto old = s.connect("w1", {{"jobs", 1}});
     Flow flow(s, "wf-comeback", independent_tasks(1, "jobs", retry_twice));
@@ -943,29 +990,53 @@ TEST_SUITE("actors.dispatch") {
     old.link->runs[0].done(false);
     s.advance(3s);
     REQUIRE(old.link->suicides.size() == 1);
-    REQUIRE(flow.count("taskFailover:t0") == 1);
+    REQUIRE(flow.count("taskFailover:t0") == 0);  // its lease has not run out
 
-    // The same process reconnects before it noticed: the scheduler no longer knows it, so it
-    // starts clean, and the invocation it still runs (already failed over) is cancelled.
+    // The same process reconnects before it noticed: it is still the dead instance, and its
+    // first heartbeat's reply tells it to die. It is not asked what it runs.
     auto link = std::make_shared<FakeWorkerLink>();
     auto back = s.register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
     REQUIRE_MESSAGE(back, test::why(back));
-    CHECK_FALSE(back->worker == old.actor);
-    CHECK(back->start_clean);  // its earlier self died: what it still runs is not ours
-    link->answer_running({lost});
-    s.fx.run();
-    CHECK(link->cancels == std::vector<std::string>{lost});
-    Worker fresh{"w1", link, back->worker};
-    REQUIRE(s.health(fresh) == HealthState::HEALTHY);
-    const auto history = flow.events();
-    auto late = s.update(fresh, report_of(lost, TaskReport::SUCCEEDED, "stale"));
-    REQUIRE_FALSE(late.get());
-    CHECK(late.get().error().code == Errc::NOT_FOUND);
-    CHECK(flow.events() == history);
+    CHECK(back->worker == old.actor);
+    Worker same{"w1", link, back->worker};
+    CHECK(s.heartbeat(same).is(HealthState::MUST_DIE));
+    CHECK(link->running_queries_asked == 0);
+    CHECK(flow.count("taskFailover:t0") == 0);
 
+    // Its restart replaces it: the new instance killed what the old one left before it
+    // registered, so the invocation fails over now, not at the end of the lease.
+    auto fresh_link = std::make_shared<FakeWorkerLink>();
+    auto taken = s.register_worker(worker_info("w1", "instance-2", {{"jobs", 1}}), fresh_link);
+    REQUIRE_MESSAGE(taken, test::why(taken));
+    CHECK(taken->start_clean);
+    CHECK(flow.count("taskFailover:t0") == 1);
+    CHECK(flow.task("t0").failover == Loss::WHILE_RUNNING);
+    CHECK_FALSE(s.health(old));
+    fresh_link->answer_running();
+    s.fx.run();
+    Worker fresh{"w1", fresh_link, taken->worker};
+    REQUIRE(s.health(fresh) == HealthState::HEALTHY);
     s.advance(1s, {&fresh});  // the retry's backoff
-    REQUIRE(link->runs.size() == 1);
-    CHECK(link->runs[0].invocation.attempt == 2);
+    REQUIRE(fresh_link->runs.size() == 1);
+    CHECK(fresh_link->runs[0].invocation.attempt == 2);
+  }
+
+  TEST_CASE("a worker declared MUST_DIE that reports an outcome before its lease runs out settles its task") {
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-late-outcome", independent_tasks(1, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 1);
+    const std::string id = w.link->runs[0].invocation.invocation_id;
+    w.link->runs[0].done(false);
+    s.advance(3s);
+    REQUIRE(s.health(w) == HealthState::MUST_DIE);
+    REQUIRE(s.update(w, report_of(id, TaskReport::SUCCEEDED, "done")).is(true));
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
+    CHECK(flow.count("taskFailover:t0") == 0);
+    CHECK_FALSE(s.health(w));  // it held nothing more: its actor ended
   }
 
   TEST_CASE("a timed-out invocation is cancelled on its worker and keeps its slot until the worker reports") {

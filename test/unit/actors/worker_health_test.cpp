@@ -29,37 +29,45 @@ struct SpecRow {
   std::string actions;  ///< the actions' printed names, in order
 };
 
-const std::string die = "request suicide, fail over invocations, stop health timer";
+// A silent or suicidal worker leaves its task lists and waits for its lease; a replaced one's
+// invocations fail over at once (the newcomer killed what it left).
+const std::string silent = "leave task lists, request suicide, arm health timer";
+const std::string replaced = "leave task lists, request suicide, fail over invocations, stop health timer";
+const std::string failed_over = "fail over invocations, stop health timer";
 
-/// Every pair: the table defines all 24 (MUST_DIE ignores everything).
+/// Every pair: the table defines all 28.
 const std::vector<SpecRow> spec = {
     {"NEW", "ASSOCIATED", "HEALTHY", "reconcile invocations, accept tasks, arm health timer"},
     {"NEW", "HEARTBEAT", "NEW", "arm health timer, query running tasks"},
     {"NEW", "HEARTBEAT_LATE", "=", ""},
-    {"NEW", "HEARTBEAT_LOST", "MUST_DIE", die},
-    {"NEW", "REPLACED", "MUST_DIE", die},
-    {"NEW", "SUICIDE", "MUST_DIE", die},
+    {"NEW", "HEARTBEAT_LOST", "MUST_DIE", silent},
+    {"NEW", "SUICIDE", "MUST_DIE", silent},
+    {"NEW", "REPLACED", "MUST_DIE", replaced},
+    {"NEW", "LEASE_EXPIRED", "=", ""},
 
     {"HEALTHY", "ASSOCIATED", "=", ""},
     {"HEALTHY", "HEARTBEAT", "HEALTHY", "arm health timer"},
     {"HEALTHY", "HEARTBEAT_LATE", "UNHEALTHY", "stop assigning, arm health timer"},
-    {"HEALTHY", "HEARTBEAT_LOST", "MUST_DIE", "stop assigning, " + die},
-    {"HEALTHY", "REPLACED", "MUST_DIE", "stop assigning, " + die},
-    {"HEALTHY", "SUICIDE", "MUST_DIE", "stop assigning, " + die},
+    {"HEALTHY", "HEARTBEAT_LOST", "MUST_DIE", silent},
+    {"HEALTHY", "SUICIDE", "MUST_DIE", silent},
+    {"HEALTHY", "REPLACED", "MUST_DIE", replaced},
+    {"HEALTHY", "LEASE_EXPIRED", "=", ""},
 
     {"UNHEALTHY", "ASSOCIATED", "=", ""},
     {"UNHEALTHY", "HEARTBEAT", "HEALTHY", "accept tasks, arm health timer"},
     {"UNHEALTHY", "HEARTBEAT_LATE", "=", ""},
-    {"UNHEALTHY", "HEARTBEAT_LOST", "MUST_DIE", die},
-    {"UNHEALTHY", "REPLACED", "MUST_DIE", die},
-    {"UNHEALTHY", "SUICIDE", "MUST_DIE", die},
+    {"UNHEALTHY", "HEARTBEAT_LOST", "MUST_DIE", silent},
+    {"UNHEALTHY", "SUICIDE", "MUST_DIE", silent},
+    {"UNHEALTHY", "REPLACED", "MUST_DIE", replaced},
+    {"UNHEALTHY", "LEASE_EXPIRED", "=", ""},
 
     {"MUST_DIE", "ASSOCIATED", "=", ""},
     {"MUST_DIE", "HEARTBEAT", "=", ""},
     {"MUST_DIE", "HEARTBEAT_LATE", "=", ""},
     {"MUST_DIE", "HEARTBEAT_LOST", "=", ""},
-    {"MUST_DIE", "REPLACED", "=", ""},
+    {"MUST_DIE", "REPLACED", "MUST_DIE", failed_over},
     {"MUST_DIE", "SUICIDE", "=", ""},
+    {"MUST_DIE", "LEASE_EXPIRED", "MUST_DIE", failed_over},
 };
 
 const SpecRow* find_spec(std::string_view state, std::string_view event) {
@@ -70,8 +78,8 @@ const SpecRow* find_spec(std::string_view state, std::string_view event) {
 }
 
 constexpr S all_states[] = {S::NEW, S::HEALTHY, S::UNHEALTHY, S::MUST_DIE};
-constexpr E all_events[] = {E::ASSOCIATED,     E::HEARTBEAT, E::HEARTBEAT_LATE,
-                            E::HEARTBEAT_LOST, E::REPLACED,  E::SUICIDE};
+constexpr E all_events[] = {E::ASSOCIATED, E::HEARTBEAT, E::HEARTBEAT_LATE, E::HEARTBEAT_LOST,
+                            E::REPLACED,   E::SUICIDE,   E::LEASE_EXPIRED};
 
 bool before(const ActionList<A>& actions, A first, A second) {
   int i = 0, a = -1, b = -1;
@@ -129,8 +137,12 @@ TEST_SUITE("actors.worker_health") {
         CHECK(row.actions.size() == 0);
         continue;
       }
-      // MUST_DIE is terminal: everything in it is ignored.
-      CHECK(row.from != S::MUST_DIE);
+      // MUST_DIE is terminal: only the end of what may still run there is acted on.
+      if (row.from == S::MUST_DIE) {
+        CHECK((row.event == E::LEASE_EXPIRED || row.event == E::REPLACED));
+        CHECK(row.actions.contains(A::FAIL_OVER_INVOCATIONS));
+        continue;
+      }
       // A worker leaves NEW for a live state only once its running tasks are known.
       if (row.from == S::NEW && row.to != S::NEW && row.to != S::MUST_DIE) {
         CHECK(row.event == E::ASSOCIATED);
@@ -141,23 +153,20 @@ TEST_SUITE("actors.worker_health") {
         CHECK((row.event == E::HEARTBEAT || row.event == E::ASSOCIATED));
       }
       if (row.to == S::UNHEALTHY) CHECK(row.event == E::HEARTBEAT_LATE);
-      // Tasks are offered exactly on becoming HEALTHY and withdrawn exactly on leaving it.
+      // Tasks are offered exactly on becoming HEALTHY; withdrawn on becoming UNHEALTHY, and
+      // for good on dying.
       CHECK(row.actions.contains(A::ACCEPT_TASKS) ==
             (row.to == S::HEALTHY && row.from != S::HEALTHY));
-      CHECK(row.actions.contains(A::STOP_ASSIGNING) ==
-            (row.from == S::HEALTHY && row.to != S::HEALTHY));
-      // Dying: told to die, invocations failed over, timer stopped, and no new task goes to it
-      // before its invocations are failed over.
+      CHECK(row.actions.contains(A::STOP_ASSIGNING) == (row.from == S::HEALTHY && row.to == S::UNHEALTHY));
+      // Dying: out of its task lists first, told to die; its invocations fail over at once only
+      // when a new instance replaced it, else the health timer counts down to its lease.
       const bool dies = row.to == S::MUST_DIE;
+      CHECK(row.actions.contains(A::LEAVE_TASK_LISTS) == dies);
       CHECK(row.actions.contains(A::REQUEST_SUICIDE) == dies);
-      CHECK(row.actions.contains(A::FAIL_OVER_INVOCATIONS) == dies);
-      CHECK(row.actions.contains(A::STOP_HEALTH_TIMER) == dies);
-      CHECK(row.actions.contains(A::ARM_HEALTH_TIMER) == !dies);
-      if (dies) {
-        CHECK(before(row.actions, A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS));
-        if (row.from == S::HEALTHY)
-          CHECK(before(row.actions, A::STOP_ASSIGNING, A::FAIL_OVER_INVOCATIONS));
-      }
+      CHECK(row.actions.contains(A::FAIL_OVER_INVOCATIONS) == (dies && row.event == E::REPLACED));
+      CHECK(row.actions.contains(A::STOP_HEALTH_TIMER) == (dies && row.event == E::REPLACED));
+      CHECK(row.actions.contains(A::ARM_HEALTH_TIMER) == (row.event != E::REPLACED));
+      if (dies) CHECK(before(row.actions, A::LEAVE_TASK_LISTS, A::REQUEST_SUICIDE));
       CHECK(row.actions.contains(A::QUERY_RUNNING_TASKS) ==
             (row.from == S::NEW && row.event == E::HEARTBEAT));
     }
@@ -197,7 +206,8 @@ TEST_SUITE("actors.worker_health") {
               offered = true;
               break;
             case A::STOP_ASSIGNING:
-              CHECK(offered);
+            case A::LEAVE_TASK_LISTS:
+              CHECK(offered == (state == S::HEALTHY));
               offered = false;
               break;
             case A::ARM_HEALTH_TIMER:
@@ -224,8 +234,14 @@ TEST_SUITE("actors.worker_health") {
         }
         state = t->to;
         CHECK(offered == HealthMachine::accepts_tasks(state));
-        CHECK(failed_over == HealthMachine::is_terminal(state));
-        if (state == S::MUST_DIE) CHECK_FALSE(timer);
+        if (failed_over) {
+          // The worker actor ends once it holds no invocation.
+          CHECK(state == S::MUST_DIE);
+          CHECK_FALSE(timer);
+          break;
+        }
+        // Until its invocations fail over, a dying worker's timer counts down to its lease.
+        if (state == S::MUST_DIE) CHECK(timer);
         if (state == S::HEALTHY || state == S::UNHEALTHY) {
           CHECK(reconciled);
           CHECK(timer);
@@ -290,7 +306,8 @@ TEST_SUITE("actors.worker_health") {
     CHECK(health_timeout_event(S::UNHEALTHY, 3s, t) == Opt(E::HEARTBEAT_LOST));
     CHECK(health_timeout_event(S::NEW, 2s, t) == std::nullopt);
     CHECK(health_timeout_event(S::NEW, 3s, t) == Opt(E::HEARTBEAT_LOST));
-    CHECK(health_timeout_event(S::MUST_DIE, 1h, t) == std::nullopt);
+    CHECK(health_timeout_event(S::MUST_DIE, 30s - 1us, t) == std::nullopt);
+    CHECK(health_timeout_event(S::MUST_DIE, 30s, t) == Opt(E::LEASE_EXPIRED));
 
     CHECK(until_health_timeout(S::HEALTHY, 0s, t) == Duration(2s));
     CHECK(until_health_timeout(S::HEALTHY, 1500ms, t) == Duration(500ms));
@@ -299,7 +316,8 @@ TEST_SUITE("actors.worker_health") {
     CHECK(until_health_timeout(S::UNHEALTHY, 2s, t) == Duration(1s));
     CHECK(until_health_timeout(S::NEW, 0s, t) == Duration(3s));
     CHECK(until_health_timeout(S::NEW, -1s, t) == Duration(3s));
-    CHECK(until_health_timeout(S::MUST_DIE, 0s, t) == std::nullopt);
+    CHECK(until_health_timeout(S::MUST_DIE, 3s, t) == Duration(27s));
+    CHECK(until_health_timeout(S::MUST_DIE, 31s, t) == Duration(0));
   }
 
   TEST_CASE("a worker that stops heartbeating is detected within three intervals") {
@@ -335,19 +353,22 @@ TEST_SUITE("actors.worker_health") {
         seen.emplace_back(now - last_heartbeat, state);
       }
     }
-    REQUIRE(seen.size() == 2);
+    // Declared dead within three intervals; its invocations fail over when its lease runs out.
+    REQUIRE(seen.size() == 3);
     CHECK(seen[0] == std::pair<Duration, S>(2s, S::UNHEALTHY));
     CHECK(seen[1] == std::pair<Duration, S>(3s, S::MUST_DIE));
     CHECK(seen[1].first <= 3 * t.heartbeat_interval);
+    CHECK(seen[2] == std::pair<Duration, S>(t.lease, S::MUST_DIE));
   }
 
   TEST_CASE("inconsistent timeouts are rejected with the values and an example") {
     for (HealthTimeouts bad : {HealthTimeouts{0s, 2s, 3s}, HealthTimeouts{2s, 2s, 3s},
-                               HealthTimeouts{1s, 3s, 3s}, HealthTimeouts{1s, 4s, 3s}}) {
+                               HealthTimeouts{1s, 3s, 3s}, HealthTimeouts{1s, 4s, 3s},
+                               HealthTimeouts{1s, 2s, 3s, 2s}}) {
       auto checked = bad.validate();
       REQUIRE_FALSE(checked);
       CHECK(checked.error().code == Errc::INVALID_ARGUMENT);
-      CHECK(checked.error().message.find("e.g. 1s, 2s, 3s") != std::string::npos);
+      CHECK(checked.error().message.find("e.g. 1s, 2s, 3s, 30s") != std::string::npos);
     }
     auto bad = HealthTimeouts{1s, 4s, 3s}.validate();
     CHECK(bad.error().message.find("unhealthy after (4s)") != std::string::npos);
@@ -362,6 +383,8 @@ TEST_SUITE("actors.worker_health") {
     auto dot = HealthMachine::table().dot("worker_health");
     CHECK(dot.find("digraph worker_health {") == 0);
     CHECK(dot.find("HEALTHY -> UNHEALTHY [label=\"HEARTBEAT_LATE\"];") != std::string::npos);
-    CHECK(dot.find("MUST_DIE -> MUST_DIE") == std::string::npos);
+    // Ignored pairs draw no edge; the end of a dead instance's lease does.
+    CHECK(dot.find("MUST_DIE -> MUST_DIE [label=\"HEARTBEAT\"]") == std::string::npos);
+    CHECK(dot.find("MUST_DIE -> MUST_DIE [label=\"LEASE_EXPIRED\"]") != std::string::npos);
   }
 }

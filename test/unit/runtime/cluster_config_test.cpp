@@ -102,6 +102,7 @@ unhealthy_after = "2s"
 must_die_after = "5s"
 replace_unhealthy_workers = true
 kill_grace = "2500ms"
+worker_lease = "20s"
 recovery_window = "30s"
 
 [task_lists.gpu]
@@ -142,6 +143,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(config->must_die_after == Duration(5s));
     CHECK(config->replace_unhealthy_workers);
     CHECK(config->kill_grace == Duration(2500ms));
+    CHECK(config->worker_lease == Duration(20s));
     CHECK(config->recovery_window == Duration(30s));
     REQUIRE(config->task_lists.size() == 2);
     CHECK(config->task_lists.at("gpu") == TaskListLimits{50.0, 10});
@@ -155,7 +157,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(s.listen == Address{"127.0.0.1", 7700});
     CHECK(s.data_dir == d + "/data/scheduler-1");
     CHECK_FALSE(s.sync);
-    CHECK(s.line == 19);
+    CHECK(s.line == 20);
     CHECK(s.scheduler_address.empty());
     CHECK(s.log_dir.empty());
 
@@ -174,7 +176,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(w.log_dir == d + "/logs/gpu");
     CHECK(w.log_cap_bytes == 64u << 20);
     CHECK(w.data_dir == d + "/data/gpu-worker-1");
-    CHECK(w.line == 26);
+    CHECK(w.line == 27);
   }
 
   TEST_CASE("defaults apply to keys left out") {
@@ -209,7 +211,8 @@ task_lists = { default = 2 }
     CHECK(config->must_die_after == Duration(3s));
     CHECK_FALSE(config->replace_unhealthy_workers);
     CHECK(config->kill_grace == Duration(10s));
-    CHECK(config->recovery_window == Duration(10s));
+    CHECK(config->worker_lease == Duration(30s));
+    CHECK(config->recovery_window == Duration(30s));  // the lease
     CHECK(config->task_lists.at("slow").burst == 1);    // max(1, ceil(0.2))
     CHECK(config->task_lists.at("medium").burst == 3);  // ceil(2.5)
 
@@ -455,6 +458,24 @@ listen = "127.0.0.1:1"
       CHECK_MESSAGE(has_problem(config, f.path, 3, "cluster.must_die_after",
                                 "must be longer than unhealthy_after (2s, the default 2 x "
                                 "heartbeat_interval)"),
+                    message_of(config));
+    }
+    SUBCASE("a worker lease shorter than must_die_after") {
+      auto config = load("must_die_after = \"40s\"\nworker_lease = \"35s\"\n");
+      CHECK_MESSAGE(has_problem(config, f.path, 4, "cluster.worker_lease",
+                                "35s must be at least must_die_after (40s)"),
+                    message_of(config));
+    }
+    SUBCASE("the lease defaults to must_die_after when that is longer than 30s") {
+      auto config = load("must_die_after = \"40s\"\n");
+      REQUIRE_MESSAGE(config, message_of(config));
+      CHECK(config->worker_lease == Duration(40s));
+      CHECK(config->recovery_window == Duration(40s));
+    }
+    SUBCASE("a recovery window shorter than the lease") {
+      auto config = load("worker_lease = \"20s\"\nrecovery_window = \"10s\"\n");
+      CHECK_MESSAGE(has_problem(config, f.path, 4, "cluster.recovery_window",
+                                "10s must be at least worker_lease (20s)"),
                     message_of(config));
     }
     SUBCASE("unhealthy_after reaching the default must_die_after") {
