@@ -1088,32 +1088,49 @@ TEST_SUITE("actors.dispatch") {
   // --- a scheduler restart with its workers still running ------------------------------------
 
   /// Runs a one-task workflow on worker w1 (one slot on "jobs") until its invocation is
-  /// RUNNING, then plays a scheduler restart: a second scheduler on the same history revives the
-  /// workflow. Returns the invocation id.
+  /// RUNNING (or, if `sent` is false, until its runTask is about to leave: the scheduler dies
+  /// before it does), then plays a scheduler restart: a second scheduler, the next incarnation,
+  /// on the same history revives the workflow.
   struct Restarted {
     Scheduler before;
     std::string invocation;
+    Fence registered_at;  ///< w1's registration with the first incarnation
     std::optional<Scheduler> after;
     std::optional<Flow> revived;
 
-    explicit Restarted(const std::string& workflow_id, bool ask_result = true) {
-      auto w = before.connect("w1", {{"jobs", 1}});
-      Flow flow(before, workflow_id, independent_tasks(1, "jobs", retry_twice));
+    explicit Restarted(const std::string& workflow_id, bool ask_result = true, bool sent = true,
+                       const std::string& task_fields = retry_twice) {
+      auto link = std::make_shared<FakeWorkerLink>();
+      auto registered = before.register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
+      REQUIRE_MESSAGE(registered, test::why(registered));
+      registered_at = registered->fence;
+      link->answer_running();
+      before.fx.run();
+      Worker w{"w1", link, registered->worker};
+      Flow flow(before, workflow_id, independent_tasks(1, "jobs", task_fields));
       flow.start();
       REQUIRE(w.link->runs.size() == 1);
       invocation = w.link->runs[0].invocation.invocation_id;
-      w.link->runs[0].done(false);
-      before.fx.run();
-      REQUIRE(flow.count("taskRunning:t0") == 1);
-      after.emplace(DispatcherOptions{}, before.fx.store, true);
+      if (sent) {
+        w.link->runs[0].done(false);
+        before.fx.run();
+        REQUIRE(flow.count("taskRunning:t0") == 1);
+      } else {
+        REQUIRE(flow.task("t0").state == TaskState::DISPATCHED);
+      }
+      after.emplace(DispatcherOptions{}, before.fx.store, true, before_epoch + 1);
       revived.emplace(*after, workflow_id, ask_result);
       after->recovered(1);
     }
+    static constexpr uint64_t before_epoch = 1;
 
-    /// w1 registering again with the restarted scheduler, running `running`.
-    Worker reconnect(const std::vector<std::string>& running) {
+    /// w1 registering again with the restarted scheduler, running `running`; `registrations`
+    /// as it presents them (empty: a new instance).
+    Worker reconnect(const std::vector<std::string>& running, std::vector<Fence> registrations = {}) {
       auto link = std::make_shared<FakeWorkerLink>();
-      auto registered = after->register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
+      auto info = worker_info("w1", "instance-1", {{"jobs", 1}});
+      info.registrations = std::move(registrations);
+      auto registered = after->register_worker(std::move(info), link);
       REQUIRE_MESSAGE(registered, test::why(registered));
       link->answer_running(running);
       after->fx.run();
@@ -1174,7 +1191,45 @@ TEST_SUITE("actors.dispatch") {
     w.link->notifies[0].done(std::vector<std::string>{r.invocation});
     r.after->fx.run();
     CHECK(r.revived->count("taskFailover:t0") == 1);
+    CHECK(r.revived->task("t0").failover == Loss::WHILE_RUNNING);  // it had started
     // Retried per its policy, on the same worker now that it is back.
+    r.after->advance(1s, {&w});
+    REQUIRE(w.link->runs.size() == 1);
+    CHECK(w.link->runs[0].invocation.attempt == 2);
+  }
+
+  TEST_CASE("after a scheduler restart, an invocation that never reached its worker is dispatched again under the same attempt") {
+    // The scheduler died between recording taskDispatched and sending runTask. The worker that
+    // held the shard then comes back and does not have it: it never started. A task without
+    // retries still runs.
+    Restarted r("wf-never-sent", true, false, "");
+    CHECK(r.registered_at.epoch == Restarted::before_epoch);
+    auto w = r.reconnect({}, {r.registered_at});
+    REQUIRE(w.link->notifies.size() == 1);
+    CHECK(w.link->notifies[0].fence.epoch == Restarted::before_epoch + 1);
+    w.link->notifies[0].done(std::vector<std::string>{r.invocation});
+    r.after->fx.run();
+    CHECK(r.revived->count("taskFailover:t0") == 1);
+    CHECK(r.revived->task("t0").failover == Loss::NEVER_STARTED);
+    REQUIRE(w.link->runs.size() == 1);
+    CHECK(w.link->runs[0].invocation.attempt == 1);
+    CHECK(w.link->runs[0].invocation.fence.epoch == Restarted::before_epoch + 1);
+    w.link->runs[0].done(true);
+    REQUIRE(r.after->update(w, report_of(w.link->runs[0].invocation.invocation_id, TaskReport::SUCCEEDED)).is(true));
+    auto outcome = r.revived->outcome();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+  }
+
+  TEST_CASE("after a scheduler restart, a new instance of the worker cannot vouch that an invocation never started") {
+    // A restarted worker never saw what its predecessor ran: the attempt may have run, and
+    // counts.
+    Restarted r("wf-new-instance", true, false);
+    auto w = r.reconnect({});
+    REQUIRE(w.link->notifies.size() == 1);
+    w.link->notifies[0].done(std::vector<std::string>{r.invocation});
+    r.after->fx.run();
+    CHECK(r.revived->task("t0").failover == Loss::MAY_HAVE_STARTED);
     r.after->advance(1s, {&w});
     REQUIRE(w.link->runs.size() == 1);
     CHECK(w.link->runs[0].invocation.attempt == 2);
