@@ -1,12 +1,24 @@
-// The process supervisor: fork/exec with a close-on-exec status pipe, and one epoll thread
-// over every child's pidfd and output pipe plus an eventfd for requests from other threads.
+// The process supervisor: a keeper process forked per task (keeper.hpp) that starts the task,
+// a close-on-exec status pipe for exec errors, and one epoll thread over every keeper's socket
+// and pidfd and every output pipe, plus an eventfd for requests from other threads.
+//
+// Why a keeper per task: the task's process group must die with the node however the node
+// ends, and when its lease runs out even if the node is frozen. A keeper is a process of its
+// own, so it acts while the node is SIGKILLed or SIGSTOPped; as the task's parent it holds the
+// task unreaped, so it may signal the group without ever reaching a process that reused the id.
+// The alternatives fall short: cgroup v2's cgroup.kill needs a delegated cgroup, which
+// containers and CI seldom give; PR_SET_PDEATHSIG alone kills the task's leader but not the
+// rest of its group, follows the forking thread rather than the process, and cannot enforce a
+// lease; a subreaper is the node itself, so it dies with it.
 #include "runtime/process/process_supervisor.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +37,10 @@
 #include <thread>
 #include <unordered_map>
 #include <utility>
+
+#include "runtime/process/keeper.hpp"
+#include "runtime/process/lease.hpp"
+#include "runtime/process/leftovers.hpp"
 
 namespace troupe::runtime {
 namespace {
@@ -103,73 +119,14 @@ int write_all(int fd, const char* data, size_t size) {
   return 0;
 }
 
-void kill_group(int pgid, int sig) {
-  // ESRCH (nobody left in the group) is the normal end; nothing else can fail for our own child.
-  ::kill(-pgid, sig);
-}
-
-/// What the child writes to the status pipe when it cannot exec.
-struct ChildFailure {
-  int32_t stage;
-  int32_t err;
-};
-enum Stage : int32_t { STAGE_SETUP = 1, STAGE_CHDIR, STAGE_EXEC };
-
-/// Everything the child needs, prepared before fork: after fork only async-signal-safe calls.
-struct ChildPlan {
-  char** argv;
-  char** envp;
-  const char* cwd;  // nullptr: inherit
-  int out_fd;       // write end of the output pipe
-  int status_fd;    // write end of the status pipe (close-on-exec)
-  int max_fd;       // for closing descriptors where close_range is missing
-};
-
-[[noreturn]] void child_fail(int status_fd, Stage stage, int err) {
-  ChildFailure failure{stage, err};
-  [[maybe_unused]] ssize_t n = ::write(status_fd, &failure, sizeof failure);
-  ::_exit(127);
-}
-
-void close_from(unsigned first, unsigned last, int max_fd) {
-  if (first > last) return;
-  if (::close_range(first, last, 0) == 0) return;
-  unsigned end = std::min<unsigned>(last, static_cast<unsigned>(max_fd));
-  for (unsigned fd = first; fd <= end; ++fd) ::close(static_cast<int>(fd));
-}
-
-/// Runs in the forked child; never returns.
-[[noreturn]] void run_child(const ChildPlan& plan) {
-  // Signals: default dispositions (ignored ones would survive exec), then an empty mask (the
-  // parent blocked everything around fork so no inherited handler runs here).
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // EINVAL for some: fine
-  int status_fd = plan.status_fd;
-  if (::setpgid(0, 0) != 0) child_fail(status_fd, STAGE_SETUP, errno);
-  // Move our descriptors above 2 first, so the dup2s below cannot overwrite them.
-  if (status_fd < 3) {
-    status_fd = ::fcntl(status_fd, F_DUPFD_CLOEXEC, 3);
-    if (status_fd < 0) child_fail(plan.status_fd, STAGE_SETUP, errno);
+/// Sends a packet to a keeper; false when it is gone (its end of the socket closed).
+bool tell(const Fd& channel, keeper::Kind kind, int32_t a = 0) {
+  if (!channel) return false;
+  keeper::Message message{kind, a, 0};
+  for (;;) {
+    if (::send(channel.get(), &message, sizeof message, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return true;
+    if (errno != EINTR) return false;
   }
-  int out_fd = ::fcntl(plan.out_fd, F_DUPFD_CLOEXEC, 3);
-  if (out_fd < 0) child_fail(status_fd, STAGE_SETUP, errno);
-  int null_fd = ::open("/dev/null", O_RDONLY);
-  if (null_fd < 0) child_fail(status_fd, STAGE_SETUP, errno);
-  if (null_fd != 0 && ::dup2(null_fd, 0) < 0) child_fail(status_fd, STAGE_SETUP, errno);
-  if (::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0) child_fail(status_fd, STAGE_SETUP, errno);
-  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(status_fd, STAGE_CHDIR, errno);
-  // Close everything but 0-2 and the status pipe (close-on-exec, so exec closes it).
-  close_from(3, static_cast<unsigned>(status_fd) - 1, plan.max_fd);
-  close_from(static_cast<unsigned>(status_fd) + 1, ~0U, plan.max_fd);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // execvp searches the PATH of `environ`; this is our own copy of the address space.
-  environ = plan.envp;
-  ::execvp(plan.argv[0], plan.argv);
-  child_fail(status_fd, STAGE_EXEC, errno);
 }
 
 std::string signal_name(int sig) {
@@ -184,15 +141,23 @@ Clock::time_point after(Clock::time_point now, Duration d) {
 
 constexpr size_t read_chunk = 64 * 1024;
 constexpr int reads_per_wakeup = 16;  // fairness: at most 1 MiB per child per wakeup
+/// How long the destructor waits for a keeper to finish before it kills the keeper itself.
+constexpr auto keeper_finish_limit = std::chrono::seconds(2);
 
-/// A running child. Owned by the spawning thread until handed to the supervisor thread.
+/// A running child and its keeper. Owned by the spawning thread until handed to the supervisor
+/// thread.
 struct Child {
   ProcessSupervisor::Id id = 0;
-  int pid = 0;
-  Fd pidfd;
-  Fd pipe;  // read end of the output pipe; empty once at end-of-file or abandoned
+  int pid = 0;  // the task's process, also its group id
+  uint64_t start = 0;  // its start time, for recognising it by /proc
+  std::string mark;
+  int keeper_pid = 0;
+  Fd keeper_pidfd;
+  Fd channel;  // our end of the keeper's socket; empty once the keeper closed it
+  Fd pipe;     // read end of the output pipe; empty once at end-of-file or abandoned
   Fd log;
   std::string log_path;
+  std::string record_path;  // empty: no record
   uint64_t cap = 0;
   std::function<void(ProcessExit)> on_exit;
 
@@ -201,8 +166,11 @@ struct Child {
   char last_byte = '\n';
   std::string log_error;
 
-  bool exited = false;            // its exit was observed (it is a zombie until reaped)
-  bool reaped_elsewhere = false;  // waitid said ECHILD: someone else reaped it
+  bool exited = false;        // its exit was told (it is a zombie until the keeper finishes)
+  bool finish_sent = false;   // the keeper was told to kill the group, reap and exit
+  bool keeper_ended = false;  // the keeper has exited and been reaped
+  bool keeper_lost = false;   // ... without having done its job: killed, or reaped elsewhere
+  bool lease_expired = false;
   int exit_code = -1;
   int signal = 0;
   bool cancelled = false;
@@ -210,6 +178,11 @@ struct Child {
   bool kill_sent = false;
   std::optional<Clock::time_point> kill_at;      // SIGKILL the group then, unless exited
   std::optional<Clock::time_point> drain_until;  // exited: stop waiting for end-of-file then
+
+  /// Signals the group through the keeper, which holds the leader unreaped meanwhile.
+  void signal_group(int sig) const {
+    if (!finish_sent) tell(channel, keeper::Kind::SIGNAL, sig);
+  }
 
   void append_log(const char* data, size_t size) {
     if (!log || !log_error.empty()) return;
@@ -238,6 +211,30 @@ struct Child {
   }
 };
 
+/// Makes a keeper end: closing our end of its socket is its signal to SIGKILL the group, reap
+/// the task and exit. A keeper that does not exit in time (stopped by someone) is killed, and
+/// what is provably the task's with it. Then reaps the keeper. For paths that report nothing.
+void end_keeper(Child& child) {
+  child.channel.reset();
+  if (child.keeper_ended) return;
+  int ready = 1;
+  if (child.keeper_pidfd) {
+    pollfd p{child.keeper_pidfd.get(), POLLIN, 0};
+    const int limit_ms = static_cast<int>(std::chrono::milliseconds(keeper_finish_limit).count());
+    while ((ready = ::poll(&p, 1, limit_ms)) < 0 && errno == EINTR) {
+      // nop
+    }
+  }
+  if (ready == 0) {
+    ::kill(child.keeper_pid, SIGKILL);  // unreaped: the pid is still the keeper's
+    if (child.pid > 0) leftovers::kill_group_if_ours(child.pid, child.start, child.mark);
+  }
+  while (::waitpid(child.keeper_pid, nullptr, 0) < 0 && errno == EINTR) {
+    // nop
+  }
+  child.keeper_ended = true;
+}
+
 }  // namespace
 
 std::string ProcessExit::describe() const {
@@ -247,8 +244,9 @@ std::string ProcessExit::describe() const {
   } else if (exit_code >= 0) {
     text = "exited with " + std::to_string(exit_code);
   } else {
-    text = "ended with an unknown status (reaped outside the supervisor)";
+    text = "ended with an unknown status (its keeper process was killed)";
   }
+  if (lease_expired) text += " (the lease ran out)";
   if (cancelled) text += " (cancelled)";
   return text;
 }
@@ -257,6 +255,9 @@ struct ProcessSupervisor::Impl {
   SupervisorOptions options;
   std::vector<std::string> base_env;  // the environment at start()
   int max_fd = 1024;
+  std::unique_ptr<Lease> lease;
+  std::optional<leftovers::Records> records;
+  size_t leftovers_killed = 0;
   Fd epoll;
   Fd wake;  // eventfd
   std::thread thread;
@@ -274,8 +275,8 @@ struct ProcessSupervisor::Impl {
   std::vector<char> buffer = std::vector<char>(read_chunk);
 
   static constexpr uint64_t wake_tag = 0;
-  static uint64_t pipe_tag(Id id) { return id << 1; }
-  static uint64_t pidfd_tag(Id id) { return (id << 1) | 1; }
+  enum Source : uint64_t { PIPE = 0, CHANNEL = 1, KEEPER = 2 };
+  static uint64_t tag(Id id, Source source) { return (id << 2) | source; }
 
   void notify() {
     uint64_t one = 1;
@@ -312,21 +313,31 @@ struct ProcessSupervisor::Impl {
         return;
       }
       for (int i = 0; i < n; ++i) {
-        uint64_t tag = events[i].data.u64;
-        if (tag == wake_tag) continue;
-        auto it = children.find(tag >> 1);
+        uint64_t t = events[i].data.u64;
+        if (t == wake_tag) continue;
+        auto it = children.find(t >> 2);
         if (it == children.end()) continue;  // finished earlier in this batch
         Child& child = *it->second;
-        if (tag & 1) {
-          on_pidfd(child);
-        } else {
-          on_pipe(child);
+        switch (static_cast<Source>(t & 3)) {
+          case PIPE:
+            copy_output(child);
+            break;
+          case CHANNEL:
+            on_channel(child);
+            break;
+          case KEEPER:
+            on_keeper_exit(child);
+            break;
         }
       }
       on_deadlines();
       for (auto it = children.begin(); it != children.end();) {
         Child& child = *it->second;
-        if (child.exited && !child.pipe) {
+        if (child.exited && !child.pipe && !child.finish_sent && !child.keeper_ended) {
+          // Done with its output: the keeper kills the rest of the group and reaps the leader.
+          child.finish_sent = tell(child.channel, keeper::Kind::FINISH);
+        }
+        if (child.exited && !child.pipe && child.keeper_ended) {
           finished.push_back(std::move(it->second));
           it = children.erase(it);
         } else {
@@ -382,21 +393,19 @@ struct ProcessSupervisor::Impl {
     if (child.kill_sent) return;
     auto now = Clock::now();
     if (grace <= Duration::zero()) {
-      kill_group(child.pid, SIGKILL);
+      child.signal_group(SIGKILL);
       child.kill_sent = true;
       child.kill_at.reset();
       return;
     }
     if (!child.term_sent) {
-      kill_group(child.pid, SIGTERM);
-      kill_group(child.pid, SIGCONT);
+      child.signal_group(SIGTERM);
+      child.signal_group(SIGCONT);
       child.term_sent = true;
     }
     auto at = after(now, grace);
     if (!child.kill_at || at < *child.kill_at) child.kill_at = at;
   }
-
-  void on_pipe(Child& child) { copy_output(child); }
 
   /// Copies what the pipe holds to the log, in at most reads_per_wakeup reads (so a writer
   /// cannot hold the thread). Closes the pipe at end-of-file and returns false then.
@@ -417,25 +426,65 @@ struct ProcessSupervisor::Impl {
     return true;
   }
 
-  void on_pidfd(Child& child) {
-    siginfo_t info{};
-    // WNOWAIT: the child stays a zombie, so its pid (and group id) cannot be reused while we
-    // may still signal the group.
-    if (::waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-      if (errno == EINTR) return;     // still readable: we come back
-      child.reaped_elsewhere = true;  // ECHILD
-    } else if (info.si_pid == 0) {
-      return;  // not exited yet
-    } else if (info.si_code == CLD_EXITED) {
-      child.exit_code = info.si_status;
+  /// What the keeper says: the task's exit, the lease's end. End-of-file: the keeper is exiting.
+  void on_channel(Child& child) {
+    while (child.channel) {
+      keeper::Message message{};
+      const ssize_t n = ::recv(child.channel.get(), &message, sizeof message, MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      if (n != static_cast<ssize_t>(sizeof message)) {
+        unwatch(child.channel);
+        child.channel.reset();
+        return;
+      }
+      if (message.kind == keeper::Kind::EXITED) {
+        on_task_exit(child, message.a, message.b);
+      } else if (message.kind == keeper::Kind::LEASE_EXPIRED && !child.exited) {
+        child.lease_expired = true;  // after its own exit, it only cut the drain window short
+      }
+    }
+  }
+
+  /// `code` and `status` as in siginfo_t's si_code and si_status.
+  void on_task_exit(Child& child, int code, int status) {
+    if (child.exited) return;
+    if (code == CLD_EXITED) {
+      child.exit_code = status;
     } else {
-      child.signal = info.si_status;  // CLD_KILLED, CLD_DUMPED
+      child.signal = status;  // CLD_KILLED, CLD_DUMPED
     }
     child.exited = true;
     child.kill_at.reset();
-    unwatch(child.pidfd);
-    child.pidfd.reset();
     if (child.pipe) child.drain_until = after(Clock::now(), options.drain_window);
+  }
+
+  void on_keeper_exit(Child& child) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(child.keeper_pid), &info, WEXITED | WNOHANG) != 0) {
+      if (errno == EINTR) return;  // still readable: we come back
+      info.si_code = 0;            // ECHILD: reaped elsewhere, how it ended is unknown
+    } else if (info.si_pid == 0) {
+      return;  // not exited yet
+    }
+    child.keeper_ended = true;
+    unwatch(child.keeper_pidfd);
+    child.keeper_pidfd.reset();
+    on_channel(child);  // what it said before it ended
+    if (child.channel) {
+      unwatch(child.channel);
+      child.channel.reset();
+    }
+    if (child.finish_sent && info.si_code == CLD_EXITED && info.si_status == 0) return;
+    // It ended without finishing (killed, or reaped by someone else): the task's leader died with
+    // it (PR_SET_PDEATHSIG), the rest of the group may still run.
+    child.keeper_lost = true;
+    leftovers::kill_group_if_ours(child.pid, child.start, child.mark);
+    if (!child.exited) {
+      child.exited = true;  // with an unknown status
+      child.kill_at.reset();
+      if (child.pipe) child.drain_until = after(Clock::now(), options.drain_window);
+    }
   }
 
   void on_deadlines() {
@@ -444,7 +493,7 @@ struct ProcessSupervisor::Impl {
       if (child->kill_at && *child->kill_at <= now) {
         child->kill_at.reset();
         if (!child->exited && !child->kill_sent) {
-          kill_group(child->pid, SIGKILL);
+          child->signal_group(SIGKILL);
           child->kill_sent = true;
         }
       }
@@ -459,7 +508,7 @@ struct ProcessSupervisor::Impl {
   /// copy what is already in the pipe, say so in the log and stop reading.
   void abandon_pipe(Child& child) {
     if (!copy_output(child)) return;  // reached end-of-file after all
-    if (!child.reaped_elsewhere) kill_group(child.pid, SIGKILL);
+    child.signal_group(SIGKILL);
     if (copy_output(child)) {
       unwatch(child.pipe);
       child.pipe.reset();
@@ -469,10 +518,9 @@ struct ProcessSupervisor::Impl {
                         "ms after the process exited: another process still held it open]");
   }
 
-  /// Ends a child whose exit was seen and whose pipe is closed: kills the rest of its group,
-  /// closes the log, reaps it and calls on_exit.
+  /// Ends a child whose exit was told, whose pipe is closed and whose keeper has killed the
+  /// rest of its group, reaped it and exited: closes the log and calls on_exit.
   void report(Child& child) {
-    if (!child.reaped_elsewhere) kill_group(child.pid, SIGKILL);  // leftovers; leader is a zombie
     if (child.dropped > 0) {
       child.append_notice("[troupe: output truncated, " + std::to_string(child.dropped) +
                           " bytes dropped]");
@@ -480,12 +528,13 @@ struct ProcessSupervisor::Impl {
     if (int err = child.log.close(); err != 0 && child.log_error.empty()) {
       child.log_error = "closing '" + child.log_path + "' failed: " + errno_text(err);
     }
-    if (!child.reaped_elsewhere) reap(child.pid);
+    if (!child.record_path.empty()) ::unlink(child.record_path.c_str());
     ProcessExit exit;
     exit.pid = child.pid;
     exit.exit_code = child.exit_code;
     exit.signal = child.signal;
     exit.cancelled = child.cancelled;
+    exit.lease_expired = child.lease_expired;
     exit.log_bytes = child.written;
     exit.dropped_bytes = child.dropped;
     exit.log_truncated = child.dropped > 0;
@@ -495,19 +544,16 @@ struct ProcessSupervisor::Impl {
     on_exit(std::move(exit));
   }
 
-  static void reap(int pid) {
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      // nop
-    }
-  }
-
-  /// The destructor's work: SIGKILL every group, reap every leader, report nothing.
+  /// The destructor's work: every keeper kills its group and reaps its leader; report nothing.
   void shutdown() {
+    // Closing the sockets first lets every keeper work at once.
     for (auto& [id, child] : children) {
-      if (!child->reaped_elsewhere) kill_group(child->pid, SIGKILL);
+      unwatch(child->channel);
+      child->channel.reset();
     }
     for (auto& [id, child] : children) {
-      if (!child->reaped_elsewhere) reap(child->pid);
+      end_keeper(*child);
+      if (!child->record_path.empty()) ::unlink(child->record_path.c_str());
     }
     children.clear();
     running.store(0);
@@ -516,13 +562,18 @@ struct ProcessSupervisor::Impl {
   // ---- any thread ------------------------------------------------------------------------
 
   Result<Id> spawn(ProcessSpec spec, std::function<void(ProcessExit)> on_exit);
-  /// After the exec: registers the child with epoll and hands it to the supervisor thread.
-  Result<Id> adopt(std::unique_ptr<Child> child);
+  /// The spec checked, and the environment the process gets.
+  Result<std::vector<std::string>> environment_of(const ProcessSpec& spec) const;
+  /// Creates (or truncates) the log file, with its parent directories.
+  static Result<Fd> open_log(const std::string& program, const std::string& path);
+  /// Forks the keeper, which starts the task; returns once the task has exec'd.
+  Result<std::unique_ptr<Child>> start_keeper(const std::string& program, ProcessSpec& spec,
+                                              std::vector<std::string>& env, std::unique_ptr<Child> child);
+  /// After the exec: records the child and registers it with epoll and the supervisor thread.
+  Result<Id> adopt(const std::string& program, std::unique_ptr<Child> child);
 };
 
-Result<ProcessSupervisor::Id> ProcessSupervisor::Impl::spawn(
-    ProcessSpec spec, std::function<void(ProcessExit)> on_exit) {
-  // ---- check the spec
+Result<std::vector<std::string>> ProcessSupervisor::Impl::environment_of(const ProcessSpec& spec) const {
   if (spec.argv.empty() || spec.argv[0].empty()) {
     return fail(Errc::INVALID_ARGUMENT, "cannot start a process: argv is empty");
   }
@@ -536,12 +587,9 @@ Result<ProcessSupervisor::Id> ProcessSupervisor::Impl::spawn(
   if (spec.log_path.empty()) {
     return fail(Errc::INVALID_ARGUMENT, "cannot run '" + program + "': no log_path given");
   }
-  if (!on_exit) {
-    return fail(Errc::INVALID_ARGUMENT, "cannot run '" + program + "': no on_exit callback given");
-  }
   // The environment: the base with `spec.env` replacing same-named entries, in order.
   std::vector<std::string> env;
-  env.reserve(base_env.size() + spec.env.size());
+  env.reserve(base_env.size() + spec.env.size() + 1);
   auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
   for (const auto& entry : spec.env) {
     auto eq = entry.find('=');
@@ -554,72 +602,70 @@ Result<ProcessSupervisor::Id> ProcessSupervisor::Impl::spawn(
     auto name = name_of(entry);
     bool overridden = std::any_of(spec.env.begin(), spec.env.end(),
                                   [&](const std::string& e) { return name_of(e) == name; });
-    if (!overridden) env.push_back(entry);
+    if (!overridden && name != leftovers::mark_name) env.push_back(entry);
   }
   for (size_t i = 0; i < spec.env.size(); ++i) {
     auto name = name_of(spec.env[i]);
     bool later = std::any_of(spec.env.begin() + static_cast<ptrdiff_t>(i) + 1, spec.env.end(),
                              [&](const std::string& e) { return name_of(e) == name; });
-    if (!later) env.push_back(spec.env[i]);  // the last of duplicates wins
+    if (!later && name != leftovers::mark_name) env.push_back(spec.env[i]);  // the last of duplicates wins
   }
+  return env;
+}
 
-  // ---- the log file
-  auto child = std::make_unique<Child>();
-  child->log_path = spec.log_path;
-  child->cap = spec.log_cap_bytes;
-  child->on_exit = std::move(on_exit);
-  {
-    std::filesystem::path parent = std::filesystem::path(spec.log_path).parent_path();
-    std::error_code ec;
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    if (ec) {
-      return fail(errno_code(ec.value(), Errc::UNAVAILABLE),
-                  "cannot run '" + program + "': cannot create the log directory '" +
-                      parent.string() + "': " + ec.message());
-    }
-    child->log.reset(::open(spec.log_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644));
-    if (!child->log) {
-      int err = errno;
-      return fail(errno_code(err, Errc::UNAVAILABLE), "cannot run '" + program +
-                                                          "': cannot open the log file '" +
-                                                          spec.log_path + "': " + errno_text(err));
-    }
+Result<Fd> ProcessSupervisor::Impl::open_log(const std::string& program, const std::string& path) {
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) {
+    return fail(errno_code(ec.value(), Errc::UNAVAILABLE),
+                "cannot run '" + program + "': cannot create the log directory '" + parent.string() +
+                    "': " + ec.message());
   }
+  Fd log(::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644));
+  if (!log) {
+    int err = errno;
+    return fail(errno_code(err, Errc::UNAVAILABLE),
+                "cannot run '" + program + "': cannot open the log file '" + path + "': " + errno_text(err));
+  }
+  return log;
+}
 
-  // ---- pipes
+Result<std::unique_ptr<Child>> ProcessSupervisor::Impl::start_keeper(const std::string& program,
+                                                                     ProcessSpec& spec,
+                                                                     std::vector<std::string>& env,
+                                                                     std::unique_ptr<Child> child) {
+  auto system_error = [&](const char* what) {
+    int err = errno;
+    return fail(errno_code(err, Errc::INTERNAL),
+                "cannot run '" + program + "': " + what + " failed: " + errno_text(err));
+  };
+  // ---- pipes and the keeper's socket
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    int err = errno;
-    return fail(errno_code(err, Errc::INTERNAL),
-                "cannot run '" + program + "': cannot create a pipe: " + errno_text(err));
-  }
+  if (::pipe2(fds, O_CLOEXEC) != 0) return system_error("creating a pipe");
   Fd out_read(fds[0]), out_write(fds[1]);
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    int err = errno;
-    return fail(errno_code(err, Errc::INTERNAL),
-                "cannot run '" + program + "': cannot create a pipe: " + errno_text(err));
-  }
+  if (::pipe2(fds, O_CLOEXEC) != 0) return system_error("creating a pipe");
   Fd status_read(fds[0]), status_write(fds[1]);
-  if (::fcntl(out_read.get(), F_SETFL, O_NONBLOCK) != 0) {
-    int err = errno;
-    return fail(Errc::INTERNAL, "cannot run '" + program + "': fcntl failed: " + errno_text(err));
-  }
+  if (::fcntl(out_read.get(), F_SETFL, O_NONBLOCK) != 0) return system_error("fcntl");
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return system_error("socketpair");
+  Fd channel(fds[0]), keeper_end(fds[1]);
 
-  // ---- fork
+  // ---- fork the keeper
   std::vector<char*> argv;
   for (auto& arg : spec.argv) argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::vector<char*> envp;
   for (auto& entry : env) envp.push_back(entry.data());
   envp.push_back(nullptr);
-  ChildPlan plan{argv.data(),     envp.data(),        spec.cwd.empty() ? nullptr : spec.cwd.c_str(),
-                 out_write.get(), status_write.get(), max_fd};
-
+  keeper::KeeperPlan plan{
+      keeper::TaskPlan{argv.data(), envp.data(), spec.cwd.empty() ? nullptr : spec.cwd.c_str(),
+                       out_write.get(), status_write.get(), max_fd},
+      keeper_end.get(), lease->deadline_ns()};
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::fork();
-  if (pid == 0) run_child(plan);
+  if (pid == 0) keeper::run(plan);
   int fork_err = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
@@ -628,70 +674,116 @@ Result<ProcessSupervisor::Id> ProcessSupervisor::Impl::spawn(
   }
   out_write.reset();
   status_write.reset();
+  keeper_end.reset();
+  child->keeper_pid = pid;
+  child->channel = std::move(channel);
+  child->keeper_pidfd.reset(open_pidfd(pid));  // always close-on-exec
+  if (!child->keeper_pidfd) {
+    int err = errno;
+    end_keeper(*child);
+    return fail(errno_code(err, Errc::UNAVAILABLE),
+                "cannot run '" + program + "': pidfd_open failed: " + errno_text(err));
+  }
+
+  // ---- the keeper says it started the task (or why it could not)
+  keeper::Message started{};
+  ssize_t n;
+  while ((n = ::recv(child->channel.get(), &started, sizeof started, 0)) < 0 && errno == EINTR) {
+    // nop
+  }
+  if (n != static_cast<ssize_t>(sizeof started) || started.kind != keeper::Kind::STARTED) {
+    const int err = n == static_cast<ssize_t>(sizeof started) ? started.a : 0;
+    end_keeper(*child);
+    if (err == 0) return fail(Errc::INTERNAL, "cannot run '" + program + "': its keeper process ended first");
+    return fail(errno_code(err, Errc::INTERNAL),
+                "cannot run '" + program + "': its keeper process could not start it: " + errno_text(err));
+  }
+  child->pid = started.a;
 
   // ---- wait for the exec: end-of-file on the status pipe, or the child's errno
-  ChildFailure failure{};
+  keeper::ChildFailure failure{};
   size_t got = 0;
   while (got < sizeof failure) {
-    ssize_t n =
-        ::read(status_read.get(), reinterpret_cast<char*>(&failure) + got, sizeof failure - got);
+    n = ::read(status_read.get(), reinterpret_cast<char*>(&failure) + got, sizeof failure - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<size_t>(n);
   }
   if (got > 0) {
-    reap(pid);
+    end_keeper(*child);
     if (got < sizeof failure) {
       return fail(Errc::INTERNAL, "cannot run '" + program + "': the child failed before exec");
     }
     const std::string reason = errno_text(failure.err);
     switch (failure.stage) {
-      case STAGE_CHDIR:
-        return fail(errno_code(failure.err,
-                               failure.err == ENOENT ? Errc::NOT_FOUND : Errc::INVALID_ARGUMENT),
-                    "cannot run '" + program + "': cannot change to directory '" + spec.cwd +
-                        "': " + reason);
-      case STAGE_EXEC:
-        return fail(errno_code(failure.err,
-                               failure.err == ENOENT ? Errc::NOT_FOUND : Errc::INVALID_ARGUMENT),
+      case keeper::STAGE_CHDIR:
+        return fail(errno_code(failure.err, failure.err == ENOENT ? Errc::NOT_FOUND : Errc::INVALID_ARGUMENT),
+                    "cannot run '" + program + "': cannot change to directory '" + spec.cwd + "': " + reason);
+      case keeper::STAGE_EXEC:
+        return fail(errno_code(failure.err, failure.err == ENOENT ? Errc::NOT_FOUND : Errc::INVALID_ARGUMENT),
                     "cannot run '" + program + "': " + reason);
       default:
         return fail(errno_code(failure.err, Errc::INTERNAL),
                     "cannot run '" + program + "': setting up the child process failed: " + reason);
     }
   }
-
-  child->pid = pid;
   child->pipe = std::move(out_read);
-  child->pidfd.reset(open_pidfd(pid));  // always close-on-exec
-  if (!child->pidfd) {
-    int err = errno;
-    kill_group(pid, SIGKILL);
-    reap(pid);
-    return fail(errno_code(err, Errc::UNAVAILABLE),
-                "cannot run '" + program + "': pidfd_open failed: " + errno_text(err));
-  }
-  return adopt(std::move(child));
+  return child;
 }
 
-Result<ProcessSupervisor::Id> ProcessSupervisor::Impl::adopt(std::unique_ptr<Child> child) {
+Result<ProcessSupervisor::Id> ProcessSupervisor::Impl::spawn(ProcessSpec spec,
+                                                             std::function<void(ProcessExit)> on_exit) {
+  auto env = environment_of(spec);
+  if (!env) return env.error();
+  const std::string& program = spec.argv[0];
+  if (!on_exit) {
+    return fail(Errc::INVALID_ARGUMENT, "cannot run '" + program + "': no on_exit callback given");
+  }
+  auto child = std::make_unique<Child>();
+  child->mark = leftovers::new_mark();
+  env->push_back(child->mark);
+  child->log_path = spec.log_path;
+  child->cap = spec.log_cap_bytes;
+  child->on_exit = std::move(on_exit);
+  auto log = open_log(program, spec.log_path);
+  if (!log) return log.error();
+  child->log = std::move(*log);
+  auto started = start_keeper(program, spec, *env, std::move(child));
+  if (!started) return started.error();
+  return adopt(program, std::move(*started));
+}
+
+Result<ProcessSupervisor::Id> ProcessSupervisor::Impl::adopt(const std::string& program,
+                                                             std::unique_ptr<Child> child) {
+  // The task stays unreaped until its keeper is told to finish, so /proc still shows it.
+  if (auto stat = leftovers::read_stat(child->pid)) child->start = stat->start;
+  if (records) {
+    const auto keeper = leftovers::read_stat(child->keeper_pid);
+    auto path = records->write(leftovers::ProcessId{child->keeper_pid, keeper ? keeper->start : 0},
+                               leftovers::ProcessId{child->pid, child->start}, child->mark);
+    if (!path) {
+      end_keeper(*child);
+      return fail(path.error().code, "cannot run '" + program + "': " + path.error().message);
+    }
+    child->record_path = std::move(*path);
+  }
   std::lock_guard lock(mutex);
   Id id = next_id++;
   child->id = id;
-  epoll_event pipe_event{};
-  pipe_event.events = EPOLLIN;
-  pipe_event.data.u64 = pipe_tag(id);
-  epoll_event pid_event{};
-  pid_event.events = EPOLLIN;
-  pid_event.data.u64 = pidfd_tag(id);
-  if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, child->pipe.get(), &pipe_event) != 0 ||
-      ::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, child->pidfd.get(), &pid_event) != 0) {
+  auto watch = [&](const Fd& fd, Source source) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = tag(id, source);
+    return ::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd.get(), &event) == 0;
+  };
+  if (!watch(child->pipe, PIPE) || !watch(child->channel, CHANNEL) || !watch(child->keeper_pidfd, KEEPER)) {
     int err = errno;
     unwatch(child->pipe);
-    kill_group(child->pid, SIGKILL);
-    reap(child->pid);
-    return fail(errno_code(err, Errc::INTERNAL),
-                "cannot watch the process: epoll_ctl failed: " + errno_text(err));
+    unwatch(child->channel);
+    unwatch(child->keeper_pidfd);
+    end_keeper(*child);
+    if (!child->record_path.empty()) ::unlink(child->record_path.c_str());
+    return fail(errno_code(err, Errc::INTERNAL), "cannot watch the process: epoll_ctl failed: " + errno_text(err));
   }
   // The supervisor thread takes `incoming` after epoll_wait returns, so any event for this
   // child that it sees finds the child in its table.
@@ -719,6 +811,16 @@ Result<std::unique_ptr<ProcessSupervisor>> ProcessSupervisor::start(SupervisorOp
                   "is required): " +
                       errno_text(err));
     }
+  }
+  // Before any keeper is forked: they all share this page.
+  auto lease = Lease::create();
+  if (!lease) return fail(lease.error().code, "cannot start the process supervisor: " + lease.error().message);
+  impl->lease = std::move(*lease);
+  if (!options.record_dir.empty()) {
+    auto records = leftovers::Records::open(options.record_dir);
+    if (!records) return fail(records.error().code, "cannot start the process supervisor: " + records.error().message);
+    impl->records = std::move(*records);
+    impl->leftovers_killed = impl->records->kill_leftovers();
   }
   impl->epoll.reset(::epoll_create1(EPOLL_CLOEXEC));
   impl->wake.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -769,5 +871,9 @@ void ProcessSupervisor::terminate(Id id, Duration grace) {
 }
 
 size_t ProcessSupervisor::running() const { return impl_->running.load(); }
+
+void ProcessSupervisor::extend_lease(std::chrono::steady_clock::time_point deadline) { impl_->lease->set(deadline); }
+
+size_t ProcessSupervisor::leftovers_killed() const { return impl_->leftovers_killed; }
 
 }  // namespace troupe::runtime

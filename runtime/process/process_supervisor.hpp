@@ -1,8 +1,10 @@
-// The process supervisor: runs shell tasks as child processes in their own process groups,
-// copies their output to a capped log file, reports each exit once, and cancels by signal.
+// The process supervisor: runs shell tasks in their own process groups, each under a keeper
+// process that kills the group when the supervisor's process ends or its lease runs out; copies
+// their output to a capped log file, reports each exit once, and cancels by signal.
 // std + POSIX (Linux >= 5.3 for pidfds); one thread, no signal handlers.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,6 +40,7 @@ struct ProcessExit {
   int exit_code = -1;          ///< its exit status when it exited normally, else -1
   int signal = 0;              ///< the signal that killed it, else 0
   bool cancelled = false;      ///< terminate() reached it before it ended
+  bool lease_expired = false;  ///< the lease ran out while it ran, and its group was SIGKILLed
   uint64_t log_bytes = 0;      ///< bytes of its output written to the log (markers excluded)
   uint64_t dropped_bytes = 0;  ///< bytes of its output beyond the cap, read and dropped
   bool log_truncated = false;  ///< dropped_bytes > 0
@@ -48,7 +51,8 @@ struct ProcessExit {
   /// True when it exited with status 0.
   bool success() const { return exit_code == 0 && signal == 0; }
 
-  /// "exited with 0", "exited with 3", "killed by SIGKILL", "killed by SIGTERM (cancelled)".
+  /// "exited with 0", "exited with 3", "killed by SIGKILL", "killed by SIGTERM (cancelled)",
+  /// "killed by SIGKILL (the lease ran out)".
   std::string describe() const;
 };
 
@@ -58,31 +62,50 @@ struct SupervisorOptions {
   /// grandchild still holding it). After that the rest of the process group is killed, what
   /// is buffered is copied, and the exit is reported. Default: 100ms.
   Duration drain_window = std::chrono::milliseconds(100);
+  /// A directory for a record of each running process (its keeper's and its own pid and start
+  /// time, and its marker), removed when it is reported. start() kills what the records of a
+  /// dead process name: what a previous instance left when its keepers could not act (they were
+  /// SIGKILLed too, or frozen). Records of a live process (another instance using the same
+  /// directory) are left alone. Give each node one that outlives it, on local disk.
+  /// Default: empty, no records.
+  std::string record_dir;
 };
 
-/// Runs processes and reports their exits. One supervisor thread watches every child's pidfd
-/// and output pipe (epoll); nothing polls or sleeps, and no signal handler is installed.
+/// Runs processes and reports their exits. Each process is the child of a keeper process of its
+/// own, forked from the supervisor (see keeper.hpp); one supervisor thread watches every
+/// keeper's socket and pidfd and every output pipe (epoll); nothing polls or sleeps, and no
+/// signal handler is installed.
 ///
 /// Guarantees:
 /// - Each child runs in its own process group (pgid = pid), with stdin from /dev/null,
 ///   stdout and stderr to one pipe, default signal dispositions, an empty signal mask and no
-///   inherited file descriptors besides 0, 1 and 2.
+///   inherited file descriptors besides 0, 1 and 2. Its environment carries
+///   TROUPE_PROCESS_MARK=<random>, which its descendants inherit.
 /// - When a process has ended, the rest of its process group is killed (SIGKILL) before its
 ///   exit is reported: a task leaves nothing behind in its group. A program that must outlive
 ///   its task has to leave the group (setsid).
+/// - No process group outlives the supervisor's process: when that process ends, however it
+///   ends (kill -9 included), each keeper sees its socket close and SIGKILLs its group at once.
+///   A keeper that dies itself takes its child with it (PR_SET_PDEATHSIG); the rest of that
+///   group is killed by the supervisor, or by the next instance through the records
+///   (SupervisorOptions::record_dir).
+/// - Once extend_lease() has been called, no process group runs past the lease: each keeper
+///   SIGKILLs its group when the deadline passes without an extension, even while the
+///   supervisor's process is frozen (SIGSTOP) and cannot act.
 /// - Signals go to a group only while its leader is unreaped, so they can never reach a
 ///   process that reused the id.
 /// - Every descriptor the supervisor creates is close-on-exec, so processes started by other
 ///   threads at the same time do not inherit them.
 ///
 /// Nobody else in the process may reap the supervisor's children (no waitpid(-1, ...), no
-/// SIGCHLD set to SIG_IGN); a child reaped elsewhere is reported with an unknown status.
+/// SIGCHLD set to SIG_IGN); a keeper reaped elsewhere counts as lost.
 class ProcessSupervisor {
  public:
   using Id = uint64_t;
 
-  /// Starts the supervisor thread. UNAVAILABLE when the kernel lacks pidfd_open (Linux <
-  /// 5.3); OVERLOADED when descriptors or threads run out.
+  /// Kills what a dead previous instance left (see SupervisorOptions::record_dir), then starts
+  /// the supervisor thread. UNAVAILABLE when the kernel lacks pidfd_open (Linux < 5.3) or the
+  /// record directory cannot be created; OVERLOADED when descriptors or threads run out.
   static Result<std::unique_ptr<ProcessSupervisor>> start(SupervisorOptions options = {});
 
   ProcessSupervisor(const ProcessSupervisor&) = delete;
@@ -114,6 +137,16 @@ class ProcessSupervisor {
 
   /// Processes spawned whose on_exit has not been called yet.
   size_t running() const;
+
+  /// The lease now ends at `deadline` (std::chrono::steady_clock is CLOCK_MONOTONIC on Linux),
+  /// earlier or later than before: from then on every process group, running or spawned later,
+  /// is SIGKILLed by its keeper once the deadline passes, and reported with lease_expired. Until
+  /// the first call there is no lease and processes run unbounded (a worker extends its lease
+  /// when it registers, before it is given any task). Any thread; lock-free.
+  void extend_lease(std::chrono::steady_clock::time_point deadline);
+
+  /// How many processes start() killed that a previous instance had left running.
+  size_t leftovers_killed() const;
 
  private:
   struct Impl;
