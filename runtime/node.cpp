@@ -173,12 +173,21 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   auto agent = std::make_shared<WorkerAgentSetup>();
   actors::executor_actor local_executor;
   if (node.worker) {
-    auto supervisor = ProcessSupervisor::start();
+    // Records of running tasks live beside their logs, a directory of this node that outlives it
+    // (log_dir defaults to data_dir/NAME). Starting kills what a previous instance left there,
+    // before this one registers and is given tasks.
+    SupervisorOptions supervisor_options;
+    supervisor_options.record_dir = node.log_dir + "/.running";
+    auto supervisor = ProcessSupervisor::start(supervisor_options);
     if (!supervisor) {
       std::cerr << "troupe-node " << node.name << ": " << supervisor.error().message << "\n";
       return 3;
     }
     processes = std::move(*supervisor);
+    if (const size_t killed = processes->leftovers_killed(); killed > 0) {
+      std::cerr << "troupe-node " << node.name << ": killed " << killed
+                << " processes that tasks of a previous instance left running\n";
+    }
     actors::LocalExecutorOptions executor_options;
     executor_options.name = node.name;
     executor_options.shell = make_shell_runner(processes, ShellRunnerOptions{node.log_dir, node.log_cap_bytes});
@@ -190,6 +199,10 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     agent->cluster_token = cluster_token;
     if (agent->node.scheduler_address.empty()) agent->node.scheduler_address = node.listen;
     agent->exit = [stop](const std::string& reason) { stop->stop(1, reason); };
+    // The keepers enforce the lease on their own, even while this process is frozen.
+    agent->extend_lease = [weak = std::weak_ptr<ProcessSupervisor>(processes)](auto deadline) {
+      if (auto supervisor = weak.lock()) supervisor->extend_lease(deadline);
+    };
   }
 
   uint16_t bound_port = 0;

@@ -326,6 +326,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
       self->remember_registration(actors::Fence{registration.getFence().getEpoch(), registration.getFence().getSequence()});
       self->connection_->session = registration.getSession();
       self->last_acked_send_ = sent;
+      if (self->setup_->extend_lease) self->setup_->extend_lease(self->last_acked_send_ + self->timeouts_.lease);
       self->ever_registered_ = true;
       self->reported_unreachable_ = false;
       self->last_refusal_.clear();
@@ -378,6 +379,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
               return;
             }
             self->last_acked_send_ = std::max(self->last_acked_send_, sent);
+            if (self->setup_->extend_lease) self->setup_->extend_lease(self->last_acked_send_ + self->timeouts_.lease);
           },
           [](kj::Exception&&) {}));
     }

@@ -4,6 +4,7 @@
 // acknowledges them.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -28,6 +29,10 @@ struct WorkerAgentSetup {
   RpcThread* rpc = nullptr;
   /// Asks the node to exit (MUST_DIE, requestSuicide); called on the RPC thread.
   std::function<void(const std::string& reason)> exit;
+  /// The worker's lease now ends at `deadline` (the send time of the registration or heartbeat
+  /// the scheduler acknowledged, plus the lease): its tasks must be dead by then, even if this
+  /// process is frozen. Called on the RPC thread; optional.
+  std::function<void(std::chrono::steady_clock::time_point deadline)> extend_lease;
 };
 
 /// Starts the agent on the RPC thread (RpcThread::Setup); the teardown drops the connection.
