@@ -204,6 +204,37 @@ TEST_SUITE("integration.cluster") {
     CHECK(count_logs(cluster.logs("worker-a")) == 1);
   }
 
+  TEST_CASE("a worker rides out a scheduler outage longer than must_die_after on its lease, and its task is taken back") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    spec.worker_lease = "8s";  // must_die_after is 600 ms
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = connect(cluster.port);
+    const std::string marks = cluster.dir.path() + "/marks";
+    const std::string gate = cluster.dir.path() + "/gate";
+    fs::create_directories(marks);
+    const std::string definition = R"({"name": "outlasting", "tasks": [{"name": "t", "shell": {"command": ["sh", "-c",
+        "touch )" + marks + R"(/started.$TROUPE_ATTEMPT.$$; while [ ! -e )" + gate + R"( ]; do sleep 0.05; done"]}}]})";
+    REQUIRE(client->start("outlasting", definition) == "outlasting");
+    REQUIRE(eventually([&] { return !fs::is_empty(marks); }, 30s));
+
+    client.reset();
+    cluster.nodes["scheduler"]->kill(SIGKILL);
+    cluster.nodes["scheduler"]->wait();
+    // The outage is the fault being tested: three times must_die_after, well within the lease.
+    std::this_thread::sleep_for(1800ms);
+    REQUIRE(troupe::test::still_running(*cluster.nodes["worker-a"]));
+    cluster.start("scheduler");
+    client = connect(cluster.port);
+    std::ofstream(gate).put('\n');
+    CHECK(client->result("outlasting", 30s) == "SUCCESS");
+    // One run: the worker kept it through the outage and the new incarnation took it back.
+    CHECK(std::distance(fs::directory_iterator(marks), fs::directory_iterator()) == 1);
+    CHECK(troupe::test::still_running(*cluster.nodes["worker-a"]));
+  }
+
   TEST_CASE("a cancelled shell task that ignores SIGTERM is killed after the cluster's kill_grace") {
     troupe::test::ClusterSpec spec;
     spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
