@@ -7,11 +7,13 @@
 // cache without locks and read-modify-write index records safely.
 #include "storage/rocks_history_store.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <future>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -20,7 +22,9 @@
 
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
@@ -28,6 +32,7 @@
 #include "storage/codec.hpp"
 #include "storage/group_commit.hpp"
 #include "storage/keys.hpp"
+#include "storage/rocks_info_log.hpp"
 
 namespace troupe::storage {
 namespace {
@@ -61,6 +66,47 @@ Error to_error(const rocksdb::Status& status, const std::string& context) {
     return fail(Errc::OVERLOADED, context + ": " + detail + "; retry later");
   }
   return fail(Errc::INTERNAL, context + ": " + detail);
+}
+
+/// `bytes` for a person: "0 B", "512 KiB", "3.9 GiB".
+std::string size_text(uintmax_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 || value >= 100 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+/// How much room the filesystem holding `directory` has left, for a failure's message.
+std::string free_space_at(const std::string& directory) {
+  std::error_code ec;
+  const auto space = std::filesystem::space(directory, ec);
+  if (ec) return "its free space is unknown (" + ec.message() + ")";
+  return size_text(space.available) + " of " + size_text(space.capacity) + " free there";
+}
+
+/// A failed write (or an open that must write) of the store in `directory`, as the error the
+/// node stops with: what failed, the free space left, what to do. Nothing acknowledged is ever
+/// lost by a failed write: acknowledgements follow durable writes only.
+Error write_error(const rocksdb::Status& status, const std::string& context, const std::string& directory) {
+  const std::string lost = "; nothing it acknowledged is lost";
+  if (status.IsNoSpace()) {
+    return fail(Errc::UNAVAILABLE, context + ": the disk is full (" + status.ToString() + "); " +
+                                       free_space_at(directory) +
+                                       "; free space, then restart the node (or move its data directory "
+                                       "to a larger disk)" + lost);
+  }
+  Error error = to_error(status, context);
+  if (error.code != Errc::CORRUPTION) {
+    error.message += "; " + free_space_at(directory) +
+                     "; check the disk (the kernel log tells more), then restart the node" + lost;
+  }
+  return error;
 }
 
 bool is_lock_error(const rocksdb::Status& status) {
@@ -134,10 +180,11 @@ struct RocksHistoryStore::Impl {
   rocksdb::ColumnFamilyHandle* meta = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
 
-  // Fail-stop: set once by the writer thread when a write fails; never cleared.
+  // Fail-stop: set once when a write or RocksDB's background work fails; never cleared.
   std::atomic<bool> failed{false};
   std::mutex failure_mutex;
   Error failure;
+  std::function<void(const Error&)> on_fail_stop;  // set once the store is open
 
   // Writer-thread state.
   std::unordered_map<std::string, uint64_t> last_assigned;  // workflow id -> last sequence
@@ -163,6 +210,22 @@ struct RocksHistoryStore::Impl {
   }
 
   std::string where() const { return "history store at '" + directory + "'"; }
+
+  /// Fail-stops the store because of `status`, met while doing `context`; the first failure
+  /// is the one kept and reported to on_fail_stop. Returns this failure's own error. Any thread.
+  Error fail_stop(const rocksdb::Status& status, const std::string& context) {
+    Error error = write_error(status, context, directory);
+    std::function<void(const Error&)> report;
+    {
+      std::lock_guard lock(failure_mutex);
+      if (failed.load(std::memory_order_acquire)) return error;
+      failure = error;
+      failed.store(true, std::memory_order_release);
+      report = on_fail_stop;
+    }
+    if (report) report(error);
+    return error;
+  }
 
   Error stopped_error() {
     std::lock_guard lock(failure_mutex);
@@ -355,12 +418,7 @@ struct RocksHistoryStore::Impl {
       write_options.sync = options.sync;
       auto status = db->Write(write_options, &batch);
       if (!status.ok()) {
-        const Error error = to_error(status, "writing to " + where());
-        {
-          std::lock_guard lock(failure_mutex);
-          failure = error;
-        }
-        failed.store(true, std::memory_order_release);
+        const Error error = fail_stop(status, "writing to " + where());
         events_written = events_before;
         for (auto& op : ops) op.fail_with(error);
         return;
@@ -397,7 +455,10 @@ Result<void> check_format(RocksHistoryStore::Impl& impl) {
     write_options.sync = true;
     status = impl.db->Put(write_options, impl.meta, format_version_key,
                           std::to_string(history_format_version));
-    if (!status.ok()) return to_error(status, "initialising " + impl.where());
+    if (!status.ok()) {
+      return status.IsNoSpace() ? write_error(status, "initialising " + impl.where(), impl.directory)
+                                : to_error(status, "initialising " + impl.where());
+    }
     return ok();
   }
   if (!status.ok()) return to_error(status, "reading the format version of " + impl.where());
@@ -429,6 +490,40 @@ class WorkflowOfEventKey final : public rocksdb::SliceTransform {
     return rocksdb::Slice(key.data(), key.size() - 8);
   }
   bool InDomain(const rocksdb::Slice& key) const override { return parse_event_key(view(key)).has_value(); }
+};
+
+/// RocksDB's background errors (a failed write-ahead log write, flush or compaction) fail-stop
+/// the store at once, so the node stops even if no write of its own fails next. RocksDB's own
+/// recovery stays off: it would flush and rewrite files on the disk that just failed, reusing
+/// file writers that hold the error (which asserts), for a store that takes no more writes
+/// anyway; the restarted node's open recovers instead.
+class FailStopOnBackgroundError final : public rocksdb::EventListener {
+ public:
+  explicit FailStopOnBackgroundError(RocksHistoryStore::Impl& store) : store_(store) {}
+
+  const char* Name() const override { return "troupe.FailStopOnBackgroundError"; }
+
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override {
+    if (error != nullptr && !error->ok()) store_.fail_stop(*error, what(reason) + " " + store_.where());
+  }
+
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status, bool* auto_recovery) override {
+    *auto_recovery = false;
+  }
+
+ private:
+  static std::string what(rocksdb::BackgroundErrorReason reason) {
+    switch (reason) {
+      case rocksdb::BackgroundErrorReason::kFlush:
+      case rocksdb::BackgroundErrorReason::kFlushNoWAL: return "flushing a memtable of";
+      case rocksdb::BackgroundErrorReason::kCompaction: return "compacting";
+      case rocksdb::BackgroundErrorReason::kManifestWrite:
+      case rocksdb::BackgroundErrorReason::kManifestWriteNoWAL: return "writing the manifest of";
+      default: return "writing to";
+    }
+  }
+
+  RocksHistoryStore::Impl& store_;  // outlives the database, which calls this
 };
 
 rocksdb::ColumnFamilyOptions column_family_options(const StoreOptions& options,
@@ -464,8 +559,13 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
   db_options.create_missing_column_families = true;
   if (impl->env) db_options.env = impl->env.get();
   db_options.max_background_jobs = 2;
-  db_options.keep_log_file_num = 4;
-  db_options.max_log_file_size = size_t{8} << 20;
+  // Our own LOG writer: RocksDB's aborts the process on the line after a failed LOG write.
+  db_options.info_log = detail::open_info_log(
+      impl->env ? impl->env->GetFileSystem() : rocksdb::FileSystem::Default(), directory,
+      options.info_log_bytes);
+  db_options.listeners.push_back(std::make_shared<FailStopOnBackgroundError>(*impl));
+  // No automatic resume after a retryable I/O error either (see FailStopOnBackgroundError).
+  db_options.max_bgerror_resume_count = 0;
   db_options.bytes_per_sync = size_t{1} << 20;
   // Reuse old WAL files instead of creating new ones: a sync of a recycled (overwritten)
   // file commits no size or extent change, which about doubles synced commits per second on
@@ -513,7 +613,9 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
                       "); stop the other troupe node using this directory, or use another one");
     }
     if (status.IsCorruption()) return to_error(status, "opening " + impl->where());
-    auto error = to_error(status, "cannot open " + impl->where());
+    // A full disk gets the message a full disk gets at run time.
+    auto error = status.IsNoSpace() ? write_error(status, "cannot open " + impl->where(), directory)
+                                    : to_error(status, "cannot open " + impl->where());
     if (error.code == Errc::INTERNAL) error.code = Errc::UNAVAILABLE;
     return error;
   }
@@ -525,6 +627,12 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
   impl->meta = impl->handles[5];
 
   if (auto checked = check_format(*impl); !checked) return checked.error();
+  {
+    // From now on a failure stops the node; one while opening is open()'s error instead.
+    std::lock_guard lock(impl->failure_mutex);
+    if (impl->failed.load(std::memory_order_acquire)) return impl->failure;
+    impl->on_fail_stop = options.on_fail_stop;
+  }
 
   Impl* raw = impl.get();
   impl->committer = std::make_unique<GroupCommitter<WriteOp>>(

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+
+#include "schema/result.hpp"
 
 namespace troupe::storage {
 
@@ -32,6 +35,18 @@ struct StoreOptions {
   /// Size of each memtable of the small index column families (workflows, open, workers,
   /// meta), in bytes. Default: 4 MiB.
   size_t index_write_buffer_bytes = size_t{4} << 20;
+
+  /// Called once when the store fail-stops (see HistoryStore): a write, or RocksDB's own
+  /// background work (a flush or compaction), failed, typically on a full disk. It gets the
+  /// error every later write gets, which names the directory, the free space left there and
+  /// what to do. Runs on the store's writer thread or a RocksDB thread, with no lock of the
+  /// store held; keep it short and do not call the store from it. A node stops on it.
+  /// Default: none (writes just fail).
+  std::function<void(const Error&)> on_fail_stop;
+
+  /// The size at which the store's RocksDB info log (LOG) is moved to LOG.old and begun
+  /// anew, in bytes; the two files stay under twice this. Default: 8 MiB.
+  size_t info_log_bytes = size_t{8} << 20;
 };
 
 }  // namespace troupe::storage

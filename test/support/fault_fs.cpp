@@ -38,7 +38,7 @@ class TrackedFile : public rocksdb::FSWritableFileOwnerWrapper {
   }
   IOStatus Truncate(uint64_t size, const rocksdb::IOOptions& options,
                     rocksdb::IODebugContext* dbg) override {
-    if (auto refused = fs_.before_append(); !refused.ok()) return refused;
+    if (auto refused = fs_.before_append(name_); !refused.ok()) return refused;
     auto status = target()->Truncate(size, options, dbg);
     if (status.ok()) {
       size_ = size;
@@ -64,7 +64,10 @@ class TrackedFile : public rocksdb::FSWritableFileOwnerWrapper {
   }
   template <class Write>
   IOStatus written_at(uint64_t end, Write&& write) {
-    if (auto refused = fs_.before_append(); !refused.ok()) return refused;
+    if (auto refused = fs_.before_append(name_); !refused.ok()) {
+      fs_.on_refused(name_);
+      return refused;
+    }
     auto status = write();
     if (status.ok()) {
       size_ = std::max(size_, end);
@@ -74,7 +77,10 @@ class TrackedFile : public rocksdb::FSWritableFileOwnerWrapper {
   }
   template <class Sync>
   IOStatus synced(Sync&& sync) {
-    if (auto refused = fs_.before_sync(); !refused.ok()) return refused;
+    if (auto refused = fs_.before_sync(); !refused.ok()) {
+      fs_.on_refused(name_);
+      return refused;
+    }
     auto status = sync();
     if (status.ok()) fs_.on_synced(name_);
     return status;
@@ -109,7 +115,7 @@ IOStatus FaultInjectionFs::NewWritableFile(const std::string& name,
                                            const rocksdb::FileOptions& options,
                                            std::unique_ptr<rocksdb::FSWritableFile>* result,
                                            rocksdb::IODebugContext* dbg) {
-  if (auto refused = before_append(); !refused.ok()) return refused;
+  if (auto refused = before_append(name); !refused.ok()) return refused;
   return wrap(name, target()->NewWritableFile(name, options, result, dbg), 0, result);
 }
 
@@ -117,7 +123,7 @@ IOStatus FaultInjectionFs::ReopenWritableFile(const std::string& name,
                                               const rocksdb::FileOptions& options,
                                               std::unique_ptr<rocksdb::FSWritableFile>* result,
                                               rocksdb::IODebugContext* dbg) {
-  if (auto refused = before_append(); !refused.ok()) return refused;
+  if (auto refused = before_append(name); !refused.ok()) return refused;
   std::error_code ec;
   auto existing = std::filesystem::file_size(name, ec);
   return wrap(name, target()->ReopenWritableFile(name, options, result, dbg), ec ? 0 : existing,
@@ -128,7 +134,7 @@ IOStatus FaultInjectionFs::ReuseWritableFile(const std::string& name, const std:
                                              const rocksdb::FileOptions& options,
                                              std::unique_ptr<rocksdb::FSWritableFile>* result,
                                              rocksdb::IODebugContext* dbg) {
-  if (auto refused = before_append(); !refused.ok()) return refused;
+  if (auto refused = before_append(name); !refused.ok()) return refused;
   {
     std::lock_guard lock(mutex_);
     files_.erase(old_name);
@@ -139,7 +145,7 @@ IOStatus FaultInjectionFs::ReuseWritableFile(const std::string& name, const std:
 IOStatus FaultInjectionFs::RenameFile(const std::string& from, const std::string& to,
                                       const rocksdb::IOOptions& options,
                                       rocksdb::IODebugContext* dbg) {
-  if (auto refused = before_append(); !refused.ok()) return refused;
+  if (auto refused = before_append(to); !refused.ok()) return refused;
   auto status = target()->RenameFile(from, to, options, dbg);
   if (status.ok()) {
     std::lock_guard lock(mutex_);
@@ -155,7 +161,7 @@ IOStatus FaultInjectionFs::RenameFile(const std::string& from, const std::string
 
 IOStatus FaultInjectionFs::DeleteFile(const std::string& name, const rocksdb::IOOptions& options,
                                       rocksdb::IODebugContext* dbg) {
-  if (auto refused = before_append(); !refused.ok()) return refused;
+  if (auto refused = before_append(name); !refused.ok()) return refused;
   auto status = target()->DeleteFile(name, options, dbg);
   if (status.ok()) {
     std::lock_guard lock(mutex_);
@@ -164,14 +170,33 @@ IOStatus FaultInjectionFs::DeleteFile(const std::string& name, const rocksdb::IO
   return status;
 }
 
+IOStatus FaultInjectionFs::NewLogger(const std::string& name, const rocksdb::IOOptions& options,
+                                     std::shared_ptr<rocksdb::Logger>* result,
+                                     rocksdb::IODebugContext* dbg) {
+  // The base class's logger opens its file through this->NewWritableFile.
+  return rocksdb::FileSystem::NewLogger(name, options, result, dbg);
+}
+
+uint64_t FaultInjectionFs::refused_writes(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto it = refused_.find(name);
+  return it == refused_.end() ? 0 : it->second;
+}
+
+void FaultInjectionFs::on_refused(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  ++refused_[name];
+}
+
 void FaultInjectionFs::fail_syncs(std::optional<IOStatus> status) {
   std::lock_guard lock(mutex_);
   sync_failure_ = std::move(status);
 }
 
-void FaultInjectionFs::fail_appends(std::optional<IOStatus> status) {
+void FaultInjectionFs::fail_appends(std::optional<IOStatus> status, std::string only_suffix) {
   std::lock_guard lock(mutex_);
   append_failure_ = std::move(status);
+  append_failure_suffix_ = std::move(only_suffix);
 }
 
 void FaultInjectionFs::pull_plug() {
@@ -194,10 +219,10 @@ uint64_t FaultInjectionFs::drop_unsynced_data() {
   return dropped;
 }
 
-IOStatus FaultInjectionFs::before_append() {
+IOStatus FaultInjectionFs::before_append(const std::string& name) {
   std::lock_guard lock(mutex_);
   if (!powered_) return IOStatus::IOError("power is off (simulated)");
-  if (append_failure_) return *append_failure_;
+  if (append_failure_ && name.ends_with(append_failure_suffix_)) return *append_failure_;
   return IOStatus::OK();
 }
 

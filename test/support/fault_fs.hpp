@@ -39,26 +39,37 @@ class FaultInjectionFs : public rocksdb::FileSystemWrapper {
                                rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus DeleteFile(const std::string& name, const rocksdb::IOOptions& options,
                                rocksdb::IODebugContext* dbg) override;
+  /// RocksDB's own info log, but over a file of this FileSystem (the wrapper would hand the call
+  /// to the real one), so injected faults reach the LOG file as a full disk would.
+  rocksdb::IOStatus NewLogger(const std::string& name, const rocksdb::IOOptions& options,
+                              std::shared_ptr<rocksdb::Logger>* result,
+                              rocksdb::IODebugContext* dbg) override;
 
   /// From now on every sync fails with `status` (nullopt: syncs work again).
   void fail_syncs(std::optional<rocksdb::IOStatus> status);
-  /// From now on every append fails with `status` (nullopt: appends work again).
-  void fail_appends(std::optional<rocksdb::IOStatus> status);
+  /// From now on every append (and file creation, rename, delete) fails with `status`, or
+  /// only those of files whose name ends with `only_suffix` (".sst": flushes and compactions
+  /// fail while the write-ahead log works). nullopt: they work again.
+  void fail_appends(std::optional<rocksdb::IOStatus> status, std::string only_suffix = "");
 
   /// The power goes out: every later write, sync, create, rename and delete fails, so
   /// nothing more reaches the disk.
   void pull_plug();
+
+  /// How many writes and syncs of file `name` (a full path) were refused so far.
+  uint64_t refused_writes(const std::string& name);
 
   /// Cuts every file written through this FileSystem back to its synced length and turns
   /// the power back on. Returns the number of bytes dropped.
   uint64_t drop_unsynced_data();
 
   // Called by the tracked files.
-  rocksdb::IOStatus before_append();
+  rocksdb::IOStatus before_append(const std::string& name);
   rocksdb::IOStatus before_sync();
   void on_written(const std::string& name, uint64_t end);
   void on_synced(const std::string& name);
   void on_truncated(const std::string& name, uint64_t size);
+  void on_refused(const std::string& name);
 
  private:
   struct FileState {
@@ -70,9 +81,11 @@ class FaultInjectionFs : public rocksdb::FileSystemWrapper {
 
   std::mutex mutex_;
   std::map<std::string, FileState> files_;
+  std::map<std::string, uint64_t> refused_;
   bool powered_ = true;
   std::optional<rocksdb::IOStatus> sync_failure_;
   std::optional<rocksdb::IOStatus> append_failure_;
+  std::string append_failure_suffix_;
 };
 
 }  // namespace troupe::test

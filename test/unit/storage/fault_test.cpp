@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -31,6 +32,54 @@ struct FaultyStore {
     store = std::move(*opened);
   }
 };
+
+/// What StoreOptions::on_fail_stop was told, from whichever thread told it.
+struct FailStops {
+  std::mutex mutex;
+  std::vector<Error> seen;
+
+  StoreOptions options(StoreOptions base = {}) {
+    base.on_fail_stop = [this](const Error& error) {
+      std::lock_guard lock(mutex);
+      seen.push_back(error);
+    };
+    return base;
+  }
+  size_t count() {
+    std::lock_guard lock(mutex);
+    return seen.size();
+  }
+  Error first() {
+    std::lock_guard lock(mutex);
+    REQUIRE_FALSE(seen.empty());
+    return seen.front();
+  }
+};
+
+/// Polls `condition` every 10 ms for up to 10 s.
+template <class F>
+bool within_10s(F condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// The message of a full disk: the store's directory, the free space left and what to do.
+void check_disk_full_message(const std::string& message, const std::string& dir) {
+  CAPTURE(message);
+  CHECK(has(message, "'" + dir + "'"));
+  CHECK(has(message, "the disk is full"));
+  CHECK(has(message, " free there"));
+  CHECK(has(message, "free space, then restart the node"));
+  CHECK(has(message, "nothing it acknowledged is lost"));
+}
+
+const rocksdb::IOStatus no_space = rocksdb::IOStatus::NoSpace("No space left on device (injected)");
 
 /// Reopens `dir` without faults and returns each workflow's events, checking that they are
 /// gap-free from 1 and intact.
@@ -183,5 +232,102 @@ TEST_SUITE("storage.faults") {
     CHECK(outcome.error().message.find("the disk is full") != std::string::npos);
     CHECK(outcome.error().message.find("free space, then restart") != std::string::npos);
     faulty.fs->fail_appends(std::nullopt);
+  }
+}
+
+TEST_SUITE("storage.faults") {
+  TEST_CASE("a full disk fail-stops the store once, with a message, and nothing in RocksDB asserts") {
+    // The whole disk fails, its LOG file included: RocksDB's own info log asserted (aborting
+    // the process) on the first line it logged after one of its writes had failed.
+    test::TempDir dir;
+    FailStops stops;
+    std::vector<uint64_t> acked;
+    {
+      FaultyStore faulty(dir.path(), stops.options());
+      for (uint32_t i = 0; i < 20; ++i) {
+        auto receipt = faulty.store->append_wait("wf", {test::sample_event(0, i, 0)}, open_record());
+        REQUIRE_MESSAGE(receipt, test::why(receipt));
+        acked.push_back(receipt->first_sequence);
+      }
+      faulty.fs->fail_appends(no_space);
+      faulty.fs->fail_syncs(no_space);
+      auto outcome = faulty.store->append_wait("wf", {test::sample_event(0, 99, 0)});
+      REQUIRE_FALSE(outcome);
+      CHECK(outcome.error().code == Errc::UNAVAILABLE);
+      check_disk_full_message(outcome.error().message, dir.path());
+      REQUIRE(stops.count() == 1);
+      check_disk_full_message(stops.first().message, dir.path());
+
+      // RocksDB has logged since, and been refused: the state in which its next line aborted.
+      CHECK(within_10s([&] { return faulty.fs->refused_writes(dir.path() + "/LOG") > 0; }));
+      auto later = faulty.store->close_wait("wf", 5);
+      REQUIRE_FALSE(later);
+      CHECK(has(later.error().message, "stopped accepting writes after a failed write"));
+      CHECK(stops.count() == 1);  // told once
+    }  // closes on the full disk, logging as it goes
+    CHECK(stops.count() == 1);
+
+    // Space is back: everything acknowledged is there, and the store writes again.
+    auto store = RocksHistoryStore::open(dir.path());
+    REQUIRE_MESSAGE(store, test::why(store));
+    auto events = (*store)->read("wf", 1, 1000);
+    REQUIRE(events);
+    CHECK(events->size() >= acked.size());
+    auto next = (*store)->append_wait("wf", {test::sample_event(0, 100, 0)});
+    REQUIRE_MESSAGE(next, test::why(next));
+    CHECK(next->first_sequence == events->size() + 1);
+  }
+
+  TEST_CASE("a failed flush fail-stops the store before any write of its own fails") {
+    test::TempDir dir;
+    FailStops stops;
+    StoreOptions small;
+    small.write_buffer_bytes = 64 << 10;  // a memtable flush every ~250 events
+    size_t acked = 0;
+    {
+      FaultyStore faulty(dir.path(), stops.options(small));
+      faulty.fs->fail_appends(no_space, ".sst");  // the write-ahead log still works
+      for (uint32_t i = 0; i < 5000 && stops.count() == 0; ++i) {
+        auto receipt = faulty.store->append_wait("wf", {test::sample_event(0, i, 0), test::sample_event(0, i, 1)},
+                                                 open_record());
+        if (receipt) acked = receipt->first_sequence + receipt->count - 1;
+      }
+      REQUIRE(within_10s([&] { return stops.count() == 1; }));
+      const auto error = stops.first();
+      check_disk_full_message(error.message, dir.path());
+      CHECK(has(error.message, "flushing a memtable of history store"));
+      auto after = faulty.store->append_wait("wf", {test::sample_event(1, 0, 0)});
+      REQUIRE_FALSE(after);
+      CHECK(after.error().code == Errc::UNAVAILABLE);
+      CHECK(has(after.error().message, "the disk is full"));
+    }
+    CHECK(acked > 0);
+    auto survivors = surviving_events(dir.path(), {"wf"});
+    CHECK(survivors["wf"] >= acked);
+  }
+
+  TEST_CASE("opening on a full disk is refused with the same message; once space is freed it opens") {
+    test::TempDir dir;
+    {
+      auto store = RocksHistoryStore::open(dir.path());
+      REQUIRE(store);
+      REQUIRE((*store)->append_wait("wf", {test::sample_event(0, 0, 0)}, open_record()));
+    }
+    FailStops stops;
+    auto fs = std::make_shared<test::FaultInjectionFs>();
+    fs->fail_appends(no_space);
+    auto refused = RocksHistoryStore::open(dir.path(), stops.options(), test::FaultInjectionFs::env_for(fs));
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == Errc::UNAVAILABLE);
+    check_disk_full_message(refused.error().message, dir.path());
+    CHECK(stops.count() == 0);  // an open's failure is its error, not a stop
+
+    fs->fail_appends(std::nullopt);
+    auto opened = RocksHistoryStore::open(dir.path(), stops.options(), test::FaultInjectionFs::env_for(fs));
+    REQUIRE_MESSAGE(opened, test::why(opened));
+    auto last = (*opened)->last_sequence("wf");
+    REQUIRE(last);
+    CHECK(*last == 1);
+    CHECK((*opened)->append_wait("wf", {test::sample_event(0, 1, 0)}));
   }
 }
