@@ -6,7 +6,6 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <unordered_map>
 #include <random>
 
 #include <capnp/rpc-twoparty.h>
@@ -17,8 +16,8 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/agent/worker_state.hpp"
 #include "actors/worker/fence.hpp"
-#include "actors/worker/health_machine.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
 #include "runtime/net/buffered_stream.hpp"
@@ -113,7 +112,8 @@ class WorkerControlImpl final : public schema::WorkerControl::Server {
 class Agent : public std::enable_shared_from_this<Agent> {
  public:
   Agent(kj::AsyncIoContext& io, kj::TaskSet& tasks, std::shared_ptr<WorkerAgentSetup> setup)
-      : io_(io), tasks_(tasks), setup_(std::move(setup)), instance_id_(random_instance_id()) {
+      : io_(io), tasks_(tasks), setup_(std::move(setup)),
+        state_(setup_->node.name, random_instance_id(), Clock::now()) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     hostname_ = host;
@@ -137,12 +137,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   }
 
   // --- WorkerControl ---------------------------------------------------------------------
-  std::vector<std::string> running_ids() {
-    associated_ = true;
-    std::vector<std::string> ids;
-    for (const auto& [id, run] : running_) ids.push_back(id);
-    return ids;
-  }
+  std::vector<std::string> running_ids() { return state_.running_ids(); }
 
   /// runTask's answer: the invocation runs, or it ended before the answer and, if the
   /// scheduler asked for it there, how.
@@ -156,14 +151,9 @@ class Agent : public std::enable_shared_from_this<Agent> {
   Result<kj::Promise<RunAnswer>> run_task(schema::InvocationSpec::Reader spec, actors::Fence fence,
                                           schema::TaskReporter::Client reporter, bool outcome_in_answer) {
     const std::string id = text(spec.getInvocationId());
-    if (!healthy()) {
-      return fail(Errc::NOT_ALLOWED_IN_STATE, "worker " + setup_->node.name + " is not HEALTHY");
+    if (auto accepted = state_.accept(id, fence, outcome_in_answer, Clock::now()); !accepted) {
+      return accepted.error();
     }
-    if (fence < fence_) {
-      return fail(Errc::NOT_ALLOWED_IN_STATE, "runTask of " + id + " (fence " + fence.to_string() +
-                                                  ") is older than the last notify (fence " + fence_.to_string() + ")");
-    }
-    if (running_.count(id)) return fail(Errc::ALREADY_EXISTS, "invocation " + id + " was sent already");
     actors::Invocation inv;
     inv.invocation_id = id;
     inv.workflow_id = text(spec.getWorkflowId());
@@ -185,29 +175,23 @@ class Agent : public std::enable_shared_from_this<Agent> {
     inv.async_completion = spec.getAsyncCompletion();
     inv.task_token = text(spec.getTaskToken());
     auto answer = kj::newPromiseAndFulfiller<RunAnswer>();
-    Running run;
-    run.reporter = kj::mv(reporter);
-    run.answer = kj::mv(answer.fulfiller);
-    run.outcome_in_answer = outcome_in_answer;
-    running_.emplace(id, kj::mv(run));
+    Calls calls;
+    calls.reporter = kj::mv(reporter);
+    calls.answer = kj::mv(answer.fulfiller);
+    calls_.insert_or_assign(id, kj::mv(calls));
     caf::anon_send(setup_->executor, actors::run_atom::value, std::move(inv), bridge_);
     return kj::mv(answer.promise);
   }
 
   std::vector<std::string> not_running(const std::vector<std::string>& ids, actors::Fence fence) {
-    fence_ = std::max(fence_, fence);
-    std::vector<std::string> out;
-    for (const auto& id : ids) {
-      if (!running_.count(id)) out.push_back(id);
-    }
-    return out;
+    return state_.not_running(ids, fence);
   }
 
   /// Stops invocation `id`: SIGTERM for a shell task, SIGKILL after `grace`. A cancel learned
   /// from a heartbeat's reply (which carries no grace) gets the default; the scheduler's
   /// cancelTask follows with its own.
   void cancel(const std::string& id, Duration grace = default_cancel_grace) {
-    if (running_.count(id)) {
+    if (state_.holds(id)) {
       caf::anon_send(setup_->executor, actors::cancel_atom::value, id, std::string(), int64_t{grace.count()});
     }
   }
@@ -216,20 +200,14 @@ class Agent : public std::enable_shared_from_this<Agent> {
 
   /// The outcomes these invocations' answers carried are durable: forget them.
   void acknowledge(const std::vector<std::string>& ids) {
-    for (const auto& id : ids) {
-      auto it = running_.find(id);
-      if (it != running_.end() && it->second.ended) running_.erase(it);
-    }
+    for (const auto& id : state_.acknowledge(ids)) calls_.erase(id);
   }
 
  private:
-  struct Running {
+  /// The capabilities of an invocation the state holds.
+  struct Calls {
     schema::TaskReporter::Client reporter = nullptr;
-    bool ended = false;
-    TaskReport outcome;
-    bool reporter_lost = false;  ///< heartbeats go through the session
     kj::Own<kj::PromiseFulfiller<RunAnswer>> answer;  ///< runTask's answer, until given
-    bool outcome_in_answer = false;  ///< the scheduler takes an outcome known by then in the answer
   };
   struct Connection {
     kj::Own<kj::AsyncIoStream> stream;
@@ -240,22 +218,22 @@ class Agent : public std::enable_shared_from_this<Agent> {
         : stream(kj::mv(s)), client(*stream), gateway(client.bootstrap().castAs<schema::Gateway>()) {}
   };
 
-  bool healthy() const {
-    if (!associated_ || connection_.get() == nullptr) return false;
-    const auto since = std::chrono::duration_cast<Duration>(Clock::now() - last_acked_send_);
-    return actors::health_after(actors::HealthState::HEALTHY, since, timeouts_) == actors::HealthState::HEALTHY;
-  }
-
   void die(const std::string& reason) {
-    if (dying_) return;
-    dying_ = true;
+    auto cancels = state_.die();
+    if (!cancels) return;
     std::cerr << "worker " << setup_->node.name << ": " << reason << "\n";
-    for (const auto& [id, run] : running_) cancel(id);
+    for (const auto& id : *cancels) cancel(id);
     if (setup_->exit) setup_->exit(reason);
   }
 
+  /// The connection is gone: its calls failed with it.
+  void drop_connection() {
+    connection_ = nullptr;
+    state_.disconnected();
+  }
+
   void connect() {
-    if (stopped_ || dying_) return;
+    if (stopped_ || !state_.may_connect()) return;
     const auto& address = setup_->node.scheduler_address;
     auto self = shared_from_this();
     tasks_.add(io_.provider->getNetwork()
@@ -263,28 +241,28 @@ class Agent : public std::enable_shared_from_this<Agent> {
                    .then([](kj::Own<kj::NetworkAddress> a) { return a->connect().attach(kj::mv(a)); })
                    .then([self](kj::Own<kj::AsyncIoStream> stream) { return self->registered(kj::mv(stream)); })
                    .catch_([self](kj::Exception&& e) {
-                     self->connection_ = nullptr;
+                     self->drop_connection();
                      if (!self->reported_unreachable_) {
                        std::cerr << "worker " << self->setup_->node.name << ": cannot reach the scheduler at "
                                  << self->setup_->node.scheduler_address.to_string() << ": "
                                  << e.getDescription().cStr() << " (retrying)\n";
                        self->reported_unreachable_ = true;
                      }
-                     return self->io_.provider->getTimer().afterDelay(to_kj(self->timeouts_.heartbeat_interval))
+                     return self->io_.provider->getTimer().afterDelay(to_kj(self->state_.timeouts().heartbeat_interval))
                          .then([self] { self->connect(); });
                    }));
   }
 
   kj::Promise<void> registered(kj::Own<kj::AsyncIoStream> stream) {
     connection_ = kj::heap<Connection>(kj::heap<BufferedStream>(kj::mv(stream)));
-    associated_ = false;
+    state_.connecting();
     auto request = connection_->gateway.registerWorkerRequest();
     request.setToken(setup_->cluster_token);
     auto info = request.initInfo();
     info.setShardId(setup_->node.name);
     info.setHostname(hostname_);
     info.setPid(static_cast<uint32_t>(::getpid()));
-    info.setInstanceId(instance_id_);
+    info.setInstanceId(state_.instance_id());
     auto lists = info.initTaskLists(setup_->node.task_lists.size());
     size_t i = 0;
     for (const auto& [name, slots] : setup_->node.task_lists) {
@@ -294,10 +272,11 @@ class Agent : public std::enable_shared_from_this<Agent> {
     }
     info.setResourceId(setup_->node.resource_id);
     info.setMaxConcurrentSessions(setup_->node.max_concurrent_sessions);
-    auto registrations = info.initRegistrations(static_cast<unsigned>(registrations_.size()));
-    for (size_t r = 0; r < registrations_.size(); ++r) {
-      registrations[static_cast<unsigned>(r)].setEpoch(registrations_[r].epoch);
-      registrations[static_cast<unsigned>(r)].setSequence(registrations_[r].sequence);
+    const auto& known = state_.registrations();
+    auto registrations = info.initRegistrations(static_cast<unsigned>(known.size()));
+    for (size_t r = 0; r < known.size(); ++r) {
+      registrations[static_cast<unsigned>(r)].setEpoch(known[r].epoch);
+      registrations[static_cast<unsigned>(r)].setSequence(known[r].sequence);
     }
     request.setControl(kj::heap<WorkerControlImpl>(shared_from_this()));
     const auto sent = Clock::now();
@@ -309,38 +288,35 @@ class Agent : public std::enable_shared_from_this<Agent> {
         std::string refusal = text(response.getError().getMessage());
         if (refusal != self->last_refusal_) {
           std::cerr << "worker " << self->setup_->node.name << ": registration refused: " << refusal
-                    << " (retrying every " << format_duration(self->timeouts_.heartbeat_interval) << ")\n";
+                    << " (retrying every " << format_duration(self->state_.timeouts().heartbeat_interval) << ")\n";
           self->last_refusal_ = std::move(refusal);
         }
-        self->connection_ = nullptr;
-        return self->io_.provider->getTimer().afterDelay(to_kj(self->timeouts_.heartbeat_interval))
+        self->drop_connection();
+        return self->io_.provider->getTimer().afterDelay(to_kj(self->state_.timeouts().heartbeat_interval))
             .then([self] { self->connect(); });
       }
       auto registration = response.getRegistration();
       auto t = registration.getTimeouts();
-      self->timeouts_.heartbeat_interval = std::chrono::milliseconds(t.getHeartbeatIntervalMs());
-      self->timeouts_.unhealthy_after = std::chrono::milliseconds(t.getUnhealthyAfterMs());
-      self->timeouts_.must_die_after = std::chrono::milliseconds(t.getMustDieAfterMs());
-      self->timeouts_.lease = registration.getLeaseMs() > 0 ? std::chrono::milliseconds(registration.getLeaseMs())
-                                                            : self->timeouts_.must_die_after;
-      self->remember_registration(actors::Fence{registration.getFence().getEpoch(), registration.getFence().getSequence()});
+      actors::Registration accepted;
+      accepted.timeouts.heartbeat_interval = std::chrono::milliseconds(t.getHeartbeatIntervalMs());
+      accepted.timeouts.unhealthy_after = std::chrono::milliseconds(t.getUnhealthyAfterMs());
+      accepted.timeouts.must_die_after = std::chrono::milliseconds(t.getMustDieAfterMs());
+      accepted.timeouts.lease = std::chrono::milliseconds(registration.getLeaseMs());
+      accepted.fence = actors::Fence{registration.getFence().getEpoch(), registration.getFence().getSequence()};
       self->connection_->session = registration.getSession();
-      self->last_acked_send_ = sent;
-      if (self->setup_->extend_lease) self->setup_->extend_lease(self->last_acked_send_ + self->timeouts_.lease);
-      self->ever_registered_ = true;
+      // Outcomes whose reporters died with an earlier connection go through the session.
+      const auto undelivered = self->state_.registered(accepted, sent);
+      if (self->setup_->extend_lease) self->setup_->extend_lease(self->state_.lease_ends());
       self->reported_unreachable_ = false;
       self->last_refusal_.clear();
       std::cerr << "worker " << self->setup_->node.name << ": registered with the scheduler at "
                 << self->setup_->node.scheduler_address.to_string()
                 << (registration.getStartClean() ? " (replacing an earlier instance)" : "") << "\n";
       self->tasks_.add(self->heartbeat_loop(++self->heartbeat_generation_));
-      // Outcomes whose reporters died with an earlier connection go through the session.
-      for (auto& [id, run] : self->running_) {
-        if (run.ended) self->deliver(id);
-      }
+      for (const auto& id : undelivered) self->deliver(id);
       return self->connection_->client.onDisconnect().then([self] {
         std::cerr << "worker " << self->setup_->node.name << ": lost the connection to the scheduler\n";
-        self->connection_ = nullptr;
+        self->drop_connection();
         self->connect();
       });
     });
@@ -349,7 +325,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   /// Heartbeats every interval from a registration on; a newer registration's loop replaces it.
   kj::Promise<void> heartbeat_loop(uint64_t generation) {
     auto self = shared_from_this();
-    return io_.provider->getTimer().afterDelay(to_kj(timeouts_.heartbeat_interval)).then([self, generation]() -> kj::Promise<void> {
+    return io_.provider->getTimer().afterDelay(to_kj(state_.timeouts().heartbeat_interval)).then([self, generation]() -> kj::Promise<void> {
       if (self->stopped_ || generation != self->heartbeat_generation_) return kj::READY_NOW;
       self->beat();
       return self->heartbeat_loop(generation);
@@ -357,16 +333,9 @@ class Agent : public std::enable_shared_from_this<Agent> {
   }
 
   void beat() {
-    if (ever_registered_) {
-      // The scheduler fails this worker's invocations over once the lease has run out since the
-      // last heartbeat it received, which is later than this one was sent: they must be dead by
-      // then.
-      const auto since = std::chrono::duration_cast<Duration>(Clock::now() - last_acked_send_);
-      if (since >= timeouts_.lease) {
-        die("no heartbeat reached the scheduler for " + format_duration(since) + ", its lease of " +
-            format_duration(timeouts_.lease) + ": this worker must die");
-        return;
-      }
+    if (auto lost = state_.lease_lost(Clock::now())) {
+      die(*lost);
+      return;
     }
     if (connection_.get() == nullptr) return;
     KJ_IF_MAYBE(session, connection_->session) {
@@ -378,29 +347,28 @@ class Agent : public std::enable_shared_from_this<Agent> {
               self->die("the scheduler declared this worker MUST_DIE");
               return;
             }
-            self->last_acked_send_ = std::max(self->last_acked_send_, sent);
-            if (self->setup_->extend_lease) self->setup_->extend_lease(self->last_acked_send_ + self->timeouts_.lease);
+            self->state_.heartbeat_acknowledged(sent);
+            if (self->setup_->extend_lease) self->setup_->extend_lease(self->state_.lease_ends());
           },
           [](kj::Exception&&) {}));
     }
   }
 
   void on_report(TaskReport report) {
-    auto it = running_.find(report.invocation_id);
-    if (it == running_.end()) return;
-    auto& run = it->second;
     const std::string id = report.invocation_id;
+    if (!state_.holds(id)) return;
+    auto& calls = calls_.at(id);
     switch (report.kind) {
       case TaskReport::STARTED:
-        answer(run, RunAnswer{});
+        answer(calls, RunAnswer{});
         return;
       case TaskReport::HEARTBEAT:
-        if (run.reporter_lost) {
+        if (state_.reporter_lost(id)) {
           heartbeat_through_session(id, report.payload);
           return;
         }
         {
-          auto request = run.reporter.heartbeatRequest(message_size(report.payload.size()));
+          auto request = calls.reporter.heartbeatRequest(message_size(report.payload.size()));
           request.setProgress(as_data(report.payload));
           auto self = shared_from_this();
           tasks_.add(request.send().then(
@@ -410,41 +378,33 @@ class Agent : public std::enable_shared_from_this<Agent> {
               [self, id, progress = report.payload](kj::Exception&&) {
                 // The reporter went with its connection (the scheduler restarted, or the link
                 // broke): this and later heartbeats go through the current session.
-                auto it = self->running_.find(id);
-                if (it == self->running_.end()) return;
-                it->second.reporter_lost = true;
+                if (!self->state_.lose_reporter(id)) return;
                 self->heartbeat_through_session(id, progress);
               }));
         }
         return;
       default: {
-        run.ended = true;
-        run.outcome = std::move(report);
-        if (run.answer.get() != nullptr && run.answer->isWaiting() && run.outcome_in_answer) {
+        const bool awaited = calls.answer.get() != nullptr && calls.answer->isWaiting();
+        auto outcome = std::make_shared<const TaskReport>(std::move(report));
+        if (state_.ended(id, outcome, awaited) == actors::EndAnswer::WITH_OUTCOME) {
           // The answer carries it; it stays here until the scheduler acknowledges it.
-          answer(run, RunAnswer{true, run.outcome});
+          answer(calls, RunAnswer{true, *outcome});
           return;
         }
-        // The answer goes first: the scheduler then knows the outcome that follows it needs no
-        // start of its own.
-        answer(run, RunAnswer{true, std::nullopt});
+        answer(calls, RunAnswer{true, std::nullopt});
         deliver(id);
       }
     }
   }
 
-  /// Keeps the fence of this instance's first registration with each scheduler incarnation
-  /// (the latest few), presented at every registration from now on.
-  void remember_registration(actors::Fence fence) {
-    for (const auto& known : registrations_) {
-      if (known.epoch == fence.epoch) return;
-    }
-    registrations_.push_back(fence);
-    if (registrations_.size() > 8) registrations_.erase(registrations_.begin());
+  static void answer(Calls& calls, RunAnswer answer) {
+    if (calls.answer.get() != nullptr && calls.answer->isWaiting()) calls.answer->fulfill(kj::mv(answer));
   }
 
-  static void answer(Running& run, RunAnswer answer) {
-    if (run.answer.get() != nullptr && run.answer->isWaiting()) run.answer->fulfill(kj::mv(answer));
+  /// The scheduler has the outcome of `id`: forget the invocation.
+  void delivered(const std::string& id) {
+    state_.delivered(id);
+    calls_.erase(id);
   }
 
   /// A heartbeat whose reporter is gone; lost if there is no session right now (the next one
@@ -464,34 +424,31 @@ class Agent : public std::enable_shared_from_this<Agent> {
     }
   }
 
-
-
   /// Reports an ended invocation until acknowledged: through its reporter, or, once that is
   /// gone with its connection, through the current session.
   void deliver(const std::string& id) {
-    auto it = running_.find(id);
-    if (it == running_.end() || stopped_) return;
+    auto outcome = state_.outcome(id);
+    if (outcome == nullptr || stopped_) return;
     auto self = shared_from_this();
-    auto acknowledged = [self, id] { self->running_.erase(id); };
+    auto acknowledged = [self, id] { self->delivered(id); };
     auto retry = [self, id](kj::Exception&&) {
-      self->tasks_.add(self->io_.provider->getTimer().afterDelay(to_kj(self->timeouts_.heartbeat_interval)).then([self, id] {
+      self->tasks_.add(self->io_.provider->getTimer().afterDelay(to_kj(self->state_.timeouts().heartbeat_interval)).then([self, id] {
         // The reporter failed (its connection is gone): use the session from now on.
         self->deliver_through_session(id);
       }));
     };
-    const auto& outcome = it->second.outcome;
-    auto request = it->second.reporter.completeRequest(message_size(outcome_bytes(outcome)));
-    fill(request.initOutcome(), it->second.outcome);
+    auto request = calls_.at(id).reporter.completeRequest(message_size(outcome_bytes(*outcome)));
+    fill(request.initOutcome(), *outcome);
     // Moved in: kj's then() keeps an lvalue handler by reference, which would dangle.
     tasks_.add(request.send().then([acknowledged](auto) { acknowledged(); }, kj::mv(retry)));
   }
 
   void deliver_through_session(const std::string& id) {
-    auto it = running_.find(id);
-    if (it == running_.end() || stopped_) return;
+    auto outcome = state_.outcome(id);
+    if (outcome == nullptr || stopped_) return;
     auto self = shared_from_this();
     auto again = [self, id] {
-      self->tasks_.add(self->io_.provider->getTimer().afterDelay(to_kj(self->timeouts_.heartbeat_interval)).then(
+      self->tasks_.add(self->io_.provider->getTimer().afterDelay(to_kj(self->state_.timeouts().heartbeat_interval)).then(
           [self, id] { self->deliver_through_session(id); }));
     };
     if (connection_.get() == nullptr) {
@@ -501,19 +458,21 @@ class Agent : public std::enable_shared_from_this<Agent> {
     KJ_IF_MAYBE(session, connection_->session) {
       auto request = session->updateStatusRequest();
       request.setInvocationId(id);
-      fill(request.initOutcome(), it->second.outcome);
+      fill(request.initOutcome(), *outcome);
       tasks_.add(request.send().then(
           [self, id, again](auto response) {
             const auto code = response.hasError() ? response.getError().getCode() : schema::ErrorCode::NONE;
-            if (code == schema::ErrorCode::UNAVAILABLE) {
+            if (code == schema::ErrorCode::NONE) {
+              self->delivered(id);
+              return;
+            }
+            if (self->state_.retry_refused(id, code == schema::ErrorCode::UNAVAILABLE)) {
               again();  // the scheduler is recovering and has not taken the invocation back yet
               return;
             }
-            if (code != schema::ErrorCode::NONE) {
-              std::cerr << "worker " << self->setup_->node.name << ": the scheduler refused the outcome of " << id
-                        << ": " << response.getError().getMessage().cStr() << "\n";
-            }
-            self->running_.erase(id);
+            std::cerr << "worker " << self->setup_->node.name << ": the scheduler refused the outcome of " << id
+                      << ": " << response.getError().getMessage().cStr() << "\n";
+            self->calls_.erase(id);
           },
           [again](kj::Exception&&) { again(); }));
     } else {
@@ -524,22 +483,15 @@ class Agent : public std::enable_shared_from_this<Agent> {
   kj::AsyncIoContext& io_;
   kj::TaskSet& tasks_;
   std::shared_ptr<WorkerAgentSetup> setup_;
-  std::string instance_id_;
+  actors::WorkerState state_;  ///< the protocol's state and decisions; this class carries them out
   std::string hostname_;
   kj::Own<Connection> connection_;
-  actors::HealthTimeouts timeouts_;
-  Clock::time_point last_acked_send_ = Clock::now();
-  bool associated_ = false;
-  bool ever_registered_ = false;
   bool reported_unreachable_ = false;
   bool stopped_ = false;
-  bool dying_ = false;
-  actors::Fence fence_;  ///< of the last notifyIfTasksNotRunning: older runTasks are refused
-  std::vector<actors::Fence> registrations_;  ///< see remember_registration
   uint64_t heartbeat_generation_ = 0;
   std::string last_refusal_;  ///< the registration refusal last logged
   actors::task_port bridge_;  ///< where the executor reports this worker's invocations
-  std::unordered_map<std::string, Running> running_;
+  std::map<std::string, Calls> calls_;  ///< by invocation id, for every invocation state_ holds
 };
 
 kj::Promise<void> WorkerControlImpl::getRunningTasks(GetRunningTasksContext context) {
