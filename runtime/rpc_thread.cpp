@@ -76,32 +76,19 @@ struct RpcThread::Impl {
 
   void run(RpcThread& self, Setup setup, std::promise<Result<void>>& started) {
     thread_id = std::this_thread::get_id();
-    std::function<void()> teardown;
     KJ_IF_MAYBE(exception, kj::runCatchingExceptions([&] {
       auto io = kj::setupAsyncIo();
       LogTaskErrors errors(name);
-      kj::TaskSet tasks(errors);
-      auto ready = setup(self, io, tasks);
-      if (!ready) {
+      auto tasks = kj::heap<kj::TaskSet>(errors);
+      auto ready = setup(self, io, *tasks);
+      if (ready) {
+        started.set_value(ok());
+        serve(io, std::move(*ready));
+      } else {
         started.set_value(ready.error());
-        return;
       }
-      teardown = std::move(*ready);
-      started.set_value(ok());
-      kj::UnixEventPort::FdObserver observer(io.unixEventPort, wake_fd,
-                                             kj::UnixEventPort::FdObserver::OBSERVE_READ);
-      while (drain()) {
-        observer.whenBecomesReadable().wait(io.waitScope);
-        uint64_t count;
-        while (::read(wake_fd, &count, sizeof count) > 0) {
-        }
-      }
-      if (teardown) {
-        auto last = std::move(teardown);
-        last();
-      }
-      // Let the teardown's disconnects go out before the loop dies.
-      io.provider->getTimer().afterDelay(20 * kj::MILLISECONDS).wait(io.waitScope);
+      tasks = nullptr;
+      settle(io);
     })) {
       std::cerr << name << ": RPC thread failed: " << exception->getDescription().cStr() << "\n";
       try {
@@ -110,6 +97,31 @@ struct RpcThread::Impl {
         // started already
       }
     }
+  }
+
+  /// Runs posted work until stop(), then the teardown.
+  void serve(kj::AsyncIoContext& io, std::function<void()> teardown) {
+    kj::UnixEventPort::FdObserver observer(io.unixEventPort, wake_fd, kj::UnixEventPort::FdObserver::OBSERVE_READ);
+    while (drain()) {
+      observer.whenBecomesReadable().wait(io.waitScope);
+      uint64_t count;
+      while (::read(wake_fd, &count, sizeof count) > 0) {
+      }
+    }
+    if (teardown) {
+      auto last = std::move(teardown);
+      last();
+    }
+  }
+
+  /// Lets the loop run what tearing down scheduled, before it is destroyed: the connections and
+  /// calls in flight (the task set) are gone by now, and destroying them queued events. A loop
+  /// destroyed with events queued throws half way through its destructor, and cross-thread
+  /// promises that CAF threads still resolve then reach a dead loop (the node crashed on exit).
+  /// poll() also writes what it can of the disconnects without blocking.
+  static void settle(kj::AsyncIoContext& io) {
+    io.waitScope.cancelAllDetached();
+    io.waitScope.poll();
   }
 };
 
