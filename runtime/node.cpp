@@ -32,7 +32,10 @@
 namespace troupe::runtime {
 namespace {
 
-/// Why the node stops: a signal, or a worker that must die.
+/// The exit code of a scheduler whose history store failed a write (a full disk).
+constexpr int exit_store_failed = 4;
+
+/// Why the node stops: a signal, a worker that must die, or a failed history store.
 class StopSignal {
  public:
   void stop(int code, std::string why) {
@@ -118,6 +121,10 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   if (node.scheduler) {
     storage::StoreOptions store_options;
     store_options.sync = node.sync;
+    // A failed write fail-stops the store, and the node with it, saying why and what to do.
+    store_options.on_fail_stop = [stop](const Error& error) {
+      stop->stop(exit_store_failed, "the history store failed: " + error.message);
+    };
     auto opened = storage::RocksHistoryStore::open(node.data_dir + "/history", store_options);
     if (!opened) {
       std::cerr << "troupe-node " << node.name << ": " << opened.error().message << "\n";
@@ -250,7 +257,11 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
 
   std::string why;
   const int code = stop->wait(why);
-  std::cerr << "troupe-node " << node.name << ": stopping (" << why << ")\n";
+  if (code == 0) {
+    std::cerr << "troupe-node " << node.name << ": stopping (" << why << ")\n";
+  } else {
+    std::cerr << "troupe-node " << node.name << ": stopping: " << why << "\n";
+  }
   rpc_thread->stop();
   {
     caf::scoped_actor self(system, true);

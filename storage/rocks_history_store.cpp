@@ -90,21 +90,25 @@ std::string free_space_at(const std::string& directory) {
   return size_text(space.available) + " of " + size_text(space.capacity) + " free there";
 }
 
+/// Nothing acknowledged is ever lost by a failed write: acknowledgements follow durable writes.
+constexpr const char* nothing_lost = "; nothing it acknowledged is lost";
+
+/// The store in `directory` met a full disk while doing `context`: what the node stops (or
+/// refuses to start) with, naming the free space left and what to do.
+Error disk_full(const std::string& context, const std::string& detail, const std::string& directory) {
+  return fail(Errc::UNAVAILABLE, context + ": the disk is full (" + detail + "); " + free_space_at(directory) +
+                                     "; free space, then restart the node (or move its data directory to a "
+                                     "larger disk)" + nothing_lost);
+}
+
 /// A failed write (or an open that must write) of the store in `directory`, as the error the
-/// node stops with: what failed, the free space left, what to do. Nothing acknowledged is ever
-/// lost by a failed write: acknowledgements follow durable writes only.
+/// node stops with: what failed, the free space left, what to do.
 Error write_error(const rocksdb::Status& status, const std::string& context, const std::string& directory) {
-  const std::string lost = "; nothing it acknowledged is lost";
-  if (status.IsNoSpace()) {
-    return fail(Errc::UNAVAILABLE, context + ": the disk is full (" + status.ToString() + "); " +
-                                       free_space_at(directory) +
-                                       "; free space, then restart the node (or move its data directory "
-                                       "to a larger disk)" + lost);
-  }
+  if (status.IsNoSpace()) return disk_full(context, status.ToString(), directory);
   Error error = to_error(status, context);
   if (error.code != Errc::CORRUPTION) {
     error.message += "; " + free_space_at(directory) +
-                     "; check the disk (the kernel log tells more), then restart the node" + lost;
+                     "; check the disk (the kernel log tells more), then restart the node" + nothing_lost;
   }
   return error;
 }
@@ -552,6 +556,11 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
     return fail(Errc::UNAVAILABLE, "cannot create history store directory '" + directory +
                                        "': " + ec.message() +
                                        "; check the path and its permissions");
+  }
+
+  if (auto space = std::filesystem::space(directory, ec); !ec && space.available < options.min_free_bytes) {
+    return disk_full("cannot open " + impl->where(),
+                     "less than the " + size_text(options.min_free_bytes) + " it needs to start", directory);
   }
 
   rocksdb::DBOptions db_options;

@@ -44,6 +44,12 @@ struct StoreOptions {
   /// Default: none (writes just fail).
   std::function<void(const Error&)> on_fail_stop;
 
+  /// The free space the store's filesystem must have for the store to open, in bytes. Below
+  /// it, open() refuses as for a full disk: the first writes would fail anyway, and a node
+  /// that refuses to start says so more clearly than one that starts and stops at once.
+  /// Default: 1 MiB.
+  size_t min_free_bytes = size_t{1} << 20;
+
   /// The size at which the store's RocksDB info log (LOG) is moved to LOG.old and begun
   /// anew, in bytes; the two files stay under twice this. Default: 8 MiB.
   size_t info_log_bytes = size_t{8} << 20;

@@ -322,6 +322,16 @@ TEST_SUITE("storage.faults") {
     check_disk_full_message(refused.error().message, dir.path());
     CHECK(stops.count() == 0);  // an open's failure is its error, not a stop
 
+    // So is an open with less room than the store needs to start (RocksDB alone may still open
+    // in a little room, only to fail at the first writes).
+    StoreOptions greedy = stops.options();
+    greedy.min_free_bytes = size_t{1} << 60;
+    auto too_little = RocksHistoryStore::open(dir.path(), greedy);
+    REQUIRE_FALSE(too_little);
+    CHECK(too_little.error().code == Errc::UNAVAILABLE);
+    check_disk_full_message(too_little.error().message, dir.path());
+    CHECK(has(too_little.error().message, "it needs to start"));
+
     fs->fail_appends(std::nullopt);
     auto opened = RocksHistoryStore::open(dir.path(), stops.options(), test::FaultInjectionFs::env_for(fs));
     REQUIRE_MESSAGE(opened, test::why(opened));
