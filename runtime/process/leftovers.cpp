@@ -3,16 +3,20 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <memory>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <vector>
@@ -64,6 +68,13 @@ class Pidfd {
   /// False when the process has ended (or was never opened).
   bool signal(int sig) const {
     return fd_ >= 0 && ::syscall(SYS_pidfd_send_signal, fd_, sig, nullptr, 0U) == 0;
+  }
+  /// Waits up to `timeout_ms` for the process to end.
+  void wait_exit(int timeout_ms) const {
+    pollfd p{fd_, POLLIN, 0};
+    while (fd_ >= 0 && ::poll(&p, 1, timeout_ms) < 0 && errno == EINTR) {
+      // nop
+    }
   }
 
  private:
@@ -190,30 +201,36 @@ std::string new_mark() {
 }
 
 size_t kill_group_if_ours(int pgid, uint64_t leader_start, const std::string& mark) {
-  size_t killed = 0;
+  std::set<int> killed;
   // A member that was forking when the group was killed is caught by the next round.
   for (int round = 0; round < 8; ++round) {
-    const std::vector<int> members = members_of(pgid);
-    if (members.empty()) break;
+    const std::vector<int> pids = members_of(pgid);
+    if (pids.empty()) break;
+    std::vector<std::unique_ptr<Pidfd>> members;
     bool anchored = false;
-    for (int pid : members) {
-      Pidfd pidfd(pid);
-      if (!pidfd) continue;
+    for (int pid : pids) {
+      auto pidfd = std::make_unique<Pidfd>(pid);
+      if (!*pidfd) continue;
       auto stat = read_stat(pid);
       if (!stat || stat->pgrp != pgid) continue;
-      const bool ours = (pid == pgid && stat->start == leader_start) || environment_has(pid, mark);
       // SIGSTOP through the pidfd: it succeeds only if the process the stat described is still
       // alive, and a stopped process stays in the group until the SIGKILL below.
-      if (ours && pidfd.signal(SIGSTOP)) {
-        anchored = true;
-        ::kill(-pgid, SIGKILL);
-        killed += members.size();
-        break;
+      if (!anchored && ((pid == pgid && stat->start == leader_start) || environment_has(pid, mark))) {
+        anchored = pidfd->signal(SIGSTOP);
       }
+      members.push_back(std::move(pidfd));
     }
     if (!anchored) break;  // nothing provably the task's is left: leave the rest alone
+    ::kill(-pgid, SIGKILL);
+    // Let them go before looking again, so that the dying are not counted twice.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    for (const auto& member : members) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      member->wait_exit(static_cast<int>(std::max<int64_t>(left.count(), 0)));
+    }
+    killed.insert(pids.begin(), pids.end());
   }
-  return killed;
+  return killed.size();
 }
 
 Result<Records> Records::open(std::string dir) {

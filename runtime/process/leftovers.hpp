@@ -39,8 +39,9 @@ inline constexpr const char* mark_name = "TROUPE_PROCESS_MARK";
 /// SIGKILLs process group `pgid` if it is provably the task's: some member either is the
 /// leader (pid == pgid) with the task's start time, or carries `mark` in its environment. That
 /// member is stopped (through a pidfd, so the check and the signal are about the same process)
-/// before the group is killed, so the group cannot have changed hands in between. Returns how
-/// many processes were in the group when it was killed (0: nothing of the task's was found).
+/// before the group is killed, so the group cannot have changed hands in between. Waits (up to a
+/// second) for them to exit. Returns how many processes it killed (0: nothing of the task's
+/// was found).
 size_t kill_group_if_ours(int pgid, uint64_t leader_start, const std::string& mark);
 
 /// The record of one running task.
