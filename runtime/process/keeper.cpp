@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 
 namespace troupe::runtime::keeper {
 namespace {
@@ -115,6 +116,16 @@ void tell(int channel, Kind kind, int32_t a = 0, int32_t b = 0) {
   ::_exit(code);
 }
 
+/// "troupe-keeper" for `ps -e` (the thread's name) and `ps aux` (the command line): the
+/// keeper's copy of the node's command line is its own to overwrite (setproctitle's way).
+void rename(const KeeperPlan& plan) {
+  static constexpr char name[] = "troupe-keeper";
+  ::prctl(PR_SET_NAME, name);
+  if (plan.title == nullptr || plan.title_size == 0) return;
+  std::memset(plan.title, 0, plan.title_size);
+  std::memcpy(plan.title, name, std::min(sizeof name, plan.title_size) - 1);
+}
+
 int64_t monotonic_ns() {
   timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
@@ -128,7 +139,7 @@ void run(const KeeperPlan& plan) {
   // kill -STOP -PGID) does not reach it. Every signal stays blocked, as the supervisor blocked
   // them around the fork: only SIGKILL and SIGSTOP can end or stop a keeper.
   ::setpgid(0, 0);
-  ::prctl(PR_SET_NAME, "troupe-keeper");
+  rename(plan);
   const int channel = plan.channel_fd;
   close_all_except(channel, plan.task.out_fd, plan.task.status_fd, plan.task.max_fd);
   const pid_t task = start_task(plan.task, ::getpid());

@@ -48,6 +48,10 @@ struct KeeperPlan {
   TaskPlan task;
   int channel_fd;                        ///< the keeper's end of the socket
   const std::atomic<int64_t>* lease_ns;  ///< CLOCK_MONOTONIC deadline; INT64_MAX: none
+  /// The command line's bytes (what /proc/PID/cmdline shows), overwritten in the keeper's
+  /// copy so that `ps` tells it from the node. Null: leave it.
+  char* title;
+  size_t title_size;
 };
 
 /// Runs in the forked keeper; never returns. Exit status 0 means it did its job (the task's

@@ -167,6 +167,11 @@ std::optional<Stat> read_stat(int pid) {
     if (!(in >> skip)) return std::nullopt;
   }
   if (!(in >> stat.start)) return std::nullopt;
+  // Fields 23-47, then 48 and 49: arg_start and arg_end (Linux 3.5 and later).
+  for (int field = 23; field <= 47; ++field) {
+    if (!(in >> skip)) return stat;
+  }
+  in >> stat.arg_start >> stat.arg_end;
   return stat;
 }
 

@@ -25,6 +25,10 @@ struct Stat {
   int ppid = 0;
   int pgrp = 0;
   uint64_t start = 0;
+  /// Where its command line lies in its memory (0 unless it is this process, or one we may
+  /// trace).
+  uint64_t arg_start = 0;
+  uint64_t arg_end = 0;
 };
 std::optional<Stat> read_stat(int pid);
 

@@ -256,6 +256,8 @@ struct ProcessSupervisor::Impl {
   std::vector<std::string> base_env;  // the environment at start()
   int max_fd = 1024;
   std::unique_ptr<Lease> lease;
+  char* title = nullptr;  // this process's command line, for the keepers to overwrite
+  size_t title_size = 0;
   std::optional<leftovers::Records> records;
   size_t leftovers_killed = 0;
   Fd epoll;
@@ -660,7 +662,7 @@ Result<std::unique_ptr<Child>> ProcessSupervisor::Impl::start_keeper(const std::
   keeper::KeeperPlan plan{
       keeper::TaskPlan{argv.data(), envp.data(), spec.cwd.empty() ? nullptr : spec.cwd.c_str(),
                        out_write.get(), status_write.get(), max_fd},
-      keeper_end.get(), lease->deadline_ns()};
+      keeper_end.get(), lease->deadline_ns(), title, title_size};
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -811,6 +813,10 @@ Result<std::unique_ptr<ProcessSupervisor>> ProcessSupervisor::start(SupervisorOp
                   "is required): " +
                       errno_text(err));
     }
+  }
+  if (auto self = leftovers::read_stat(::getpid()); self && self->arg_end > self->arg_start) {
+    impl->title = reinterpret_cast<char*>(self->arg_start);
+    impl->title_size = static_cast<size_t>(self->arg_end - self->arg_start);
   }
   // Before any keeper is forked: they all share this page.
   auto lease = Lease::create();
