@@ -72,12 +72,14 @@ History failed_over_then_succeeded() {
   return h;
 }
 
-bool mentions(const std::vector<std::string>& problems, const std::string& part) {
+bool mentions(const std::vector<HistoryProblem>& problems, const std::string& part) {
   for (const auto& p : problems) {
-    if (p.find(part) != std::string::npos) return true;
+    if (p.text.find(part) != std::string::npos) return true;
   }
   return false;
 }
+
+std::string first(const std::vector<HistoryProblem>& problems) { return problems.empty() ? "" : problems.front().text; }
 
 }  // namespace
 
@@ -170,7 +172,7 @@ TEST_SUITE("chaos.checks") {
   TEST_CASE("a history that failed over and succeeded is clean, and its re-run has a reason") {
     auto h = failed_over_then_succeeded();
     const auto a = analyse_history("wf", h.events);
-    CHECK_MESSAGE(a.problems.empty(), (a.problems.empty() ? "" : a.problems.front()));
+    CHECK_MESSAGE(a.problems.empty(), first(a.problems));
     CHECK(a.final_state == "SUCCESS");
     CHECK(a.closed_us != 0);
     REQUIRE(a.invocations.count("wf/t/2.2"));
@@ -219,12 +221,34 @@ TEST_SUITE("chaos.checks") {
       CHECK(mentions(problems, "after workflowFinalized"));
       CHECK(mentions(problems, "had not ended"));
     }
+    SUBCASE("an invocation that never started is dispatched again under the same attempt") {
+      History h;
+      h.add("workflowSubmitted").add("taskDispatched", "t", 1, "wf/t/1.1", "", "w1");
+      h.add("taskFailover", "t", 1, "wf/t/1.1", "never reached the worker", "w1");
+      h.events.back().failover_kind = "neverStarted";
+      SUBCASE("with the failover's retry decision naming the same attempt") {
+        h.add("taskRetryScheduled", "t", 1, "", "Failover");
+        h.events.back().next_attempt = 1;
+      }
+      SUBCASE("dispatched again at once") {}
+      h.add("taskDispatched", "t", 1, "wf/t/1.2", "", "w2").add("taskSucceeded", "t", 1, "wf/t/1.2");
+      h.add("workflowSucceeded").add("workflowFinalized");
+      auto a = analyse_history("wf", h.events);
+      CHECK_MESSAGE(a.problems.empty(), first(a.problems));
+      CHECK(a.invocations.at("wf/t/1.2").rerun_reason == never_started);
+      SUBCASE("but one that did start may not claim so") {
+        h.events.insert(h.events.begin() + 2, h.events[1]);
+        h.events[2].kind = "taskRunning";
+        for (size_t i = 0; i < h.events.size(); ++i) h.events[i].sequence = i + 1;
+        CHECK(mentions(analyse_history("wf", h.events).problems, "as never started after its taskRunning"));
+      }
+    }
     SUBCASE("a rerun reopens the workflow and gives its re-runs the reason 'rerun'") {
       auto h = failed_over_then_succeeded();
       h.add("workflowRerun").add("taskScheduled", "t").add("taskDispatched", "t", 1, "wf/t/1.3");
       h.add("taskSucceeded", "t", 1, "wf/t/1.3").add("workflowSucceeded").add("workflowFinalized");
       const auto a = analyse_history("wf", h.events);
-      CHECK_MESSAGE(a.problems.empty(), (a.problems.empty() ? "" : a.problems.front()));
+      CHECK_MESSAGE(a.problems.empty(), first(a.problems));
       CHECK(a.reruns == 1);
       CHECK(a.invocations.at("wf/t/1.3").rerun_reason == "rerun");
     }

@@ -51,6 +51,7 @@ std::string Event::describe() const {
   if (!worker.empty()) out << " worker=" << worker;
   if (!reason.empty()) out << " reason=" << reason;
   if (next_attempt) out << " nextAttempt=" << next_attempt;
+  if (!failover_kind.empty()) out << " kind=" << failover_kind;
   return out.str();
 }
 
@@ -92,11 +93,14 @@ Event decode_event(const std::string& packed) {
       out.next_attempt = body.getTaskRetryScheduled().getNextAttempt();
       out.reason = text(body.getTaskRetryScheduled().getCause().getReason());
       break;
-    case B::TASK_FAILOVER:
-      out.invocation = text(body.getTaskFailover().getInvocationId());
-      out.worker = text(body.getTaskFailover().getWorkerShard());
-      out.reason = text(body.getTaskFailover().getReason());
+    case B::TASK_FAILOVER: {
+      auto f = body.getTaskFailover();
+      out.invocation = text(f.getInvocationId());
+      out.worker = text(f.getWorkerShard());
+      out.reason = text(f.getReason());
+      KJ_IF_MAYBE(e, capnp::toDynamic(f.getKind()).getEnumerant()) { out.failover_kind = e->getProto().getName().cStr(); }
       break;
+    }
     case B::WORKFLOW_FAILED: out.reason = text(body.getWorkflowFailed().getReason()); break;
     case B::WORKFLOW_FAILOVER: out.reason = text(body.getWorkflowFailover().getReason()); break;
     case B::WORKFLOW_STOP_REQUESTED: out.reason = text(body.getWorkflowStopRequested().getText()); break;
@@ -124,7 +128,7 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
   };
   std::map<std::string, Track> tasks;
   auto problem = [&](const Event& e, const std::string& what) {
-    a.problems.push_back(workflow_id + ": " + what + " [" + e.describe() + "]");
+    a.problems.push_back({e.sequence, workflow_id + ": " + what + " [" + e.describe() + "]"});
   };
   uint64_t expected = 1;
   bool finalized = false;
@@ -236,6 +240,17 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
         if (record.failed_over) problem(e, "a second taskFailover of invocation " + e.invocation);
         record.failed_over = true;
         record.failover_us = e.timestamp_us;
+        if (e.failover_kind == "neverStarted") {
+          // It never ran: it is over, and the task dispatches it again under the same attempt
+          // (a taskRetryScheduled naming the same attempt may say when).
+          if (record.running) problem(e, "invocation " + e.invocation + " failed over as never started after its taskRunning");
+          record.ended_by = e.kind;
+          record.end_reason = never_started;
+          record.ended_seq = e.sequence;
+          record.ended_us = e.timestamp_us;
+          tasks[e.actor_id].has_pending = true;
+          tasks[e.actor_id].pending = never_started;
+        }
       } else if (ends_invocation(e.kind)) {
         record.ended_by = e.kind;
         record.end_reason = e.reason;
@@ -245,9 +260,22 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
       }
     } else if (e.kind == "taskRetryScheduled") {
       Track& track = tasks[e.actor_id];
-      if (e.next_attempt != e.attempt + 1) {
+      bool after_never_started = false;
+      if (!track.last_invocation.empty() && !track.since_rerun) {
+        auto& record = a.invocations[track.last_invocation];
+        // Nothing of the task came between (its next dispatch would have taken the pending reason).
+        after_never_started = record.attempt == e.attempt && record.end_reason == never_started &&
+                              track.has_pending && track.pending == never_started;
+      }
+      if (e.next_attempt != e.attempt + 1 && !(after_never_started && e.next_attempt == e.attempt)) {
         problem(e, "taskRetryScheduled of attempt " + std::to_string(e.attempt) + " names attempt " +
                        std::to_string(e.next_attempt) + " next");
+      }
+      if (after_never_started) {
+        // The failover's own retry decision: the attempt is kept when it names the same one.
+        track.has_pending = true;
+        track.pending = e.next_attempt == e.attempt ? never_started : (e.reason.empty() ? "(no cause)" : e.reason);
+        continue;
       }
       if (!track.last_invocation.empty() && !track.since_rerun) {
         auto& record = a.invocations[track.last_invocation];

@@ -3,7 +3,7 @@
 //  - sequences run 1, 2, 3, ... with no gap or repeat;
 //  - each invocation is dispatched once and ends once (taskSucceeded, taskFailed, taskKilled,
 //    taskTimedOut, or taskRetryScheduled for its attempt; a taskFailover precedes the end of a
-//    lost one), and nothing reports on it after its end;
+//    lost one, and is the end of one that never started), and nothing reports on it after;
 //  - a task's next invocation is dispatched only after its previous one ended, so every re-run
 //    has a recorded reason: the cause of the taskRetryScheduled that ended the previous
 //    invocation ("ExitCode:3", "Failover", "Timeout:heartbeat", ...), or a workflowRerun;
@@ -30,6 +30,7 @@ struct Event {
   std::string worker;      ///< the body's workerShard (taskDispatched, taskFailover)
   std::string reason;      ///< a retry's cause, a failure's reason, a failover's reason, a timeout's kind
   uint32_t next_attempt = 0;
+  std::string failover_kind;  ///< taskFailover's kind: neverStarted, mayHaveStarted, lostWhileRunning, resultLost
 
   /// "#SEQ TIME ACTOR attempt N KIND (fields)", for reports.
   std::string describe() const;
@@ -41,6 +42,10 @@ Event decode_event(const std::string& packed);
 
 /// The last part of an invocation id (WORKFLOW/TASK/ATTEMPT.DISPATCH): what the ledger records.
 std::string invocation_suffix(const std::string& invocation_id);
+
+/// The re-run reason of an invocation dispatched again because its predecessor provably never
+/// started (taskFailover kind neverStarted): it keeps its attempt and needs no taskRetryScheduled.
+inline const char* const never_started = "Failover:neverStarted";
 
 /// One invocation as its history records it.
 struct InvocationRecord {
@@ -64,10 +69,16 @@ struct InvocationRecord {
   int64_t ended_us = 0;
 };
 
+/// A broken invariant: what, and the event that showed it.
+struct HistoryProblem {
+  uint64_t sequence = 0;
+  std::string text;  ///< names the workflow, the invocation and why
+};
+
 /// What one history shows.
 struct HistoryAnalysis {
   std::string workflow_id;
-  std::vector<std::string> problems;  ///< each names the workflow, the event(s) and why
+  std::vector<HistoryProblem> problems;
   std::map<std::string, InvocationRecord> invocations;  ///< by invocation id
   std::vector<std::string> dispatch_order;             ///< invocation ids in dispatch order
   std::string final_state;     ///< SUCCESS, FAILED or STOPPED of the last run; "" while open

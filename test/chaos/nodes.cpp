@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -387,7 +388,10 @@ void ChaosCluster::supervise() {
       if (seen == exit_seen_us_.end()) {
         unplanned_.push_back(UnplannedExit{name, current.pid(), *current.status(), current.exited_us(), current.tail(15)});
         exit_seen_us_[name] = now;
-      } else if (now - seen->second >= timings_.restart_delay.count() * 1000) {
+        // Like a service manager, back off a node that keeps exiting soon after it starts.
+        quick_exits_[name] = current.exited_us() - current.started_us() < 10'000'000 ? quick_exits_[name] + 1 : 0;
+      } else if (now - seen->second >=
+                 timings_.restart_delay.count() * 1000 * (int64_t{1} << std::min(quick_exits_[name], 5))) {
         start_locked(name);
       }
     }

@@ -381,14 +381,12 @@ void Scenario::finish_and_check() {
   std::map<std::string, int> rerun_reasons;  // real re-runs (ledger) by recorded reason
   int undesigned = 0;
   for (const auto& v : verified) {
-    for (const auto& p : v.analysis.problems) {
-      problem("histories", p + "\n" + task_excerpt(v.events, "", 60));
-    }
+    for (const auto& p : v.analysis.problems) problem("histories", p.text + "\n" + excerpt(v.events, p.sequence, 8));
     if (!options_.scheduler_only) continue;
     const Kind& k = kind(v.order->kind);
     for (const auto& id : v.analysis.dispatch_order) {
       const auto& inv = v.analysis.invocations.at(id);
-      if (!inv.rerun) continue;
+      if (!inv.rerun || inv.rerun_reason == never_started) continue;  // the same attempt again
       auto designed = k.designed_reruns.find(inv.rerun_reason);
       const bool ok = designed != k.designed_reruns.end() &&
                       (designed->second == 0 || inv.attempt - 1 <= designed->second || inv.rerun_reason == "rerun");
@@ -421,6 +419,11 @@ void Scenario::finish_and_check() {
       const InvocationRecord* record = nullptr;
       for (const auto& [id, inv] : v.analysis.invocations) {
         if (inv.task == run->task && invocation_suffix(id) == run->invocation) record = &inv;
+      }
+      if (record && record->end_reason == never_started) {
+        problem("ledger", "a run of an invocation its history says never started: " + run->describe() +
+                              "\n    ledger: " + run->first_line + "\n    ledger: " + run->last_line + "\n" +
+                              task_excerpt(v.events, run->task, 40));
       }
       if (v.watched && record == nullptr) {
         problem("ledger", "a run of an invocation its history never dispatched: " + run->describe() + "\n    ledger: " +
@@ -623,7 +626,7 @@ void Scenario::finish_and_check() {
        {"ends", "histories", "ledger", "overlaps", "re-runs", "leaks", "detection", "cluster", "scenario"}) {
     const auto it = problems_.find(category);
     const size_t n = it == problems_.end() ? 0 : it->second.size();
-    CHECK_MESSAGE(n == 0, "chaos." << options_.name << ": " << n << " problem(s) of kind '" << category
+    CHECK_MESSAGE(n == 0, "chaos." << options_.name << ": " << n << " problem(s) of kind '" << std::string(category)
                                    << "' (the first: " << (n ? it->second.front().substr(0, 400) : "") << ")"
                                    << " TROUPE_TEST_SEED=" << seed_);
   }
