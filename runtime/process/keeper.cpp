@@ -167,8 +167,9 @@ void run(const KeeperPlan& plan) {
     if (!lease_expired) {
       const int64_t deadline = plan.lease_ns->load(std::memory_order_acquire);
       if (deadline != INT64_MAX) {
-        const int64_t left = deadline - monotonic_ns();
-        if (left <= 0) {
+        const int64_t now = monotonic_ns();
+        const int64_t left = deadline > now ? deadline - now : 0;
+        if (left == 0) {
           ::kill(-task, SIGKILL);
           lease_expired = true;
           tell(channel, Kind::LEASE_EXPIRED);

@@ -269,7 +269,13 @@ Result<std::string> Records::write(const ProcessId& keeper, const ProcessId& tas
        << task.start << "\nmark " << mark << "\n";
   const std::string content = text.str();
   // No fsync: after a crash of the machine the boot id differs and the record is moot.
-  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENOENT) {
+    // Removed while the node ran (a clean-up of the log directory): make it again.
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  }
   int err = fd < 0 ? errno : 0;
   if (fd >= 0) {
     const char* data = content.data();

@@ -169,7 +169,6 @@ struct Child {
   bool exited = false;        // its exit was told (it is a zombie until the keeper finishes)
   bool finish_sent = false;   // the keeper was told to kill the group, reap and exit
   bool keeper_ended = false;  // the keeper has exited and been reaped
-  bool keeper_lost = false;   // ... without having done its job: killed, or reaped elsewhere
   bool lease_expired = false;
   int exit_code = -1;
   int signal = 0;
@@ -480,7 +479,6 @@ struct ProcessSupervisor::Impl {
     if (child.finish_sent && info.si_code == CLD_EXITED && info.si_status == 0) return;
     // It ended without finishing (killed, or reaped by someone else): the task's leader died with
     // it (PR_SET_PDEATHSIG), the rest of the group may still run.
-    child.keeper_lost = true;
     leftovers::kill_group_if_ours(child.pid, child.start, child.mark);
     if (!child.exited) {
       child.exited = true;  // with an unknown status

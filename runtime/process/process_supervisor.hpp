@@ -125,7 +125,8 @@ class ProcessSupervisor {
   /// Errors, each naming the program: INVALID_ARGUMENT (empty argv or log_path, an env entry
   /// without '=', a program that cannot be executed, a cwd that is not a directory),
   /// NOT_FOUND (no such program or cwd), OVERLOADED (out of processes or descriptors; retry
-  /// later), UNAVAILABLE (the log file cannot be created). Any thread may call it.
+  /// later), UNAVAILABLE (the log file, or the record in record_dir, cannot be written: a
+  /// process no later instance could find is not started). Any thread may call it.
   Result<Id> spawn(ProcessSpec spec, std::function<void(ProcessExit)> on_exit);
 
   /// Sends SIGTERM (then SIGCONT, so a stopped group sees it) to the process group of `id`,

@@ -222,6 +222,30 @@ TEST_SUITE("runtime.process_keeper") {
     CHECK(eventually([&] { return marked(mark).empty(); }, 1s));
   }
 
+  TEST_CASE("a keeper killed on its own takes its whole group along, and the exit is reported") {
+    TempDir dir;
+    const std::string mark = new_mark("keeper-killed");
+    Cleanup cleanup{mark};
+    Reports reports;
+    auto supervisor = ProcessSupervisor::start();
+    REQUIRE_MESSAGE(supervisor, why(supervisor));
+    REQUIRE((*supervisor)->spawn(marked_task(mark, dir / "log"), reports.on_exit()));
+    REQUIRE(eventually([&] { return marked(mark).size() == task_processes; }));
+    int keeper = 0;
+    for (const auto& p : marked(mark)) {
+      if (command_of(p.ppid) == "troupe-keeper\n") keeper = p.ppid;
+    }
+    REQUIRE(keeper > 0);
+    ::kill(keeper, SIGKILL);  // our child, unreaped until the supervisor sees it end
+    CHECK(eventually([&] { return marked(mark).empty(); }, 1s));
+    auto exit = reports.wait();
+    REQUIRE(exit);
+    CHECK(exit->exit_code == -1);
+    CHECK(exit->signal == 0);
+    CHECK(exit->describe() == "ended with an unknown status (its keeper process was killed)");
+    CHECK((*supervisor)->running() == 0);
+  }
+
   TEST_CASE("a later instance kills what a dead one left when its keeper could not act") {
     TempDir dir;
     const std::string records = dir / "records";
