@@ -79,6 +79,18 @@ void check_disk_full_message(const troupe::test::Stopped& stopped, const std::st
   CHECK_MESSAGE(!contains(stopped.output, "Assertion"), stopped.describe());
 }
 
+/// A client of the scheduler once it accepts connections; fails the test with what the
+/// scheduler said if it never does.
+std::unique_ptr<troupe::test::Client> connect(Cluster& cluster) {
+  try {
+    return troupe::test::connect(cluster.port);
+  } catch (const kj::Exception& e) {
+    auto stopped = troupe::test::stop_with(*cluster.nodes["scheduler"], SIGTERM, 5s);
+    FAIL("the scheduler accepts no connection (" << e.getDescription().cStr() << "): " << stopped.describe());
+  }
+  return nullptr;
+}
+
 const std::string noop = R"({"name": "small", "tasks": [{"name": "a", "handler": "noop"}]})";
 
 }  // namespace
@@ -98,7 +110,7 @@ TEST_SUITE("integration.disk_full") {
 
     std::vector<std::string> acknowledged;
     {
-      auto client = troupe::test::connect(cluster.port);
+      auto client = connect(cluster);
       for (int i = 0; i < 5; ++i) {
         const std::string id = "before-" + std::to_string(i);
         REQUIRE(client->start(id, noop) == id);
@@ -133,13 +145,12 @@ TEST_SUITE("integration.disk_full") {
     REQUIRE(std::remove((data + "/filler").c_str()) == 0);
     REQUIRE(std::remove((data + "/filler-2").c_str()) == 0);
     cluster.nodes["scheduler"] = troupe::test::start_node_with_output(cluster.config, "scheduler");
-    troupe::test::connect(cluster.port);
+    auto client = connect(cluster);
     for (const auto& id : acknowledged) {
       CAPTURE(id);
       auto status = troupe_cli({"status", id, "--address", address});
       CHECK_MESSAGE(status.code == 0, status.output);
     }
-    auto client = troupe::test::connect(cluster.port);
     CHECK(client->start("after", noop) == "after");
     auto last = troupe::test::stop_with(*cluster.nodes["scheduler"], SIGTERM, 5s);
     CHECK_MESSAGE(last.exited_with(0), last.describe());

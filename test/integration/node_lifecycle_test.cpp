@@ -68,7 +68,7 @@ troupe::test::ClusterSpec one_worker() {
 /// The signal a subcase sends, and its name as a node prints it.
 struct Signal {
   int number;
-  const char* name;
+  std::string name;
 };
 
 Signal pick_signal() {
@@ -102,7 +102,7 @@ TEST_SUITE("integration.lifecycle") {
     // The client stays connected too: no connection may hold the scheduler up.
     auto stopped = troupe::test::stop_with(*cluster.nodes["scheduler"], signal.number, 2s);
     CHECK_MESSAGE(stopped.exited_with(0), stopped.describe());
-    CHECK_MESSAGE(contains(stopped.output, std::string("stopping (") + signal.name + ")"), stopped.describe());
+    CHECK_MESSAGE(contains(stopped.output, "stopping (" + signal.name + ")"), stopped.describe());
     check_clean(stopped);
     MESSAGE("the scheduler exited " << stopped.took.count() << " ms after " << signal.name);
 
