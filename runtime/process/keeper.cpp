@@ -205,7 +205,7 @@ void run(const KeeperPlan& plan) {
         ::kill(-task, message.a);
       } else if (message.kind == Kind::FINISH) {
         finish(task, 0);
-      }
+      }  // LEASE_CHANGED: the loop reads the lease again
     }
   }
 }

@@ -17,8 +17,9 @@ enum class Kind : int32_t {
   EXITED,         ///< a: si_code, b: si_status of the task's exit; it stays unreaped
   LEASE_EXPIRED,  ///< the lease ran out and the task's group was SIGKILLed
   // supervisor -> keeper
-  SIGNAL,  ///< a: a signal for the task's group (sent only while the task is unreaped)
-  FINISH,  ///< SIGKILL the group, reap the task, exit with 0
+  SIGNAL,         ///< a: a signal for the task's group (sent only while the task is unreaped)
+  FINISH,         ///< SIGKILL the group, reap the task, exit with 0
+  LEASE_CHANGED,  ///< the lease was moved earlier: read it again
 };
 
 struct Message {

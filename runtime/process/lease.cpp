@@ -23,10 +23,10 @@ Result<std::unique_ptr<Lease>> Lease::create() {
 
 Lease::~Lease() { ::munmap(word_, sizeof(std::atomic<int64_t>)); }
 
-void Lease::set(std::chrono::steady_clock::time_point deadline) {
+bool Lease::set(std::chrono::steady_clock::time_point deadline) {
   // time_point::max() is no_lease: steady_clock counts int64 nanoseconds.
   const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
-  word_->store(ns, std::memory_order_release);
+  return ns < word_->exchange(ns, std::memory_order_acq_rel);
 }
 
 }  // namespace troupe::runtime

@@ -26,8 +26,9 @@ class Lease {
   /// Unmaps the page here; forked processes keep their mapping.
   ~Lease();
 
-  /// The lease now ends at `deadline` (earlier or later than before). Any thread.
-  void set(std::chrono::steady_clock::time_point deadline);
+  /// The lease now ends at `deadline` (earlier or later than before). Returns true when that is
+  /// earlier: keepers sleeping towards the old deadline must be woken to read it. Any thread.
+  bool set(std::chrono::steady_clock::time_point deadline);
 
   /// The deadline word, for keepers to read (async-signal-safe: the atomic is lock-free).
   const std::atomic<int64_t>* deadline_ns() const { return word_; }

@@ -148,6 +148,7 @@ constexpr auto keeper_finish_limit = std::chrono::seconds(2);
 /// thread.
 struct Child {
   ProcessSupervisor::Id id = 0;
+  uint64_t lease_moves_seen = 0;  // Impl::lease_moves before the keeper was forked
   int pid = 0;  // the task's process, also its group id
   uint64_t start = 0;  // its start time, for recognising it by /proc
   std::string mark;
@@ -263,6 +264,9 @@ struct ProcessSupervisor::Impl {
   Fd wake;  // eventfd
   std::thread thread;
   std::atomic<size_t> running{0};
+  /// How often the lease was moved earlier. Every keeper is told (a keeper reads the lease only
+  /// when it wakes); one forked while the count moved is told when it is taken in.
+  std::atomic<uint64_t> lease_moves{0};
 
   std::mutex mutex;
   // Guarded by mutex: requests for the supervisor thread.
@@ -274,6 +278,7 @@ struct ProcessSupervisor::Impl {
   // Supervisor thread only.
   std::unordered_map<Id, std::unique_ptr<Child>> children;
   std::vector<char> buffer = std::vector<char>(read_chunk);
+  uint64_t lease_moves_told = 0;
 
   static constexpr uint64_t wake_tag = 0;
   enum Source : uint64_t { PIPE = 0, CHANNEL = 1, KEEPER = 2 };
@@ -376,11 +381,17 @@ struct ProcessSupervisor::Impl {
       new_terminations.swap(terminations);
       stop = stopping;
     }
+    const uint64_t moves = lease_moves.load();
     for (auto& child : new_children) {
+      if (child->lease_moves_seen != moves) tell(child->channel, keeper::Kind::LEASE_CHANGED);
       Id id = child->id;
       children.emplace(id, std::move(child));
     }
     if (stop) return true;
+    if (moves != lease_moves_told) {
+      for (auto& [id, child] : children) tell(child->channel, keeper::Kind::LEASE_CHANGED);
+      lease_moves_told = moves;
+    }
     for (const auto& [id, grace] : new_terminations) {
       auto it = children.find(id);
       if (it != children.end()) apply_terminate(*it->second, grace);
@@ -740,6 +751,7 @@ Result<ProcessSupervisor::Id> ProcessSupervisor::Impl::spawn(ProcessSpec spec,
     return fail(Errc::INVALID_ARGUMENT, "cannot run '" + program + "': no on_exit callback given");
   }
   auto child = std::make_unique<Child>();
+  child->lease_moves_seen = lease_moves.load();
   child->mark = leftovers::new_mark();
   env->push_back(child->mark);
   child->log_path = spec.log_path;
@@ -876,7 +888,12 @@ void ProcessSupervisor::terminate(Id id, Duration grace) {
 
 size_t ProcessSupervisor::running() const { return impl_->running.load(); }
 
-void ProcessSupervisor::extend_lease(std::chrono::steady_clock::time_point deadline) { impl_->lease->set(deadline); }
+void ProcessSupervisor::extend_lease(std::chrono::steady_clock::time_point deadline) {
+  if (impl_->lease->set(deadline)) {
+    impl_->lease_moves.fetch_add(1);
+    impl_->notify();
+  }
+}
 
 size_t ProcessSupervisor::leftovers_killed() const { return impl_->leftovers_killed; }
 

@@ -143,7 +143,9 @@ class ProcessSupervisor {
   /// earlier or later than before: from then on every process group, running or spawned later,
   /// is SIGKILLed by its keeper once the deadline passes, and reported with lease_expired. Until
   /// the first call there is no lease and processes run unbounded (a worker extends its lease
-  /// when it registers, before it is given any task). Any thread; lock-free.
+  /// when it registers, before it is given any task). Any thread; lock-free. Moving the deadline
+  /// later costs the keepers nothing; moving it earlier wakes each one through the supervisor
+  /// thread.
   void extend_lease(std::chrono::steady_clock::time_point deadline);
 
   /// How many processes start() killed that a previous instance had left running.

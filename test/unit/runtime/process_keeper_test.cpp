@@ -207,6 +207,24 @@ TEST_SUITE("runtime.process_keeper") {
     CHECK(exit->describe() == "killed by SIGKILL (the lease ran out)");
   }
 
+  TEST_CASE("a lease moved earlier takes effect at once") {
+    TempDir dir;
+    const std::string mark = new_mark("shortened");
+    Cleanup cleanup{mark};
+    Reports reports;
+    auto supervisor = ProcessSupervisor::start();
+    REQUIRE_MESSAGE(supervisor, why(supervisor));
+    (*supervisor)->extend_lease(Clock::now() + 1h);  // the keeper sleeps towards this
+    REQUIRE((*supervisor)->spawn(marked_task(mark, dir / "log"), reports.on_exit()));
+    REQUIRE(eventually([&] { return marked(mark).size() == task_processes; }));
+    const auto shortened = Clock::now() + 200ms;
+    (*supervisor)->extend_lease(shortened);
+    CHECK(eventually([&] { return marked(mark).empty(); }, shortened + 1s - Clock::now()));
+    auto exit = reports.wait();
+    REQUIRE(exit);
+    CHECK(exit->lease_expired);
+  }
+
   TEST_CASE("a process spawned after the lease ran out is killed at once") {
     TempDir dir;
     const std::string mark = new_mark("expired");
