@@ -444,7 +444,15 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         s.setup.link = std::move(link);
         ++s.link_epoch;
         s.querying = false;
-        if (HealthMachine::is_terminal(s.health)) return;  // its first heartbeat's reply says so
+        if (HealthMachine::is_terminal(s.health)) {
+          // Its first heartbeat's reply tells it to die. Until then it counts the accepted
+          // registration as an acknowledged heartbeat, as it counts a registration: its tasks may
+          // run for a lease from now, so they fail over no earlier than that (as after a
+          // heartbeat it sends while MUST_DIE).
+          s.last_heartbeat = self->clock().now();
+          arm_health_timer(self);
+          return;
+        }
         s.last_heartbeat = self->clock().now();
         handle(self, HealthEvent::HEARTBEAT);
         query_running_tasks(self);

@@ -1021,6 +1021,27 @@ TEST_SUITE("actors.dispatch") {
     CHECK(fresh_link->runs[0].invocation.attempt == 2);
   }
 
+  TEST_CASE("an instance declared MUST_DIE that registers again keeps its invocations for a lease from that registration") {
+    // The worker counts an accepted registration as an acknowledged heartbeat: its tasks may run
+    // until a lease after it. Failing them over at the lease from its last heartbeat would let
+    // a retry run beside them (found by sim.worker_protocol, seed 3283).
+    Scheduler s;
+    auto old = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-must-die-again", independent_tasks(1, "jobs", retry_twice));
+    flow.start();
+    REQUIRE(old.link->runs.size() == 1);
+    old.link->runs[0].done(false);
+    s.advance(5s);
+    REQUIRE(s.health(old) == HealthState::MUST_DIE);
+    auto link = std::make_shared<FakeWorkerLink>();
+    REQUIRE(s.register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link));
+    const Duration lease = HealthTimeouts{}.lease;
+    s.advance(lease - 1ms);
+    CHECK(flow.count("taskFailover:t0") == 0);
+    s.advance(1ms);
+    CHECK(flow.count("taskFailover:t0") == 1);
+  }
+
   TEST_CASE("a worker declared MUST_DIE that reports an outcome before its lease runs out settles its task") {
     Scheduler s;
     auto w = s.connect("w1", {{"jobs", 1}});
