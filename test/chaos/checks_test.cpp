@@ -106,6 +106,22 @@ TEST_SUITE("chaos.checks") {
       apart += run_lines("wf", "t", 2, "2.2", "w2", 200, 12'000'001, 5, true);
       CHECK(overlaps(runs_of(parse_ledger(apart))).empty());
     }
+    SUBCASE("read as it grows, the ledger gives the same runs") {
+      troupe::test::TempDir dir;
+      LedgerReader reader(dir / "ledger");
+      std::ofstream out(dir / "ledger", std::ios::binary);
+      const size_t cut = text.size() / 2 + 3;  // mid-line
+      out << text.substr(0, cut) << std::flush;
+      CHECK_FALSE(reader.update().empty());
+      out << text.substr(cut) << std::flush;
+      const auto& grown = reader.update();
+      REQUIRE(grown.size() == runs.size());
+      for (size_t i = 0; i < runs.size(); ++i) {
+        CHECK(grown[i].pid == runs[i].pid);
+        CHECK(grown[i].last_us == runs[i].last_us);
+        CHECK(grown[i].ended == runs[i].ended);
+      }
+    }
     SUBCASE("one invocation in two processes is two runs") {
       std::string twice = run_lines("wf", "t", 1, "1.1", "w1", 100, 10'000'000, 3, false);
       twice += run_lines("wf", "t", 1, "1.1", "w1", 101, 10'100'000, 3, true);

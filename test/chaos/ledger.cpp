@@ -2,6 +2,8 @@
 #include "test/chaos/ledger.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <tuple>
 
@@ -101,41 +103,68 @@ std::string Run::describe() const {
   return out.str();
 }
 
-std::vector<Run> runs_of(const std::vector<LedgerLine>& lines) {
-  std::map<std::tuple<std::string, std::string, std::string, int64_t>, Run> by_key;
-  for (const auto& line : lines) {
-    auto [it, fresh] = by_key.try_emplace({line.workflow, line.task, line.invocation, line.pid});
-    Run& run = it->second;
-    if (fresh) {
-      run.workflow = line.workflow;
-      run.task = line.task;
-      run.attempt = line.attempt;
-      run.invocation = line.invocation;
-      run.worker = line.worker;
-      run.pid = line.pid;
-      run.start_us = line.time_us;
-      run.last_us = line.time_us;
-      run.first_line = line.text;
-      run.last_line = line.text;
-    }
-    if (line.kind == "start") {
-      run.started = true;
-      run.start_us = line.time_us;
-      run.first_line = line.text;
-    }
-    if (line.time_us >= run.last_us) {
-      run.last_us = line.time_us;
-      run.last_line = line.text;
-    }
-    run.start_us = std::min(run.start_us, line.time_us);
-    if (line.kind == "end") run.ended = true;
+namespace {
+
+using RunKey = std::tuple<std::string, std::string, std::string, int64_t>;
+
+void add_line(std::map<RunKey, Run>& by_key, const LedgerLine& line) {
+  auto [it, fresh] = by_key.try_emplace({line.workflow, line.task, line.invocation, line.pid});
+  Run& run = it->second;
+  if (fresh) {
+    run.workflow = line.workflow;
+    run.task = line.task;
+    run.attempt = line.attempt;
+    run.invocation = line.invocation;
+    run.worker = line.worker;
+    run.pid = line.pid;
+    run.start_us = line.time_us;
+    run.last_us = line.time_us;
+    run.first_line = line.text;
+    run.last_line = line.text;
   }
+  if (line.kind == "start") {
+    run.started = true;
+    run.start_us = line.time_us;
+    run.first_line = line.text;
+  }
+  if (line.time_us >= run.last_us) {
+    run.last_us = line.time_us;
+    run.last_line = line.text;
+  }
+  run.start_us = std::min(run.start_us, line.time_us);
+  if (line.kind == "end") run.ended = true;
+}
+
+std::vector<Run> sorted_runs(const std::map<RunKey, Run>& by_key) {
   std::vector<Run> out;
-  for (auto& [key, run] : by_key) out.push_back(std::move(run));
+  out.reserve(by_key.size());
+  for (const auto& [key, run] : by_key) out.push_back(run);
   std::sort(out.begin(), out.end(), [](const Run& a, const Run& b) {
     return std::tie(a.start_us, a.workflow, a.task, a.pid) < std::tie(b.start_us, b.workflow, b.task, b.pid);
   });
   return out;
+}
+
+}  // namespace
+
+std::vector<Run> runs_of(const std::vector<LedgerLine>& lines) {
+  std::map<RunKey, Run> by_key;
+  for (const auto& line : lines) add_line(by_key, line);
+  return sorted_runs(by_key);
+}
+
+const std::vector<Run>& LedgerReader::update() {
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset_));
+  std::string fresh((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  offset_ += fresh.size();
+  partial_ += fresh;
+  const size_t complete = partial_.rfind('\n');
+  if (complete == std::string::npos) return sorted_;
+  for (const auto& line : parse_ledger(partial_.substr(0, complete + 1))) add_line(runs_, line);
+  partial_.erase(0, complete + 1);
+  sorted_ = sorted_runs(runs_);
+  return sorted_;
 }
 
 std::map<std::string, std::vector<const Run*>> runs_by_task(const std::vector<Run>& runs) {

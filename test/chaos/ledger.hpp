@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace troupe::chaos {
@@ -79,6 +80,22 @@ struct Run {
 
 /// The runs in `lines`, one per (workflow, task, invocation, pid), ordered by start.
 std::vector<Run> runs_of(const std::vector<LedgerLine>& lines);
+
+/// A ledger read as it grows: each update() parses only what was appended since the last.
+class LedgerReader {
+ public:
+  explicit LedgerReader(std::string path) : path_(std::move(path)) {}
+  /// Reads what was appended (whole lines only); the runs so far, ordered by start.
+  const std::vector<Run>& update();
+
+ private:
+  using Key = std::tuple<std::string, std::string, std::string, int64_t>;
+  std::string path_;
+  uint64_t offset_ = 0;
+  std::string partial_;
+  std::map<Key, Run> runs_;
+  std::vector<Run> sorted_;
+};
 
 /// Two runs of one (workflow, task) at once: `later` started before `earlier`'s last line.
 /// Runs overlapping by less than a tick cannot be told apart from ones that did not overlap;

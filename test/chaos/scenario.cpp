@@ -86,6 +86,7 @@ Scenario::Scenario(ScenarioOptions options)
   tokens_ = dir_ + "/tokens";
   fs::create_directories(tokens_);
   std::ofstream(ledger_).flush();
+  reader_ = std::make_unique<LedgerReader>(ledger_);
   std::cout << "chaos." << options_.name << ": TROUPE_TEST_SEED=" << seed_ << " (directory " << dir_
             << (keep_dir() ? ", kept" : ", removed at the end; TROUPE_CHAOS_KEEP=1 keeps it") << ")" << std::endl;
   cluster_ = std::make_unique<ChaosCluster>(dir_, timings_, options_.workers, options_.data_dir);
@@ -134,13 +135,13 @@ milliseconds Scenario::draw(milliseconds low, milliseconds high) {
   return milliseconds(std::uniform_int_distribution<int64_t>(low.count(), high.count())(faults_));
 }
 
-std::vector<Run> Scenario::runs() const { return runs_of(parse_ledger(read_file(ledger_))); }
+std::vector<Run> Scenario::runs() const { return reader_->update(); }
 
 std::vector<Run> Scenario::live_runs(int64_t window_us) const {
   const int64_t now = now_us();
   std::vector<Run> out;
-  for (auto& run : runs_of(parse_ledger(read_file(ledger_)))) {
-    if (!run.ended && run.last_us >= now - window_us) out.push_back(std::move(run));
+  for (const auto& run : reader_->update()) {
+    if (!run.ended && run.last_us >= now - window_us) out.push_back(run);
   }
   return out;
 }
@@ -328,7 +329,6 @@ void Scenario::finish_and_check() {
     const Order& o = *v.order;
     const Kind& k = kind(o.kind);
     const auto& a = v.analysis;
-    std::ostringstream what;
     auto report = [&](const std::string& category, const std::string& why) {
       std::string first_failed;
       for (const auto& e : v.events) {

@@ -121,6 +121,7 @@ class Scenario {
   std::mt19937_64 faults_;
   std::string dir_;
   std::string ledger_, tokens_;
+  mutable std::unique_ptr<LedgerReader> reader_;  ///< the ledger as it grows (fault scheduling)
   std::unique_ptr<ChaosCluster> cluster_;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<Workload> workload_;

@@ -184,6 +184,7 @@ TEST_SUITE("chaos.disk_full") {
   TEST_CASE("the scheduler's disk fills up, then space comes back: nothing acknowledged is lost") {
     auto options = scheduler_scenario("disk_full", "df");
     options.scheduler_may_exit = true;  // a clean exit naming the problem is fine; a crash is not
+    options.min_acknowledged = 10;      // a short run: the disk fills after 3-6 s
     Scenario s(options);
     const std::string data = s.dir() + "/data";
     std::filesystem::create_directories(data);

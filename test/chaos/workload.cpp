@@ -460,6 +460,9 @@ void Workload::drive(int client_index) {
               o.result_pending = false;
             } else if (lost_connection(r.error())) {
               lost = true;
+            } else if (r.error().code == Errc::INVALID_ARGUMENT || r.error().code == Errc::NOT_FOUND) {
+              o.rerun_done = true;  // refused for good: its end stays the first run's, which the checks see
+              o.result_pending = false;
             } else {
               o.next_action_us = now_us() + 500'000;
             }
@@ -506,8 +509,10 @@ void Workload::drive(int client_index) {
           note(w, "result -> " + r->state + (r->detail.empty() ? "" : ": " + r->detail));
           if (kind(w.kind).control == Control::RERUN && w.first_end.empty()) {
             w.first_end = r->state;
-            w.next_action_us = now_us() + 200'000;
-            return;
+            if (r->state == "SUCCESS") {  // only a run that succeeded is rerun from a middle task
+              w.next_action_us = now_us() + 200'000;
+              return;
+            }
           }
           w.ended = true;
           w.state = r->state;
