@@ -38,6 +38,7 @@ void Cluster::start_scheduler() {
   // predecessor's abandoned actors would do afterwards.
   if (!incarnations_.empty()) store_ = store_->snapshot();
   world_.note("scheduler epoch " + std::to_string(epoch) + " starts");
+  ledger_.scheduler_started(world_.now());
   incarnations_.push_back(std::make_unique<SchedulerNode>(world_, store_, epoch, options_.scheduler));
   up_ = incarnations_.back().get();
   world_.set_actors(up_);
@@ -47,6 +48,7 @@ void Cluster::start_scheduler() {
 void Cluster::crash_scheduler(Duration downtime) {
   if (up_ == nullptr) return;
   up_->crash();
+  ledger_.scheduler_crashed(world_.now());
   up_ = nullptr;
   world_.set_actors(nullptr);
   world_.after(downtime, [this] { start_scheduler(); });

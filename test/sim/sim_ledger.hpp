@@ -3,6 +3,7 @@
 // it started and died). The invariants about overlap and attempts are checked against it.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ struct ProcessRecord {
   std::string shard;
   std::string instance;
   Time started{0};
+  Time registered = never;  ///< when the scheduler first accepted its registration
   Time died = never;
   std::string why;  ///< why it died
   Time lease_ran_out = never;  ///< when its keepers found its lease run out (they kill its runs)
@@ -46,7 +48,7 @@ class Ledger {
     open_.erase(it);
   }
   void process_started(const std::string& shard, const std::string& instance, Time at) {
-    processes_.push_back(ProcessRecord{shard, instance, at, never, ""});
+    processes_.push_back(ProcessRecord{shard, instance, at, never, never, ""});
   }
   void process_died(const std::string& instance, Time at, std::string why) {
     for (auto& p : processes_) {
@@ -57,21 +59,41 @@ class Ledger {
     }
   }
 
+  void process_registered(const std::string& instance, Time at) {
+    for (auto& p : processes_) {
+      if (p.instance == instance && p.registered == never) p.registered = at;
+    }
+  }
   void lease_ran_out(const std::string& instance, Time at) {
     for (auto& p : processes_) {
       if (p.instance == instance && p.lease_ran_out == never) p.lease_ran_out = at;
     }
   }
 
+  void scheduler_started(Time at) { scheduler_starts_.push_back(at); }
+  void scheduler_crashed(Time at) { scheduler_crashes_.push_back(at); }
+  const std::vector<Time>& scheduler_starts() const { return scheduler_starts_; }
+  /// How much of [from, to) no scheduler was up.
+  Duration scheduler_down(Time from, Time to) const {
+    Duration down{0};
+    for (size_t i = 0; i < scheduler_crashes_.size(); ++i) {
+      const Time crashed = scheduler_crashes_[i];
+      const Time back = i + 1 < scheduler_starts_.size() ? scheduler_starts_[i + 1] : never;
+      const Time a = std::max(from, crashed), b = std::min(to, back);
+      if (a < b) down += b - a;
+    }
+    return down;
+  }
+
   const std::vector<RunRecord>& runs() const { return runs_; }
   const std::vector<ProcessRecord>& processes() const { return processes_; }
 
-  /// The latest process of `shard` started by `at`, dead or alive: the one a scheduler then
-  /// believed held the shard, at best. nullptr if none had started.
+  /// The latest process of `shard` registered by `at`, dead or alive: the one a scheduler then
+  /// believed held the shard, at best. nullptr if none had registered.
   const ProcessRecord* process_at(const std::string& shard, Time at) const {
     const ProcessRecord* found = nullptr;
     for (const auto& p : processes_) {
-      if (p.shard == shard && p.started <= at) found = &p;
+      if (p.shard == shard && p.registered <= at) found = &p;
     }
     return found;
   }
@@ -86,6 +108,8 @@ class Ledger {
   std::vector<RunRecord> runs_;
   std::map<std::string, size_t> open_;
   std::vector<ProcessRecord> processes_;
+  std::vector<Time> scheduler_starts_;
+  std::vector<Time> scheduler_crashes_;
 };
 
 }  // namespace troupe::sim

@@ -217,14 +217,28 @@ ScheduleResult run_schedule(uint64_t seed) {
     result.incarnations = cluster.incarnations();
     result.worker_processes = cluster.ledger().processes().size();
     result.runs = cluster.ledger().runs().size();
-    for (auto& p : check_schedule(schedule.workload, *cluster.store(), cluster.ledger())) {
-      result.problems.push_back(std::move(p));
+    const auto& n = schedule.options.network;
+    bool clean = n.spike == 0 && n.reorder == 0 && n.duplicate == 0 && n.breaks == 0 && n.hangs == 0;
+    for (const auto& f : schedule.faults) {
+      if (f.kind == Fault::DISCONNECT || f.kind == Fault::HANG || f.kind == Fault::STALL) clean = false;
+    }
+    auto findings = check_schedule(schedule.workload, *cluster.store(), cluster.ledger(), clean,
+                                   schedule.options.scheduler.timeouts);
+    for (auto& p : findings.problems) result.problems.push_back(std::move(p));
+    result.known = std::move(findings.known);
+    result.counts = std::move(findings.counts);
+    if (clean) result.counts["schedules on a clean network"] += 1;
+    if (result.incarnations > 1) result.counts["scheduler restarts"] += result.incarnations - 1;
+    if (result.worker_processes > schedule.options.workers.size()) {
+      result.counts["worker restarts"] += result.worker_processes - schedule.options.workers.size();
     }
   }
-  if (!result.problems.empty()) {
+  if (!result.problems.empty() || !result.known.empty()) {
     std::ostringstream report;
     report << schedule.describe() << "\n  problems:";
     for (const auto& p : result.problems) report << "\n    " << p;
+    if (!result.known.empty()) report << "\n  known departures:";
+    for (const auto& k : result.known) report << "\n    " << k;
     report << "\n  the simulation's trace (last " << world.trace().size() << " notes):";
     for (const auto& line : world.trace()) report << "\n    " << line;
     report << "\n  what the actors printed (the end):\n" << tail(captured.text(), 60);

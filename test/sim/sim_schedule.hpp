@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ Schedule draw_schedule(World& world, uint64_t seed);
 
 struct ScheduleResult {
   std::vector<std::string> problems;  ///< empty when every invariant held
+  std::vector<std::string> known;     ///< known departures (sim_checks.hpp Findings)
+  std::map<std::string, size_t> counts;  ///< what happened, for coverage (Findings::counts)
   std::string report;                 ///< the schedule, the problems and the end of the trace
   Time ended{0};                      ///< simulated time at the end
   size_t incarnations = 0;

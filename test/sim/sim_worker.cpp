@@ -116,7 +116,11 @@ void WorkerProcess::registered(std::shared_ptr<Connection> connection, Scheduler
             info, link,
             reply_to<actors::RegistrationOutcome>(
                 [respond, link, weak, connection, sent, retry](Result<actors::RegistrationOutcome> outcome) {
-                  if (outcome) link->bind(outcome->worker);
+                  if (outcome) {
+                    link->bind(outcome->worker);
+                    // From now on the scheduler may send it tasks, whenever the answer arrives.
+                    if (auto self = weak.lock()) self->env_.ledger->process_registered(self->instance(), self->world().now());
+                  }
                   respond([weak, connection, sent, retry, outcome] {
                     auto self = weak.lock();
                     if (!self || !self->alive_ || self->connection_ != connection) return;

@@ -5,12 +5,15 @@
 // crashes, all on simulated time. Each schedule ends with the invariants of sim_checks.hpp.
 //
 // TROUPE_TEST_SEED=N replays schedule N alone and prints its report; TROUPE_SIM_SCHEDULES sets
-// how many schedules the sweep runs (seeds 1..N, from TROUPE_SIM_FIRST_SEED if set).
+// how many schedules the sweep runs (seeds 1..N, from TROUPE_SIM_FIRST_SEED if set);
+// TROUPE_SIM_STRICT=1 fails the known departures too (see regression_seeds).
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,10 +24,31 @@ using namespace troupe;
 namespace {
 
 /// Seeds that once failed, each a test case for what it found.
-const std::vector<uint64_t> regression_seeds = {};
+const std::vector<uint64_t> regression_seeds = {
+    // A worker instance declared MUST_DIE registered again (same instance, after a broken
+    // connection) and counted that as a lease renewal, while the scheduler failed its running
+    // invocation over at the lease from its last heartbeat: the retry could run beside it. Fixed
+    // in the worker actor (a registration moves the lease on, as a heartbeat does).
+    3283, 4571,
+    // TIMEOUT_OVERLAP, a known departure (Findings::known; TROUPE_SIM_STRICT=1 makes it fail):
+    // after a startToClose timeout the retry was dispatched after its backoff without waiting
+    // for the timed-out invocation to stop, which a held commit (157), a stalled connection (272)
+    // or a half-open one (293) kept running beside the next attempt.
+    157, 272, 293,
+    // A scheduler restart during an attempt re-arms its startToClose from the revival (by
+    // design): a designed timeout did not fire and the task succeeded (a known departure).
+    105, 641,
+    // A revived task waiting, before its next attempt, for the invocation its last attempt left
+    // on a worker: the wait must end even when that worker's actor ends (no quiescence).
+    138,
+    // The checks' own mistakes, kept so they stay fixed: the process a dispatch went to is the
+    // last one the scheduler had accepted, not the last one started.
+    55, 1079, 9381,
+};
 
-/// Schedules a sweep runs unless TROUPE_SIM_SCHEDULES says otherwise.
-constexpr uint64_t default_schedules = 2000;
+/// Schedules a sweep runs unless TROUPE_SIM_SCHEDULES says otherwise: about 40 s of a debug
+/// build on one core.
+constexpr uint64_t default_schedules = 8000;
 
 std::optional<uint64_t> env_number(const char* name) {
   const char* value = std::getenv(name);
@@ -32,12 +56,15 @@ std::optional<uint64_t> env_number(const char* name) {
   return std::strtoull(value, nullptr, 10);
 }
 
+bool strict() { return env_number("TROUPE_SIM_STRICT").value_or(0) != 0; }
+
 /// Runs `seeds`; fails with the report of the first failing ones and every failing seed.
 void run_seeds(const std::vector<uint64_t>& seeds, bool verbose) {
-  std::vector<uint64_t> failed;
+  std::vector<uint64_t> failed, departed;
   size_t reported = 0;
   sim::Time simulated{0};
-  size_t incarnations = 0, processes = 0, runs = 0;
+  size_t incarnations = 0, processes = 0, runs = 0, known = 0;
+  std::map<std::string, size_t> counts;
   const auto started = std::chrono::steady_clock::now();
   for (uint64_t seed : seeds) {
     auto result = sim::run_schedule(seed);
@@ -45,17 +72,24 @@ void run_seeds(const std::vector<uint64_t>& seeds, bool verbose) {
     incarnations += result.incarnations;
     processes += result.worker_processes;
     runs += result.runs;
-    if (result.problems.empty()) continue;
+    known += result.known.size();
+    for (const auto& [what, n] : result.counts) counts[what] += n;
+    if (!result.known.empty()) departed.push_back(seed);
+    const bool fails = !result.problems.empty() || (strict() && !result.known.empty());
+    if (!fails) continue;
     failed.push_back(seed);
-    if (reported++ < 3) {
-      std::cerr << "TROUPE_TEST_SEED=" << seed << "\n" << result.report << "\n\n";
-    }
+    if (reported++ < 3) std::cerr << "TROUPE_TEST_SEED=" << seed << "\n" << result.report << "\n\n";
   }
   const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
   if (verbose || !failed.empty()) {
     std::cerr << seeds.size() << " schedules, " << failed.size() << " failed, " << sim::show(simulated)
               << " simulated in " << wall.count() << " ms; " << incarnations << " scheduler incarnations, " << processes
-              << " worker processes, " << runs << " runs\n";
+              << " worker processes, " << runs << " runs; " << known << " known departures in " << departed.size()
+              << " schedules";
+    for (size_t i = 0; i < departed.size() && i < 10; ++i) std::cerr << (i == 0 ? " (" : " ") << departed[i];
+    std::cerr << (departed.empty() ? "" : departed.size() > 10 ? " ...)" : ")") << "\n ";
+    for (const auto& [what, n] : counts) std::cerr << " " << what << ": " << n << ";";
+    std::cerr << "\n";
   }
   std::string list;
   for (uint64_t seed : failed) list += " " + std::to_string(seed);
@@ -73,8 +107,12 @@ TEST_SUITE("sim.worker_protocol") {
   TEST_CASE("thousands of seeded schedules of faults keep every invariant") {
     if (auto seed = env_number("TROUPE_TEST_SEED")) {
       auto result = sim::run_schedule(*seed);
-      if (result.problems.empty()) std::cerr << "schedule " << *seed << " keeps every invariant\n";
-      CHECK_MESSAGE(result.problems.empty(), "TROUPE_TEST_SEED=" << *seed << "\n" << result.report);
+      if (result.problems.empty()) {
+        std::cerr << "schedule " << *seed << " keeps every invariant" << (result.known.empty() ? "" : ", but:\n")
+                  << result.report << "\n";
+      }
+      CHECK_MESSAGE((result.problems.empty() && (!strict() || result.known.empty())),
+                    "TROUPE_TEST_SEED=" << *seed << "\n" << result.report);
       return;
     }
     const uint64_t count = env_number("TROUPE_SIM_SCHEDULES").value_or(default_schedules);
