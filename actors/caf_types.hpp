@@ -95,6 +95,7 @@ using thaw_atom = caf::atom_constant<caf::atom("thaw")>;
 using awaken_atom = caf::atom_constant<caf::atom("awaken")>;
 using closed_atom = caf::atom_constant<caf::atom("closed")>;
 using acknowledge_atom = caf::atom_constant<caf::atom("ack")>;
+using settled_atom = caf::atom_constant<caf::atom("settled")>;
 
 // --- errors -------------------------------------------------------------------------------
 

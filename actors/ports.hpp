@@ -45,6 +45,11 @@ using executor_actor = caf::typed_actor<
     // (it ended, and its last report is on its way to the task)
     caf::replies_to<park_atom, std::string /* invocation id */, std::string /* executor */,
                     task_port /* to */>::with<bool>,
+    // from a task about to dispatch a new attempt: answers once the invocation it abandoned
+    // (timed out, or failed) is over on `executor`: it ended, its cancellation was confirmed,
+    // or it was lost with its worker once that worker's lease ran out. So two attempts of a
+    // task never run at once. An error means the same (whoever held it is gone).
+    caf::replies_to<settled_atom, std::string /* invocation id */, std::string /* executor */>::with<bool>,
     // from the executor's own handler contexts
     caf::reacts_to<report_atom, TaskReport>,
     caf::reacts_to<wake_atom, uint64_t /* timer */>>;

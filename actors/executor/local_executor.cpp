@@ -54,6 +54,12 @@ class LocalContext final : public TaskContext {
   }
   void cancelled() override { end(TaskReport{invocation_.invocation_id, TaskReport::CANCELLED, {}, {}, {}, false}); }
   bool cancel_requested() const override { return cancel_requested_.load(); }
+  /// Its cancellation's grace passed and it has not stopped: it counts as cancelled from now on,
+  /// as a kill not confirmed within its grace does, and whatever it reports later is dropped.
+  void abandon() {
+    end(TaskReport{invocation_.invocation_id, TaskReport::CANCELLED, {}, {},
+                   "it did not stop within its grace after it was cancelled: abandoned", false});
+  }
   /// Whether the invocation has ended (its report is on its way to the executor).
   bool ended() const { return finished_.load(); }
   Duration cancel_grace() const override { return Duration(cancel_grace_us_.load()); }
@@ -148,6 +154,8 @@ struct LocalExecutorState {
   uint64_t next_order = 0;
   size_t in_use = 0;
   std::map<std::string, Running> running;
+  /// Tasks waiting for a running invocation to end before their next attempt (settled_atom).
+  std::map<std::string, std::vector<caf::response_promise>> settle_waiters;
 };
 
 using Self = executor_actor::stateful_pointer<LocalExecutorState>;
@@ -265,9 +273,21 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         it->second.task = std::move(to);
         return true;
       },
+      [=](settled_atom, const std::string& id, const std::string&) -> caf::result<bool> {
+        // Over once it ends, or once its cancellation's grace has passed (see cancel_atom).
+        if (!self->state.running.count(id)) return true;
+        auto promise = self->make_response_promise<bool>();
+        self->state.settle_waiters[id].push_back(promise);
+        return promise;
+      },
       [=](cancel_atom, const std::string& id, const std::string&, int64_t grace_us) {
         auto it = self->state.running.find(id);
-        if (it != self->state.running.end()) it->second.context->request_cancel(Duration(grace_us));
+        if (it == self->state.running.end()) return;
+        auto context = it->second.context;
+        context->request_cancel(Duration(grace_us));
+        // A handler stops cooperatively; one that ignores its cancellation must not hold its
+        // slot, nor its task's next attempt, for ever.
+        context->after(Duration(grace_us), [context] { context->abandon(); });
       },
       [=](report_atom, TaskReport report) {
         auto it = self->state.running.find(report.invocation_id);
@@ -275,8 +295,15 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         auto task = it->second.task;
         const bool ends = report.kind != TaskReport::HEARTBEAT && report.kind != TaskReport::STARTED;
         if (ends) self->state.running.erase(it);
+        const std::string id = report.invocation_id;
         self->send(task, report_atom::value, std::move(report));
-        if (ends) release_slot(self);
+        if (ends) {
+          release_slot(self);
+          if (auto waiting = self->state.settle_waiters.find(id); waiting != self->state.settle_waiters.end()) {
+            for (auto& promise : waiting->second) promise.deliver(true);
+            self->state.settle_waiters.erase(waiting);
+          }
+        }
       },
       [=](wake_atom, uint64_t timer) {
         std::function<void()> then;

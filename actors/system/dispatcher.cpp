@@ -3,6 +3,8 @@
 
 #include <iostream>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -23,6 +25,9 @@ struct DispatcherState {
   /// Invocations revived tasks want back, by the shard that ran them, until it registers.
   std::map<std::string, std::vector<std::pair<Invocation, task_port>>> adoptions;
   caf::actor_clock::time_point recovery_ends;
+  /// Questions whether an invocation is over, about shards that have not registered since a
+  /// restart: answered when the recovery window closes (see settled_atom).
+  std::vector<std::tuple<std::string, std::string, caf::response_promise>> settle_waiters;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -76,6 +81,27 @@ void report_lost(Self self, const Invocation& invocation, const task_port& task,
 RegistrationOutcome registered(Self self, worker_actor worker, bool start_clean) {
   auto& options = self->state.options;
   return RegistrationOutcome{std::move(worker), options.timeouts, start_clean, options.fences->next()};
+}
+
+/// The recovery window closed (or moved): questions held for it are asked of the workers that
+/// registered meanwhile, or answered (no worker came back: nothing of it runs any more).
+void settle_after_recovery(Self self) {
+  auto& st = self->state;
+  const auto now = self->clock().now();
+  if (now < st.recovery_ends) {
+    self->delayed_send(self, st.recovery_ends - now, timeout_atom::value, std::string());  // extended
+    return;
+  }
+  for (auto& [id, executor, promise] : std::exchange(st.settle_waiters, {})) {
+    auto it = st.workers.find(executor);
+    if (it == st.workers.end()) {
+      promise.deliver(true);
+      continue;
+    }
+    self->request(it->second, caf::infinite, settled_atom::value, id, executor)
+        .then([promise](bool) mutable { promise.deliver(true); },
+              [promise](const caf::error&) mutable { promise.deliver(true); });
+  }
 }
 
 std::string health_name(uint8_t health) {
@@ -132,6 +158,20 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         if (waiting.empty()) self->delayed_send(self, st.recovery_ends - now, timeout_atom::value, invocation.executor);
         waiting.emplace_back(std::move(invocation), std::move(task));
       },
+      [=](settled_atom, const std::string& id, const std::string& executor) -> caf::result<bool> {
+        auto& st = self->state;
+        if (auto it = st.workers.find(executor); it != st.workers.end()) {
+          return self->delegate(it->second, settled_atom::value, id, executor);
+        }
+        // No live instance holds it. Before the recovery window closes its worker may still
+        // come back with it (it outlives a restart on its lease): ask again then.
+        const auto now = self->clock().now();
+        if (now >= st.recovery_ends) return true;
+        auto promise = self->make_response_promise<bool>();
+        if (st.settle_waiters.empty()) self->delayed_send(self, st.recovery_ends - now, timeout_atom::value, std::string());
+        st.settle_waiters.emplace_back(id, executor, promise);
+        return promise;
+      },
       [=](park_atom, const std::string& id, const std::string& executor,
           task_port to) -> caf::result<bool> {
         auto it = self->state.workers.find(executor);
@@ -140,6 +180,10 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       },
       [=](timeout_atom, const std::string& shard) {
         auto& st = self->state;
+        if (shard.empty()) {
+          settle_after_recovery(self);
+          return;
+        }
         auto waiting = st.adoptions.find(shard);
         if (waiting == st.adoptions.end()) return;
         if (const auto now = self->clock().now(); now < st.recovery_ends) {
@@ -163,6 +207,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         for (const auto& [shard, worker] : st.workers) self->send(worker, recovered_atom::value, remaining_us);
         if (revived == 0) {
           for (const auto& [shard, waiting] : st.adoptions) self->send(self, timeout_atom::value, shard);
+          if (!st.settle_waiters.empty()) self->send(self, timeout_atom::value, std::string());
         }
       },
       [=](report_atom, const TaskReport&) {},

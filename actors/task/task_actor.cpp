@@ -283,6 +283,22 @@ void join_task_list(Self self, TaskEvent event) {
   });
 }
 
+/// The backoff is over: the next attempt joins its task list once the invocation the last
+/// attempt left on its executor is over (at once if there is none, or it ended), so two
+/// attempts of the task never run at the same time: one that timed out on a worker that went
+/// silent keeps the next waiting until that worker's lease runs out.
+void dispatch_when_settled(Self self) {
+  auto& s = self->state;
+  if (s.model.previous_invocation.empty()) {
+    join_task_list(self, TaskEvent::DISPATCH);
+    return;
+  }
+  auto go = [self] { join_task_list(self, TaskEvent::DISPATCH); };  // ignored if no longer waiting
+  self->request(s.wiring->executor, caf::infinite, settled_atom::value, s.model.previous_invocation,
+                s.model.previous_executor)
+      .then([go](bool) { go(); }, [go](const caf::error&) { go(); });
+}
+
 /// Whether a timer of `kind` still concerns the task in its current state.
 bool timer_applies(TimerKind kind, const TaskModel& model) {
   switch (kind) {
@@ -660,7 +676,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
             attempt_failed(self, AttemptFailure{timeout_reason(kind), false, false, {}}, kind);
             break;
           case TimerKind::BACKOFF:
-            join_task_list(self, TaskEvent::DISPATCH);
+            dispatch_when_settled(self);
             break;
           case TimerKind::KILL_GRACE: {
             const std::string invocation = s.model.invocation_id;

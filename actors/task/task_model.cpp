@@ -78,6 +78,8 @@ Result<void> TaskModel::apply(const EventView& event) {
       invocation_id = to_string(d.getInvocationId());
       executor = to_string(d.getWorkerShard());
       dispatch_fence = Fence{d.getSchedulerEpoch(), d.getNotifySequence()};
+      previous_invocation.clear();
+      previous_executor.clear();
       dispatched_us = now;
       ++dispatches;
       awaiting_completion = false;
@@ -96,6 +98,10 @@ Result<void> TaskModel::apply(const EventView& event) {
       break;
     case Body::TASK_RETRY_SCHEDULED: {
       auto r = body.getTaskRetryScheduled();
+      if (TaskMachine::is_on_executor(state)) {
+        previous_invocation = invocation_id;
+        previous_executor = executor;
+      }
       if (r.getNextAttempt() != attempt) never_started = 0;
       attempt = r.getNextAttempt();
       delay_until_us = now + r.getBackoffUs();
@@ -194,6 +200,8 @@ std::string TaskModel::canonical() const {
   field("fence", dispatch_fence.to_string());
   field("failover", std::string(loss_name(failover)));
   field("never_started", std::to_string(never_started));
+  field("previous_invocation", previous_invocation);
+  field("previous_executor", previous_executor);
   field("applied", std::to_string(applied));
   return out;
 }

@@ -38,6 +38,10 @@ struct TaskModel {
   int64_t heartbeat_us = 0;       ///< when the current invocation last started or heartbeat
   uint32_t dispatches = 0;        ///< invocations sent, every attempt and every rerun counted
   Fence dispatch_fence;           ///< the fence the current invocation's runTask carries
+  /// The invocation an attempt that ended on its executor left behind (it timed out, failed or
+  /// was cancelled there), and where: the next attempt is dispatched only once it is over.
+  std::string previous_invocation;
+  std::string previous_executor;
   Loss failover = Loss::MAY_HAVE_STARTED;  ///< what the last failover knew of its invocation
   /// Invocations of the current attempt that never started, in a row: each is dispatched
   /// again after a backoff that grows with this count.

@@ -51,6 +51,8 @@ struct WorkerActorState {
   std::set<std::string> orphans;
   /// Outcomes from runTask answers that are durable and not yet acknowledged to the worker.
   std::vector<std::string> acks;
+  /// Tasks waiting for an invocation (given or orphaned) to be over before their next attempt.
+  std::map<std::string, std::vector<caf::response_promise>> settle_waiters;
 };
 
 using Self = worker_actor::stateful_pointer<WorkerActorState>;
@@ -68,6 +70,25 @@ void remember_finished(Self self, const std::string& id) {
   }
 }
 
+/// Invocation `id` is over here: whoever waits for that may go on.
+void settled(Self self, const std::string& id) {
+  auto waiting = self->state.settle_waiters.find(id);
+  if (waiting == self->state.settle_waiters.end()) return;
+  for (auto& promise : waiting->second) promise.deliver(true);
+  self->state.settle_waiters.erase(waiting);
+}
+
+/// A dead instance's actor lives on only while something may still run there: invocations it
+/// was given, or ones it runs that nobody claimed (orphans). Nobody waits for it once it ends.
+void quit_if_done(Self self) {
+  auto& st = self->state;
+  if (!HealthMachine::is_terminal(st.health) || !st.given.empty() || !st.orphans.empty()) return;
+  for (auto& [id, waiting] : std::exchange(st.settle_waiters, {})) {
+    for (auto& promise : waiting) promise.deliver(true);
+  }
+  self->quit();
+}
+
 /// The invocation is over for this worker: forget it and give its slot back.
 void finish(Self self, const std::string& id) {
   auto& st = self->state;
@@ -80,7 +101,8 @@ void finish(Self self, const std::string& id) {
   st.given.erase(it);
   st.cancel_requested.erase(id);
   remember_finished(self, id);
-  if (HealthMachine::is_terminal(st.health) && st.given.empty()) self->quit();
+  settled(self, id);
+  quit_if_done(self);
 }
 
 /// Tells the invocation's task it was lost with this worker, and forgets it.
@@ -182,6 +204,8 @@ void handle(Self self, HealthEvent event) {
         std::vector<std::pair<std::string, Loss>> lost;
         for (const auto& [id, given] : st.given) lost.emplace_back(id, loss_of(given));
         for (const auto& [id, loss] : lost) lose(self, id, why, loss);
+        // What it ran that nobody claimed died with it too.
+        for (const auto& id : std::exchange(st.orphans, {})) settled(self, id);
         break;
       }
       case HealthAction::STOP_HEALTH_TIMER: ++st.timer_generation; break;
@@ -199,8 +223,7 @@ void handle(Self self, HealthEvent event) {
         break;
     }
   }
-  // A dead instance's actor lives on only while invocations may still run there.
-  if (HealthMachine::is_terminal(st.health) && st.given.empty()) self->quit();
+  quit_if_done(self);
 }
 
 /// Hands the outcome of a given invocation to its task; once the task says it is durable (or
@@ -350,6 +373,13 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         // While NEW, the answer to getRunningTasks settles it; once HEALTHY, a notify does.
         if (s.health == HealthState::HEALTHY) resolve_unsure(self);
       },
+      [=](settled_atom, const std::string& id, const std::string&) -> caf::result<bool> {
+        auto& s = self->state;
+        if (!s.given.count(id) && !s.orphans.count(id)) return true;
+        auto promise = self->make_response_promise<bool>();
+        s.settle_waiters[id].push_back(promise);
+        return promise;
+      },
       [=](park_atom, const std::string& id, const std::string&, task_port to) {
         auto it = self->state.given.find(id);
         if (it == self->state.given.end()) return false;
@@ -359,8 +389,13 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       [=](wake_atom) {
         auto& s = self->state;
         if (self->clock().now() < s.setup.orphans_kept_until) return;  // the window was extended
-        for (const auto& id : s.orphans) s.setup.link->cancel_task(id, Duration(0));
+        // Killed without grace: over as far as anyone waiting for it is concerned.
+        for (const auto& id : s.orphans) {
+          s.setup.link->cancel_task(id, Duration(0));
+          settled(self, id);
+        }
         s.orphans.clear();
+        quit_if_done(self);
       },
       [=](recovered_atom, int64_t remaining_us) {
         auto& s = self->state;

@@ -56,6 +56,9 @@ using worker_actor = caf::typed_actor<
     // from the dispatcher: a revived task's invocation this worker ran before the scheduler
     // restarted: kept if the worker still runs it, else reported LOST
     caf::reacts_to<adopt_atom, Invocation, task_port>,
+    // from the dispatcher: answers once the invocation is over for this worker (see
+    // executor_actor's settled_atom); at once if it does not hold it
+    caf::replies_to<settled_atom, std::string, std::string>::with<bool>,
     // from the dispatcher, for a task that passivates: reports on the invocation go to `to`
     caf::replies_to<park_atom, std::string, std::string, task_port>::with<bool>,
     // its own timer: the recovery window may have closed; invocations it runs that nobody

@@ -455,6 +455,38 @@ TEST_SUITE("actors.dispatch") {
     CHECK(flow.count("taskSucceeded:t0") == 1);
   }
 
+  TEST_CASE("a retry after a timeout waits until the timed-out invocation is over: confirmed, or its silent worker's lease ran out") {
+    Scheduler s;
+    auto a = s.connect("a", {{"jobs", 1}});
+    Flow flow(s, "wf-frozen", independent_tasks(1, "jobs",
+        R"("timeouts": {"startToClose": "2s", "scheduleToClose": "5m"}, )" + std::string(retry_twice)));
+    flow.start();
+    REQUIRE(a.link->runs.size() == 1);
+    const std::string first = a.link->runs[0].invocation.invocation_id;
+    a.link->runs[0].done(false);
+    auto b = s.connect("b", {{"jobs", 1}});
+
+    SUBCASE("the worker confirms the cancellation") {
+      s.advance(2s, {&a, &b});
+      CHECK(flow.task("t0").state == TaskState::DELAY_EXECUTION);
+      CHECK(a.link->cancels == std::vector<std::string>{first});
+      s.advance(2s, {&a, &b});  // past the backoff: still running on a, so nothing new
+      CHECK(a.link->runs.size() + b.link->runs.size() == 1);
+      REQUIRE(s.update(a, report_of(first, TaskReport::CANCELLED)).is(true));
+      CHECK(a.link->runs.size() + b.link->runs.size() == 2);
+    }
+    SUBCASE("the worker froze: its lease must run out first") {
+      s.advance(2s, {&b});  // a falls silent as the attempt times out
+      CHECK(flow.task("t0").state == TaskState::DELAY_EXECUTION);
+      s.advance(HealthTimeouts{}.lease - 2s - 1ms, {&b});
+      CHECK(s.health(a) == HealthState::MUST_DIE);
+      CHECK(b.link->runs.empty());
+      s.advance(1ms, {&b});
+      REQUIRE(b.link->runs.size() == 1);
+      CHECK(b.link->runs[0].invocation.attempt == 2);
+    }
+  }
+
   TEST_CASE("an update is acknowledged once durable; a repeat is a duplicate that changes nothing") {
     Scheduler s;
     auto w = s.connect("w1", {{"jobs", 2}});

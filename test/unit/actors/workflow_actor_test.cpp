@@ -231,7 +231,11 @@ TEST_SUITE("actors.workflow") {
     fx.advance(1s);  // heartbeat timeout
     CHECK(run.task("t").state == TaskState::DELAY_EXECUTION);
     CHECK(run.task("t").failure_reason == "Timeout:heartbeat");
+    // The hung attempt was cancelled and ignores it: the next one waits until its grace has
+    // passed and it counts as stopped, so the two never run at once.
     fx.advance(1s);
+    CHECK(run.task("t").state == TaskState::DELAY_EXECUTION);
+    fx.advance(fx.wiring.kill_grace - 1s);
     auto outcome = run.collect_result();
     REQUIRE(outcome);
     CHECK(outcome->state == "SUCCESS");
