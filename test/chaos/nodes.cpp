@@ -186,6 +186,15 @@ std::string NodeProcess::tail(size_t n) const {
   return out.str();
 }
 
+std::vector<std::string> NodeProcess::lines_since(int64_t since_us) const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [at, line] : lines_) {
+    if (at >= since_us) out.push_back(line);
+  }
+  return out;
+}
+
 ChaosCluster::ChaosCluster(const std::string& dir, const Timings& t, std::vector<WorkerSpec> workers,
                            const std::string& data_dir)
     : dir_(dir), timings_(t), workers_(std::move(workers)), port_(stable_port()), config_(dir + "/cluster.toml") {
@@ -358,6 +367,13 @@ std::string ChaosCluster::tail(const std::string& node, size_t n) const {
   auto it = processes_.find(node);
   if (it == processes_.end() || it->second.empty()) return "";
   return it->second.back()->tail(n);
+}
+
+std::vector<std::string> ChaosCluster::lines_since(const std::string& node, int64_t since_us) const {
+  std::lock_guard lock(mutex_);
+  auto it = processes_.find(node);
+  if (it == processes_.end() || it->second.empty()) return {};
+  return it->second.back()->lines_since(since_us);
 }
 
 std::vector<UnplannedExit> ChaosCluster::unplanned_exits() const {

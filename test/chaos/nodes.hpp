@@ -54,6 +54,8 @@ class NodeProcess {
   std::optional<int64_t> find_line(int64_t since_us, const std::vector<std::string>& parts) const;
   /// Its last `n` lines, one per line.
   std::string tail(size_t n) const;
+  /// The lines it printed at or after `since_us`.
+  std::vector<std::string> lines_since(int64_t since_us) const;
 
  private:
   void read_loop(int fd, std::string log_path);
@@ -135,6 +137,8 @@ class ChaosCluster {
                                    const std::vector<std::string>& parts) const;
   /// The last `n` lines of the current (or last) process of `node`.
   std::string tail(const std::string& node, size_t n) const;
+  /// The lines the current (or last) process of `node` printed at or after `since_us`.
+  std::vector<std::string> lines_since(const std::string& node, int64_t since_us) const;
 
   std::vector<UnplannedExit> unplanned_exits() const;
   std::vector<SchedulerStart> scheduler_starts() const;

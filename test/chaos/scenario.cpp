@@ -220,8 +220,12 @@ void Scenario::finish_and_check() {
 
   // ---- read back every acknowledged workflow ----------------------------------------------
   std::unique_ptr<client::GatewayClient> api;
+  // Reading back is bounded too: 60 s to (re)connect, 5 minutes in all; what is not read by
+  // then is reported as unread.
+  const auto reading_deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
   auto reconnect = [&]() -> bool {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    api.reset();
+    const auto deadline = std::min(reading_deadline, std::chrono::steady_clock::now() + std::chrono::seconds(60));
     while (std::chrono::steady_clock::now() < deadline) {
       client::ConnectOptions options;
       options.timeout = std::chrono::seconds(2);
@@ -232,16 +236,17 @@ void Scenario::finish_and_check() {
       }
       std::this_thread::sleep_for(milliseconds(100));
     }
+    problem("cluster", "cannot connect to the scheduler after the run to read the histories");
     return false;
   };
-  if (!reconnect()) problem("cluster", "cannot connect to the scheduler after the run to read the histories");
+  reconnect();
 
   std::vector<Verified> verified;
   for (const auto& order : workload_->orders()) {
     if (!order->acknowledged) continue;
     Verified v;
     v.order = order.get();
-    for (int tries = 0; api && tries < 3; ++tries) {
+    for (int tries = 0; api && tries < 3 && std::chrono::steady_clock::now() < reading_deadline; ++tries) {
       {
         auto guard = watchdog_->watch("describe " + order->id);
         auto d = api->describe(order->id);

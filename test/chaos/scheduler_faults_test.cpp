@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -116,6 +117,18 @@ TEST_SUITE("chaos.scheduler_sigterm") {
         if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
           s.problem("scenario", which + ": the scheduler " + describe_status(*status) +
                                     " instead of exiting 0; its last lines:\n" + s.cluster().tail("scheduler", 15));
+        }
+      }
+      // A clean stop says nothing about a failure on its way out.
+      std::this_thread::sleep_for(100ms);  // the last lines in the pipe
+      for (const auto& line : s.cluster().lines_since("scheduler", at)) {
+        std::string lower = line;
+        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+        for (const char* word : {"fail", "error", "exception", "assert", "abort", "terminate", "bug"}) {
+          if (lower.find(word) != std::string::npos) {
+            s.problem("scenario", which + ": the stopping scheduler printed: " + line);
+            break;
+          }
         }
       }
       s.count("sigterms");
