@@ -301,9 +301,12 @@ void Scenario::finish_and_check() {
   }
   api.reset();
 
-  // The ledger as it stands, a moment after the last workflow ended: a run that outlived its
-  // workflow is still writing.
-  std::this_thread::sleep_for(milliseconds(1500));
+  // The ledger as it stands once the allowance of the last workflow to close has passed: a run
+  // that outlived its workflow by more is still writing then.
+  int64_t last_close = 0;
+  for (const auto& v : verified) last_close = std::max(last_close, v.analysis.closed_us);
+  const int64_t read_at = last_close + timings_.kill_grace_us + timings_.leak_slack_us + 500'000;
+  if (read_at > now_us()) std::this_thread::sleep_for(std::chrono::microseconds(std::min<int64_t>(read_at - now_us(), 10'000'000)));
   size_t malformed = 0;
   const auto lines = parse_ledger(read_file(ledger_), &malformed);
   const auto runs = runs_of(lines);
@@ -311,12 +314,20 @@ void Scenario::finish_and_check() {
 
   // Stop the cluster; any task process left after every worker stopped outlived its agent.
   cluster_->stop();
-  std::this_thread::sleep_for(milliseconds(200));
-  for (const auto& run : runs) {
-    if (is_our_task(run.pid, ledger_)) {
-      problem("leaks", "task process " + std::to_string(run.pid) + " (" + run.describe() +
-                           ") still runs after every worker stopped: it outlived its worker agent");
+  auto survivors = [&] {
+    std::vector<const Run*> out;
+    for (const auto& run : runs) {
+      if (is_our_task(run.pid, ledger_)) out.push_back(&run);
     }
+    return out;
+  };
+  const auto stopped_by = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (!survivors().empty() && std::chrono::steady_clock::now() < stopped_by) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  for (const Run* run : survivors()) {
+    problem("leaks", "task process " + std::to_string(run->pid) + " (" + run->describe() +
+                         ") still runs 3 s after every worker stopped: it outlived its worker agent");
   }
 
   // ---- checks ---------------------------------------------------------------------------
