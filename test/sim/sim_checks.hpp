@@ -31,9 +31,8 @@ namespace troupe::sim {
 struct Findings {
   /// Broken invariants, one per string, each naming the workflow, task, invocation and times.
   std::vector<std::string> problems;
-  /// Departures from the invariants that are known and reported (see the test file): a retry
-  /// after a timeout that ran beside the still running timed-out invocation, and a designed
-  /// timeout that a scheduler restart re-armed.
+  /// Departures from the design that are known and reported apart (see the test file): a
+  /// designed timeout that a scheduler restart re-armed from the revival.
   std::vector<std::string> known;
   /// What the histories show happened, for coverage: failovers by kind, retries by cause.
   std::map<std::string, size_t> counts;

@@ -30,17 +30,18 @@ const std::vector<uint64_t> regression_seeds = {
     // invocation over at the lease from its last heartbeat: the retry could run beside it. Fixed
     // in the worker actor (a registration moves the lease on, as a heartbeat does).
     3283, 4571,
-    // TIMEOUT_OVERLAP, a known departure (Findings::known; TROUPE_SIM_STRICT=1 makes it fail):
-    // after a startToClose timeout the retry was dispatched after its backoff without waiting
+    // After a startToClose timeout the retry was dispatched after its backoff without waiting
     // for the timed-out invocation to stop, which a held commit (157), a stalled connection (272)
-    // or a half-open one (293) kept running beside the next attempt.
+    // or a half-open one (293) kept running beside the next attempt. Fixed in the task actor (a
+    // retry waits until the invocation it replaces is over).
     157, 272, 293,
-    // A scheduler restart during an attempt re-arms its startToClose from the revival (by
-    // design): a designed timeout did not fire and the task succeeded (a known departure).
-    105, 641,
-    // A revived task waiting, before its next attempt, for the invocation its last attempt left
-    // on a worker: the wait must end even when that worker's actor ends (no quiescence).
+    // That wait, for a revived task, must end even when the worker actor that held the
+    // invocation as an orphan ends (it stalled: no quiescence).
     138,
+    // A scheduler restart during an attempt re-arms its startToClose from the revival (by
+    // design): a designed timeout did not fire and the task succeeded. A known departure
+    // (Findings::known), reported apart; TROUPE_SIM_STRICT=1 makes it fail.
+    105, 641,
     // The checks' own mistakes, kept so they stay fixed: the process a dispatch went to is the
     // last one the scheduler had accepted, not the last one started.
     55, 1079, 9381,
