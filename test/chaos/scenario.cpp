@@ -474,6 +474,25 @@ void Scenario::finish_and_check() {
     }
   }
 
+  // Invocations a worker had to hand back after an outage.
+  for (const auto& run : taken_back_) {
+    auto it = by_id.find(run.workflow);
+    if (it == by_id.end() || !it->second->watched) continue;  // reported under ends
+    const InvocationRecord* record = nullptr;
+    for (const auto& [id, inv] : it->second->analysis.invocations) {
+      if (inv.task == run.task && invocation_suffix(id) == run.invocation) record = &inv;
+    }
+    const bool handed_back = record && !record->ended_by.empty() && !record->failed_over &&
+                             record->end_reason.rfind("Timeout:", 0) != 0 && record->ended_by != "taskKilled";
+    if (!handed_back) {
+      problem("scenario", "the invocation of a run live when the scheduler went down was not taken back: " +
+                              run.describe() + " ended by " +
+                              (record ? (record->ended_by.empty() ? "nothing" : record->ended_by + " " + record->end_reason)
+                                      : "(not in its history)") +
+                              "\n" + task_excerpt(it->second->events, run.task, 40));
+    }
+  }
+
   // Overlaps.
   const auto overlapping = overlaps(runs);
   for (const auto& o : overlapping) {

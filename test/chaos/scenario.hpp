@@ -103,6 +103,10 @@ class Scenario {
   /// The worker's SIGCONT (a stop) or restart (a kill) of the last fault on `worker`.
   void resumed(const std::string& worker, int64_t at_us);
 
+  /// Runs whose invocations must end by their worker's own report (taken back after a
+  /// scheduler outage): not failed over, not timed out. Checked by finish_and_check().
+  void expect_taken_back(std::vector<Run> runs) { taken_back_ = std::move(runs); }
+
   /// A problem the scenario found itself (a scheduler that did not exit 0 on SIGTERM, ...).
   void problem(const std::string& category, const std::string& detail);
   /// A figure of the scenario's own for the figures line.
@@ -126,6 +130,7 @@ class Scenario {
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<Workload> workload_;
   std::vector<WorkerFault> worker_faults_;
+  std::vector<Run> taken_back_;
   std::map<std::string, std::vector<std::string>> problems_;
   std::vector<std::pair<std::string, std::string>> figures_;
   std::map<std::string, int> counts_;

@@ -189,6 +189,7 @@ TEST_SUITE("chaos.scheduler_outage") {
       if (s.cluster().pid(name) != pid) s.problem("scenario", name + " (pid " + std::to_string(pid) + ") did not outlive the outage");
     }
     s.figure("runs_through_outage", std::to_string(kept) + "/" + std::to_string(live.size()));
+    s.expect_taken_back(live);
     s.finish_and_check();
   }
 }
