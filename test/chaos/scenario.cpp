@@ -451,7 +451,23 @@ void Scenario::finish_and_check() {
           problem("ledger", "one invocation ran in two processes: " + previous->describe() + " and " + run->describe() +
                                 "\n" + task_excerpt(v.events, run->task, 40));
         }
+        // The reason is the one recorded for the invocation that followed the previous run's:
+        // later ones that never started (dispatched again, same attempt) add nothing.
         std::string reason = record ? record->rerun_reason : "";
+        if (record) {
+          std::string after_previous;
+          bool seen_previous = false;
+          for (const auto& id : v.analysis.dispatch_order) {
+            const auto& inv = v.analysis.invocations.at(id);
+            if (inv.task != run->task) continue;
+            if (seen_previous) {
+              after_previous = inv.rerun_reason;
+              break;
+            }
+            seen_previous = invocation_suffix(id) == previous->invocation;
+          }
+          if (seen_previous && !after_previous.empty()) reason = after_previous;
+        }
         if (record && reason.empty()) {
           problem("re-runs", "a re-run with no recorded reason: " + run->describe() + " after " + previous->describe() +
                                  "\n" + task_excerpt(v.events, run->task, 40));
