@@ -34,6 +34,9 @@ struct TaskActorState {
   uint64_t thaws = 0;  ///< a passivation answered after a thaw was called off before it froze
   /// The executor sends this invocation's reports to the directory (see passivate).
   bool parked = false;
+  /// Asking the executor whether the last attempt's invocation is over (dispatch_when_settled):
+  /// busy, so it does not passivate and wake to ask again in a loop.
+  bool settling = false;
   /// Revived after a restart, its timers run from the revival, not from the times its history
   /// shows: it passivates only once an event of its own moves those times on.
   std::optional<uint64_t> recovered_at_event;
@@ -293,7 +296,11 @@ void dispatch_when_settled(Self self) {
     join_task_list(self, TaskEvent::DISPATCH);
     return;
   }
-  auto go = [self] { join_task_list(self, TaskEvent::DISPATCH); };  // ignored if no longer waiting
+  auto go = [self] {
+    self->state.settling = false;
+    join_task_list(self, TaskEvent::DISPATCH);  // ignored if no longer waiting
+  };
+  s.settling = true;
   self->request(s.wiring->executor, caf::infinite, settled_atom::value, s.model.previous_invocation,
                 s.model.previous_executor)
       .then([go](bool) { go(); }, [go](const caf::error&) { go(); });
@@ -515,6 +522,12 @@ void recover(Self self) {
       }
       // The invocation may still run on its worker: ask the executor to take it back
       // (Bistro's "unsure if running"); it reports LOST if the worker does not have it.
+      // startToClose counts from the recorded dispatch, as it would have without the restart (a
+      // designed timeout still fires); the heartbeat timeout from the revival, since heartbeats
+      // sent while the scheduler was down reached nobody.
+      if (timeouts.start_to_close) {
+        arm(self, TimerKind::START_TO_CLOSE, Duration(s.model.dispatched_us + timeouts.start_to_close->count() - now));
+      }
       if (s.model.state == TaskState::RUNNING && timeouts.heartbeat) {
         arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
       }
@@ -565,7 +578,7 @@ caf::result<int64_t> passivate(Self self, const task_port& router) {
     return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + s.model.name + "' is busy (" +
                                                        std::string(TaskMachineTraits::name(s.model.state)) + ")"));
   };
-  if (!may_passivate(s.model) || s.pipeline.waiting() > 0) return busy();
+  if (!may_passivate(s.model) || s.pipeline.waiting() > 0 || s.settling) return busy();
   if (s.recovered_at_event && *s.recovered_at_event == s.model.applied) return busy();
   const bool on_executor = TaskMachine::is_on_executor(s.model.state) && !s.model.awaiting_completion;
   if (!on_executor) {

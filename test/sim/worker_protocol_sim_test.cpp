@@ -6,7 +6,8 @@
 //
 // TROUPE_TEST_SEED=N replays schedule N alone and prints its report; TROUPE_SIM_SCHEDULES sets
 // how many schedules the sweep runs (seeds 1..N, from TROUPE_SIM_FIRST_SEED if set);
-// TROUPE_SIM_STRICT=1 fails the known departures too (see regression_seeds).
+// TROUPE_SIM_STRICT=0 reports departures from the design that are known (Findings::known)
+// without failing on them; there are none today.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -38,10 +39,14 @@ const std::vector<uint64_t> regression_seeds = {
     // That wait, for a revived task, must end even when the worker actor that held the
     // invocation as an orphan ends (it stalled: no quiescence).
     138,
-    // A scheduler restart during an attempt re-arms its startToClose from the revival (by
-    // design): a designed timeout did not fire and the task succeeded. A known departure
-    // (Findings::known), reported apart; TROUPE_SIM_STRICT=1 makes it fail.
+    // A scheduler restart during an attempt re-armed its startToClose from the revival: a
+    // designed timeout did not fire and the task succeeded. Fixed in the task actor (it counts
+    // from the recorded dispatch, as without the restart).
     105, 641,
+    // A revived task waiting for its last attempt's invocation to be over passivated, woke for
+    // its due backoff, asked again and passivated again, without end in simulated time. Fixed
+    // in the task actor (it is busy while it asks).
+    812,
     // The checks' own mistakes, kept so they stay fixed: the process a dispatch went to is the
     // last one the scheduler had accepted, not the last one started.
     55, 1079, 9381,
@@ -57,7 +62,7 @@ std::optional<uint64_t> env_number(const char* name) {
   return std::strtoull(value, nullptr, 10);
 }
 
-bool strict() { return env_number("TROUPE_SIM_STRICT").value_or(0) != 0; }
+bool strict() { return env_number("TROUPE_SIM_STRICT").value_or(1) != 0; }
 
 /// Runs `seeds`; fails with the report of the first failing ones and every failing seed.
 void run_seeds(const std::vector<uint64_t>& seeds, bool verbose) {
