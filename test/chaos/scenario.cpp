@@ -67,6 +67,7 @@ struct Verified {
   std::vector<Event> events;
   HistoryAnalysis analysis;
   std::string described;  ///< describe's state, or the error
+  std::string tasks;      ///< describe's task table, one "NAME STATE attempt N on WORKER" a line
   std::string indexed;    ///< the index's state, or "" when absent
 };
 
@@ -251,6 +252,14 @@ void Scenario::finish_and_check() {
         auto guard = watchdog_->watch("describe " + order->id);
         auto d = api->describe(order->id);
         v.described = d ? d->state : std::string(errc_name(d.error().code)) + ": " + d.error().message;
+        v.tasks.clear();
+        if (d) {
+          for (const auto& t : d->tasks) {
+            v.tasks += "    describe: " + t.name + " " + t.state + " attempt " + std::to_string(t.attempt) + " on " +
+                       (t.worker.empty() ? "-" : t.worker) + (t.awaiting_completion ? " awaiting completion" : "") +
+                       (t.failure.empty() ? "" : " failure " + t.failure) + "\n";
+          }
+        }
         if (!d && (d.error().code == Errc::UNAVAILABLE || d.error().code == Errc::DISCONNECTED)) {
           if (!reconnect()) break;
           continue;
@@ -353,7 +362,7 @@ void Scenario::finish_and_check() {
           break;
         }
       }
-      problem(category, o.id + " (" + k.name + "): " + why + "\n" + order_log(o) + "    history:\n" +
+      problem(category, o.id + " (" + k.name + "): " + why + "\n" + order_log(o) + v.tasks + "    history:\n" +
                             (first_failed.empty() ? task_excerpt(v.events, "", 40) : task_excerpt(v.events, first_failed, 40)));
     };
     const bool not_found = v.described.rfind("not_found", 0) == 0 || !index.count(o.id);
@@ -390,6 +399,12 @@ void Scenario::finish_and_check() {
     }
     if (k.control == Control::COMPLETE && o.completed_tokens < 1) {
       report("ends", "succeeded without its completion token being presented");
+    }
+    for (const auto& [file, refusals] : o.token_not_found) {
+      if (o.accepted_tokens.count(file)) {
+        report("ends", "completeTask answered NOT_FOUND (no longer current) " + std::to_string(refusals) +
+                           " time(s) for token " + file + ", then accepted it: its invocation was current");
+      }
     }
   }
 

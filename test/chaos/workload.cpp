@@ -2,6 +2,7 @@
 #include "test/chaos/workload.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -470,23 +471,42 @@ void Workload::drive(int client_index) {
           break;
         case Control::COMPLETE: {
           std::error_code ec;
+          // Files are ID.TASK.ATTEMPT: a token is stale once a later attempt handed out its own.
+          std::vector<std::string> files;
           for (const auto& entry : fs::directory_iterator(options_.token_dir, ec)) {
             const std::string file = entry.path().filename().string();
-            if (file.rfind(o.id + ".", 0) != 0 || o.tokens[file] || lost) continue;
-            std::ifstream in(entry.path());
+            if (file.rfind(o.id + ".", 0) == 0) files.push_back(file);
+          }
+          auto attempt_of = [](const std::string& file) { return std::atoi(file.substr(file.rfind('.') + 1).c_str()); };
+          int latest = 0;
+          for (const auto& file : files) latest = std::max(latest, attempt_of(file));
+          for (const auto& file : files) {
+            if (o.tokens[file] || lost || now_us() < o.token_retry_us[file]) continue;
+            std::ifstream in(options_.token_dir + "/" + file);
             std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
             auto guard = watchdog_.watch(who + ": complete " + file);
             auto r = api->complete_task(token, R"({"approved": true})");
             note(o, "complete " + file + " -> " + (r ? std::string("ok") : message(r.error())));
             if (r) {
               o.tokens[file] = true;
+              o.accepted_tokens.insert(file);
               ++o.completed_tokens;
             } else if (lost_connection(r.error())) {
               lost = true;
-            } else if (r.error().code != Errc::NOT_ALLOWED_IN_STATE) {
-              o.tokens[file] = true;  // NOT_FOUND: that attempt is over; a later one has its own token
-            }  // NOT_ALLOWED_IN_STATE: not handed off yet; ask again
+            } else if (r.error().code == Errc::NOT_FOUND && attempt_of(file) < latest) {
+              o.tokens[file] = true;  // that attempt is over: the later one has its own token
+            } else if (r.error().code == Errc::NOT_FOUND) {
+              // "No longer current", yet no later attempt handed out a token: ask again, and if
+              // it is accepted later, it was current all along (the checks report that).
+              ++o.token_not_found[file];
+              o.token_retry_us[file] = now_us() + 500'000;
+            } else if (r.error().code == Errc::NOT_ALLOWED_IN_STATE) {
+              o.token_retry_us[file] = now_us() + 100'000;  // not handed off yet
+            } else {
+              o.tokens[file] = true;  // refused for good (a forged token?): the workflow's end shows it
+            }
           }
+
           break;
         }
       }

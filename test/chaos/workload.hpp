@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,6 +88,10 @@ struct Order {
   bool result_pending = false;
   int64_t result_retry_us = 0;
   std::map<std::string, bool> tokens;  ///< token file -> handled
+  std::map<std::string, int64_t> token_retry_us;  ///< token file -> when to present it again
+  /// NOT_FOUND ("no longer current") answers per token file while no later attempt had one.
+  std::map<std::string, int> token_not_found;
+  std::set<std::string> accepted_tokens;
 };
 
 /// A watchdog over blocking client calls: a call that outlives `limit` is reported as a hang,
