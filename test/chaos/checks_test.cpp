@@ -1,7 +1,6 @@
 // The chaos checks themselves: a check that cannot fail proves nothing, so each is shown a
 // planted violation (and a clean case) here, without any process.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,19 +22,22 @@ using namespace troupe::chaos;
 
 namespace {
 
-std::string line(const std::string& kind, const std::string& wf, const std::string& task, int attempt,
-                 const std::string& inv, const std::string& worker, int pid, int64_t t) {
+std::string line(const std::string& kind, const std::string& wf, const std::string& task,
+                 int attempt, const std::string& inv, const std::string& worker, int pid,
+                 int64_t t) {
   std::ostringstream out;
-  out << kind << " " << wf << " " << task << " " << attempt << " " << inv << " " << worker << " " << pid << " " << t
-      << "\n";
+  out << kind << " " << wf << " " << task << " " << attempt << " " << inv << " " << worker << " "
+      << pid << " " << t << "\n";
   return out.str();
 }
 
 /// A run of `ticks` lines 100 ms apart from `start`, with an end line when `ends`.
-std::string run_lines(const std::string& wf, const std::string& task, int attempt, const std::string& inv,
-                      const std::string& worker, int pid, int64_t start, int ticks, bool ends) {
+std::string run_lines(const std::string& wf, const std::string& task, int attempt,
+                      const std::string& inv, const std::string& worker, int pid, int64_t start,
+                      int ticks, bool ends) {
   std::string out = line("start", wf, task, attempt, inv, worker, pid, start);
-  for (int i = 1; i <= ticks; ++i) out += line("tick", wf, task, attempt, inv, worker, pid, start + i * 100'000);
+  for (int i = 1; i <= ticks; ++i)
+    out += line("tick", wf, task, attempt, inv, worker, pid, start + i * 100'000);
   if (ends) out += line("end", wf, task, attempt, inv, worker, pid, start + ticks * 100'000 + 10);
   return out;
 }
@@ -44,7 +46,8 @@ struct History {
   std::vector<Event> events;
   int64_t t = 1'000'000;
   History& add(const std::string& kind, const std::string& actor = "", uint32_t attempt = 0,
-               const std::string& invocation = "", const std::string& reason = "", const std::string& worker = "") {
+               const std::string& invocation = "", const std::string& reason = "",
+               const std::string& worker = "") {
     Event e;
     e.sequence = events.size() + 1;
     e.timestamp_us = t += 1000;
@@ -66,9 +69,13 @@ History failed_over_then_succeeded() {
   History h;
   h.add("workflowSubmitted").add("workflowStarted").add("taskScheduled", "t");
   h.add("taskDispatched", "t", 1, "wf/t/1.1", "", "w1").add("taskRunning", "t", 1, "wf/t/1.1");
-  h.add("taskFailover", "t", 1, "wf/t/1.1", "worker w1 was lost", "w1").add("taskRetryScheduled", "t", 1, "", "Failover");
+  h.add("taskFailover", "t", 1, "wf/t/1.1", "worker w1 was lost", "w1")
+      .add("taskRetryScheduled", "t", 1, "", "Failover");
   h.add("taskDispatched", "t", 2, "wf/t/2.2", "", "w2").add("taskRunning", "t", 2, "wf/t/2.2");
-  h.add("taskSucceeded", "t", 2, "wf/t/2.2").add("workflowTaskFinished").add("workflowSucceeded").add("workflowFinalized");
+  h.add("taskSucceeded", "t", 2, "wf/t/2.2")
+      .add("workflowTaskFinished")
+      .add("workflowSucceeded")
+      .add("workflowFinalized");
   return h;
 }
 
@@ -79,16 +86,20 @@ bool mentions(const std::vector<HistoryProblem>& problems, const std::string& pa
   return false;
 }
 
-std::string first(const std::vector<HistoryProblem>& problems) { return problems.empty() ? "" : problems.front().text; }
+std::string first(const std::vector<HistoryProblem>& problems) {
+  return problems.empty() ? "" : problems.front().text;
+}
 
 }  // namespace
 
 TEST_SUITE("chaos.checks") {
   TEST_CASE("the ledger: runs are told apart by process, and two at once of one task overlap") {
-    std::string text = run_lines("wf", "t", 1, "1.1", "w1", 100, 10'000'000, 20, false);  // killed, last line at +2 s
-    text += run_lines("wf", "t", 2, "2.2", "w2", 200, 11'500'000, 5, true);               // starts at +1.5 s
-    text += run_lines("wf", "u", 1, "1.3", "w1", 300, 10'000'000, 5, true);               // another task: no overlap
-    text += "tick wf t 2 2.2 w2 200";                                                     // torn last line
+    std::string text = run_lines("wf", "t", 1, "1.1", "w1", 100, 10'000'000, 20,
+                                 false);  // killed, last line at +2 s
+    text += run_lines("wf", "t", 2, "2.2", "w2", 200, 11'500'000, 5, true);  // starts at +1.5 s
+    text +=
+        run_lines("wf", "u", 1, "1.3", "w1", 300, 10'000'000, 5, true);  // another task: no overlap
+    text += "tick wf t 2 2.2 w2 200";                                    // torn last line
     size_t malformed = 0;
     const auto lines = parse_ledger(text, &malformed);
     CHECK(malformed == 1);
@@ -138,9 +149,11 @@ TEST_SUITE("chaos.checks") {
     std::filesystem::create_directories(dir / "tokens");
     auto run = [&](const TaskBehaviour& b, int attempt) {
       std::vector<std::string> argv = ledger_command(ledger, b);
-      const std::string env = "TROUPE_WORKFLOW_ID=wf-1 TROUPE_TASK=t TROUPE_ATTEMPT=" + std::to_string(attempt) +
-                              " TROUPE_TASK_TOKEN=tok-" + std::to_string(attempt) + " TROUPE_PROGRESS_FILE=" +
-                              dir.path() + "/logs/w7/wf-1/t." + std::to_string(attempt) + ".9.progress";
+      const std::string env =
+          "TROUPE_WORKFLOW_ID=wf-1 TROUPE_TASK=t TROUPE_ATTEMPT=" + std::to_string(attempt) +
+          " TROUPE_TASK_TOKEN=tok-" + std::to_string(attempt) +
+          " TROUPE_PROGRESS_FILE=" + dir.path() + "/logs/w7/wf-1/t." + std::to_string(attempt) +
+          ".9.progress";
       std::string command = "env " + env;
       for (const auto& a : argv) {
         std::string quoted = "'";
@@ -206,21 +219,27 @@ TEST_SUITE("chaos.checks") {
     }
     SUBCASE("two completions of one invocation") {
       auto h = failed_over_then_succeeded();
-      h.events.insert(h.events.begin() + 7, h.events[6]);  // the lost invocation reports success late
+      h.events.insert(h.events.begin() + 7,
+                      h.events[6]);  // the lost invocation reports success late
       h.events[7].kind = "taskSucceeded";
       h.events[7].invocation = "wf/t/1.1";
       for (size_t i = 0; i < h.events.size(); ++i) h.events[i].sequence = i + 1;
-      CHECK(mentions(analyse_history("wf", h.events).problems, "a second completion of invocation wf/t/1.1"));
+      CHECK(mentions(analyse_history("wf", h.events).problems,
+                     "a second completion of invocation wf/t/1.1"));
     }
     SUBCASE("a re-run without a recorded reason") {
       History h;
-      h.add("workflowSubmitted").add("taskDispatched", "t", 1, "wf/t/1.1").add("taskSucceeded", "t", 1, "wf/t/1.1");
+      h.add("workflowSubmitted")
+          .add("taskDispatched", "t", 1, "wf/t/1.1")
+          .add("taskSucceeded", "t", 1, "wf/t/1.1");
       h.add("taskDispatched", "t", 1, "wf/t/1.2");
       CHECK(mentions(analyse_history("wf", h.events).problems, "with no recorded reason"));
     }
     SUBCASE("a dispatch while the previous invocation had not ended") {
       History h;
-      h.add("workflowSubmitted").add("taskDispatched", "t", 1, "wf/t/1.1").add("taskRunning", "t", 1, "wf/t/1.1");
+      h.add("workflowSubmitted")
+          .add("taskDispatched", "t", 1, "wf/t/1.1")
+          .add("taskRunning", "t", 1, "wf/t/1.1");
       h.add("taskDispatched", "t", 1, "wf/t/1.2");
       CHECK(mentions(analyse_history("wf", h.events).problems, "had not ended"));
     }
@@ -247,7 +266,8 @@ TEST_SUITE("chaos.checks") {
         h.events.back().next_attempt = 1;
       }
       SUBCASE("dispatched again at once") {}
-      h.add("taskDispatched", "t", 1, "wf/t/1.2", "", "w2").add("taskSucceeded", "t", 1, "wf/t/1.2");
+      h.add("taskDispatched", "t", 1, "wf/t/1.2", "", "w2")
+          .add("taskSucceeded", "t", 1, "wf/t/1.2");
       h.add("workflowSucceeded").add("workflowFinalized");
       auto a = analyse_history("wf", h.events);
       CHECK_MESSAGE(a.problems.empty(), first(a.problems));
@@ -256,7 +276,8 @@ TEST_SUITE("chaos.checks") {
         h.events.insert(h.events.begin() + 2, h.events[1]);
         h.events[2].kind = "taskRunning";
         for (size_t i = 0; i < h.events.size(); ++i) h.events[i].sequence = i + 1;
-        CHECK(mentions(analyse_history("wf", h.events).problems, "as never started after its taskRunning"));
+        CHECK(mentions(analyse_history("wf", h.events).problems,
+                       "as never started after its taskRunning"));
       }
     }
     SUBCASE("a rerun reopens the workflow and gives its re-runs the reason 'rerun'") {
@@ -270,18 +291,23 @@ TEST_SUITE("chaos.checks") {
     }
   }
 
-  TEST_CASE("every workflow kind's definition passes the scheduler's checker and runs its shell tasks with the ledger") {
+  TEST_CASE(
+      "every workflow kind's definition passes the scheduler's checker and runs its shell tasks "
+      "with the ledger") {
     std::mt19937_64 rng(7);
-    for (auto id : {KindId::CHAIN, KindId::FANOUT, KindId::RETRY_OK, KindId::RETRY_FAIL, KindId::START_TO_CLOSE_RETRIED,
-                    KindId::HEARTBEAT_TIMEOUT_RETRIED, KindId::SCHEDULE_TO_CLOSE, KindId::SCHEDULE_TO_START,
-                    KindId::HEARTBEAT, KindId::ASYNC, KindId::PAUSE_RESUME, KindId::STOP, KindId::RERUN, KindId::LONG}) {
+    for (auto id :
+         {KindId::CHAIN, KindId::FANOUT, KindId::RETRY_OK, KindId::RETRY_FAIL,
+          KindId::START_TO_CLOSE_RETRIED, KindId::HEARTBEAT_TIMEOUT_RETRIED,
+          KindId::SCHEDULE_TO_CLOSE, KindId::SCHEDULE_TO_START, KindId::HEARTBEAT, KindId::ASYNC,
+          KindId::PAUSE_RESUME, KindId::STOP, KindId::RERUN, KindId::LONG}) {
       const std::string d = definition(id, "/ledger/path", "/tokens", rng);
       CAPTURE(d);
       auto parsed = troupe::parse_definition(d);
       CHECK_MESSAGE(parsed, (parsed ? "" : parsed.error().message));
       CHECK(d.find("\"name\": \"" + kind(id).name + "\"") != std::string::npos);
       CHECK(d.find("/ledger/path") != std::string::npos);
-      for (const auto& task : kind(id).shell_tasks) CHECK(d.find("{\"name\": \"" + task + "\", \"shell\"") != std::string::npos);
+      for (const auto& task : kind(id).shell_tasks)
+        CHECK(d.find("{\"name\": \"" + task + "\", \"shell\"") != std::string::npos);
     }
   }
 

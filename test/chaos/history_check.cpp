@@ -1,14 +1,14 @@
 // Decoding watched events into plain values, and the per-history invariants.
 #include "test/chaos/history_check.hpp"
 
+#include <capnp/dynamic.h>
+#include <capnp/serialize-packed.h>
+#include <kj/io.h>
+
 #include <algorithm>
 #include <set>
 #include <sstream>
 #include <stdexcept>
-
-#include <capnp/dynamic.h>
-#include <capnp/serialize-packed.h>
-#include <kj/io.h>
 
 #include "schema/history.capnp.h"
 
@@ -19,22 +19,29 @@ std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size())
 
 const char* timeout_name(schema::TimeoutKind kind) {
   switch (kind) {
-    case schema::TimeoutKind::SCHEDULE_TO_START: return "Timeout:scheduleToStart";
-    case schema::TimeoutKind::START_TO_CLOSE: return "Timeout:startToClose";
-    case schema::TimeoutKind::SCHEDULE_TO_CLOSE: return "Timeout:scheduleToClose";
-    case schema::TimeoutKind::HEARTBEAT: return "Timeout:heartbeat";
+    case schema::TimeoutKind::SCHEDULE_TO_START:
+      return "Timeout:scheduleToStart";
+    case schema::TimeoutKind::START_TO_CLOSE:
+      return "Timeout:startToClose";
+    case schema::TimeoutKind::SCHEDULE_TO_CLOSE:
+      return "Timeout:scheduleToClose";
+    case schema::TimeoutKind::HEARTBEAT:
+      return "Timeout:heartbeat";
   }
   return "Timeout:?";
 }
 
 const char* actor_kind_name(schema::ActorKind kind) {
   auto enumerant = capnp::toDynamic(kind).getEnumerant();
-  KJ_IF_MAYBE(e, enumerant) { return e->getProto().getName().cStr(); }
+  KJ_IF_MAYBE (e, enumerant) {
+    return e->getProto().getName().cStr();
+  }
   return "?";
 }
 
 bool ends_invocation(const std::string& kind) {
-  return kind == "taskSucceeded" || kind == "taskFailed" || kind == "taskKilled" || kind == "taskTimedOut";
+  return kind == "taskSucceeded" || kind == "taskFailed" || kind == "taskKilled" ||
+         kind == "taskTimedOut";
 }
 
 bool reports_on_invocation(const std::string& kind) {
@@ -45,8 +52,8 @@ bool reports_on_invocation(const std::string& kind) {
 
 std::string Event::describe() const {
   std::ostringstream out;
-  out << "#" << sequence << " " << timestamp_us << " " << actor_kind << " " << actor_id << " attempt " << attempt << " "
-      << kind;
+  out << "#" << sequence << " " << timestamp_us << " " << actor_kind << " " << actor_id
+      << " attempt " << attempt << " " << kind;
   if (!invocation.empty()) out << " invocation=" << invocation;
   if (!worker.empty()) out << " worker=" << worker;
   if (!reason.empty()) out << " reason=" << reason;
@@ -56,7 +63,8 @@ std::string Event::describe() const {
 }
 
 Event decode_event(const std::string& packed) {
-  kj::ArrayInputStream input(kj::arrayPtr(reinterpret_cast<const kj::byte*>(packed.data()), packed.size()));
+  kj::ArrayInputStream input(
+      kj::arrayPtr(reinterpret_cast<const kj::byte*>(packed.data()), packed.size()));
   capnp::PackedMessageReader reader(input);
   auto e = reader.getRoot<schema::HistoryEvent>();
   Event out;
@@ -66,9 +74,11 @@ Event decode_event(const std::string& packed) {
   out.actor_id = text(e.getActorId());
   out.attempt = e.getAttempt();
   auto body = e.getBody();
-  KJ_IF_MAYBE(field, capnp::toDynamic(body).which()) { out.kind = field->getProto().getName().cStr(); }
-  else {
-    throw std::runtime_error("history event #" + std::to_string(out.sequence) + " has a body this test does not know");
+  KJ_IF_MAYBE (field, capnp::toDynamic(body).which()) {
+    out.kind = field->getProto().getName().cStr();
+  } else {
+    throw std::runtime_error("history event #" + std::to_string(out.sequence) +
+                             " has a body this test does not know");
   }
   using B = schema::EventBody;
   switch (body.which()) {
@@ -76,11 +86,21 @@ Event decode_event(const std::string& packed) {
       out.invocation = text(body.getTaskDispatched().getInvocationId());
       out.worker = text(body.getTaskDispatched().getWorkerShard());
       break;
-    case B::TASK_RUNNING: out.invocation = text(body.getTaskRunning().getInvocationId()); break;
-    case B::TASK_KILLED: out.invocation = text(body.getTaskKilled().getInvocationId()); break;
-    case B::TASK_AWAITING_COMPLETION: out.invocation = text(body.getTaskAwaitingCompletion().getInvocationId()); break;
-    case B::TASK_HEARTBEAT: out.invocation = text(body.getTaskHeartbeat().getInvocationId()); break;
-    case B::TASK_SUCCEEDED: out.invocation = text(body.getTaskSucceeded().getInvocationId()); break;
+    case B::TASK_RUNNING:
+      out.invocation = text(body.getTaskRunning().getInvocationId());
+      break;
+    case B::TASK_KILLED:
+      out.invocation = text(body.getTaskKilled().getInvocationId());
+      break;
+    case B::TASK_AWAITING_COMPLETION:
+      out.invocation = text(body.getTaskAwaitingCompletion().getInvocationId());
+      break;
+    case B::TASK_HEARTBEAT:
+      out.invocation = text(body.getTaskHeartbeat().getInvocationId());
+      break;
+    case B::TASK_SUCCEEDED:
+      out.invocation = text(body.getTaskSucceeded().getInvocationId());
+      break;
     case B::TASK_FAILED:
       out.invocation = text(body.getTaskFailed().getInvocationId());
       out.reason = text(body.getTaskFailed().getFailure().getReason());
@@ -98,15 +118,28 @@ Event decode_event(const std::string& packed) {
       out.invocation = text(f.getInvocationId());
       out.worker = text(f.getWorkerShard());
       out.reason = text(f.getReason());
-      KJ_IF_MAYBE(e, capnp::toDynamic(f.getKind()).getEnumerant()) { out.failover_kind = e->getProto().getName().cStr(); }
+      KJ_IF_MAYBE (e, capnp::toDynamic(f.getKind()).getEnumerant()) {
+        out.failover_kind = e->getProto().getName().cStr();
+      }
       break;
     }
-    case B::WORKFLOW_FAILED: out.reason = text(body.getWorkflowFailed().getReason()); break;
-    case B::WORKFLOW_FAILOVER: out.reason = text(body.getWorkflowFailover().getReason()); break;
-    case B::WORKFLOW_STOP_REQUESTED: out.reason = text(body.getWorkflowStopRequested().getText()); break;
-    case B::TASK_KILL_REQUESTED: out.reason = text(body.getTaskKillRequested().getText()); break;
-    case B::WORKFLOW_RERUN: out.reason = text(body.getWorkflowRerun().getRunFrom()); break;
-    default: break;
+    case B::WORKFLOW_FAILED:
+      out.reason = text(body.getWorkflowFailed().getReason());
+      break;
+    case B::WORKFLOW_FAILOVER:
+      out.reason = text(body.getWorkflowFailover().getReason());
+      break;
+    case B::WORKFLOW_STOP_REQUESTED:
+      out.reason = text(body.getWorkflowStopRequested().getText());
+      break;
+    case B::TASK_KILL_REQUESTED:
+      out.reason = text(body.getTaskKillRequested().getText());
+      break;
+    case B::WORKFLOW_RERUN:
+      out.reason = text(body.getWorkflowRerun().getRunFrom());
+      break;
+    default:
+      break;
   }
   return out;
 }
@@ -134,7 +167,8 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
   bool finalized = false;
   for (const auto& e : events) {
     if (e.sequence != expected) {
-      problem(e, "history sequence jumps from #" + std::to_string(expected - 1) + " to #" + std::to_string(e.sequence) +
+      problem(e, "history sequence jumps from #" + std::to_string(expected - 1) + " to #" +
+                     std::to_string(e.sequence) +
                      (e.sequence < expected ? " (a repeat)" : " (a gap)"));
     }
     expected = e.sequence + 1;
@@ -165,7 +199,8 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
       finalized = true;
       a.closed_us = e.timestamp_us;
       for (const auto& [id, record] : a.invocations) {
-        if (record.ended_by.empty()) problem(e, "the workflow closed while invocation " + id + " had not ended");
+        if (record.ended_by.empty())
+          problem(e, "the workflow closed while invocation " + id + " had not ended");
       }
     } else if (e.kind == "taskDispatched") {
       if (e.invocation.empty()) {
@@ -189,21 +224,24 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
       if (!track.last_invocation.empty()) {
         const auto& previous = a.invocations[track.last_invocation];
         if (previous.ended_by.empty()) {
-          problem(e, "invocation " + e.invocation + " dispatched while " + previous.id + " (dispatched at #" +
-                         std::to_string(previous.dispatched_seq) + ") had not ended");
+          problem(e, "invocation " + e.invocation + " dispatched while " + previous.id +
+                         " (dispatched at #" + std::to_string(previous.dispatched_seq) +
+                         ") had not ended");
         }
       }
       if (track.has_pending) {
         record.rerun_reason = track.pending;
       } else if (record.rerun) {
         const auto& previous = a.invocations[track.last_invocation];
-        problem(e, "invocation " + e.invocation + " re-runs task " + e.actor_id + " with no recorded reason (" +
-                       previous.id + " ended by " + (previous.ended_by.empty() ? "nothing" : previous.ended_by) +
+        problem(e, "invocation " + e.invocation + " re-runs task " + e.actor_id +
+                       " with no recorded reason (" + previous.id + " ended by " +
+                       (previous.ended_by.empty() ? "nothing" : previous.ended_by) +
                        ", no taskRetryScheduled or workflowRerun since)");
       }
       const std::string suffix = invocation_suffix(e.invocation);
       if (suffix.substr(0, suffix.find('.')) != std::to_string(e.attempt)) {
-        problem(e, "invocation " + e.invocation + " is dispatched for attempt " + std::to_string(e.attempt));
+        problem(e, "invocation " + e.invocation + " is dispatched for attempt " +
+                       std::to_string(e.attempt));
       }
       track.has_pending = false;
       track.pending.clear();
@@ -212,7 +250,8 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
       track.last_invocation = e.invocation;
       a.invocations[e.invocation] = record;
       a.dispatch_order.push_back(e.invocation);
-    } else if (reports_on_invocation(e.kind) || e.kind == "taskFailover" || ends_invocation(e.kind)) {
+    } else if (reports_on_invocation(e.kind) || e.kind == "taskFailover" ||
+               ends_invocation(e.kind)) {
       if (e.invocation.empty()) {
         // A timeout or kill of an attempt that was never dispatched (scheduleToStart in a task
         // list nobody serves, a kill while waiting): it ends the task, not an invocation.
@@ -227,12 +266,13 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
       }
       auto& record = it->second;
       if (!record.ended_by.empty()) {
-        problem(e, "a second completion of invocation " + e.invocation + ": " + e.kind + " after " + record.ended_by +
-                       " at #" + std::to_string(record.ended_seq));
+        problem(e, "a second completion of invocation " + e.invocation + ": " + e.kind + " after " +
+                       record.ended_by + " at #" + std::to_string(record.ended_seq));
         continue;
       }
       if (tasks[e.actor_id].last_invocation != e.invocation) {
-        problem(e, e.kind + " for invocation " + e.invocation + ", superseded by " + tasks[e.actor_id].last_invocation);
+        problem(e, e.kind + " for invocation " + e.invocation + ", superseded by " +
+                       tasks[e.actor_id].last_invocation);
       }
       if (e.kind == "taskRunning") {
         record.running = true;
@@ -243,7 +283,9 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
         if (e.failover_kind == "neverStarted") {
           // It never ran: it is over, and the task dispatches it again under the same attempt
           // (a taskRetryScheduled naming the same attempt may say when).
-          if (record.running) problem(e, "invocation " + e.invocation + " failed over as never started after its taskRunning");
+          if (record.running)
+            problem(e, "invocation " + e.invocation +
+                           " failed over as never started after its taskRunning");
           record.ended_by = e.kind;
           record.end_reason = never_started;
           record.ended_seq = e.sequence;
@@ -267,14 +309,16 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
         after_never_started = record.attempt == e.attempt && record.end_reason == never_started &&
                               track.has_pending && track.pending == never_started;
       }
-      if (e.next_attempt != e.attempt + 1 && !(after_never_started && e.next_attempt == e.attempt)) {
-        problem(e, "taskRetryScheduled of attempt " + std::to_string(e.attempt) + " names attempt " +
-                       std::to_string(e.next_attempt) + " next");
+      if (e.next_attempt != e.attempt + 1 &&
+          !(after_never_started && e.next_attempt == e.attempt)) {
+        problem(e, "taskRetryScheduled of attempt " + std::to_string(e.attempt) +
+                       " names attempt " + std::to_string(e.next_attempt) + " next");
       }
       if (after_never_started) {
         // The failover's own retry decision: the attempt is kept when it names the same one.
         track.has_pending = true;
-        track.pending = e.next_attempt == e.attempt ? never_started : (e.reason.empty() ? "(no cause)" : e.reason);
+        track.pending = e.next_attempt == e.attempt ? never_started
+                                                    : (e.reason.empty() ? "(no cause)" : e.reason);
         continue;
       }
       if (!track.last_invocation.empty() && !track.since_rerun) {
@@ -286,8 +330,9 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
             record.ended_seq = e.sequence;
             record.ended_us = e.timestamp_us;
           } else {
-            problem(e, "a second completion of invocation " + record.id + ": taskRetryScheduled after " +
-                           record.ended_by + " at #" + std::to_string(record.ended_seq));
+            problem(e, "a second completion of invocation " + record.id +
+                           ": taskRetryScheduled after " + record.ended_by + " at #" +
+                           std::to_string(record.ended_seq));
           }
         }
       }
@@ -301,7 +346,8 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
 std::string excerpt(const std::vector<Event>& events, uint64_t sequence, size_t radius) {
   std::ostringstream out;
   for (const auto& e : events) {
-    if (e.sequence + radius >= sequence && e.sequence <= sequence + radius) out << "    " << e.describe() << "\n";
+    if (e.sequence + radius >= sequence && e.sequence <= sequence + radius)
+      out << "    " << e.describe() << "\n";
   }
   return out.str();
 }

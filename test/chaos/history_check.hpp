@@ -28,9 +28,11 @@ struct Event {
   std::string kind;        ///< the body's name, e.g. "taskDispatched"
   std::string invocation;  ///< the body's invocationId, when it has one
   std::string worker;      ///< the body's workerShard (taskDispatched, taskFailover)
-  std::string reason;      ///< a retry's cause, a failure's reason, a failover's reason, a timeout's kind
+  std::string
+      reason;  ///< a retry's cause, a failure's reason, a failover's reason, a timeout's kind
   uint32_t next_attempt = 0;
-  std::string failover_kind;  ///< taskFailover's kind: neverStarted, mayHaveStarted, lostWhileRunning, resultLost
+  std::string failover_kind;  ///< taskFailover's kind: neverStarted, mayHaveStarted,
+                              ///< lostWhileRunning, resultLost
 
   /// "#SEQ TIME ACTOR attempt N KIND (fields)", for reports.
   std::string describe() const;
@@ -59,7 +61,7 @@ struct InvocationRecord {
   /// ended the task's previous attempt ("ExitCode:3", "Failover", "Timeout:startToClose"...), or
   /// "rerun" after a workflowRerun, or "" when nothing was recorded (a problem is reported).
   std::string rerun_reason;
-  bool rerun = false;  ///< not the task's first invocation
+  bool rerun = false;    ///< not the task's first invocation
   bool running = false;  ///< a taskRunning was recorded
   bool failed_over = false;
   int64_t failover_us = 0;
@@ -80,7 +82,7 @@ struct HistoryAnalysis {
   std::string workflow_id;
   std::vector<HistoryProblem> problems;
   std::map<std::string, InvocationRecord> invocations;  ///< by invocation id
-  std::vector<std::string> dispatch_order;             ///< invocation ids in dispatch order
+  std::vector<std::string> dispatch_order;              ///< invocation ids in dispatch order
   std::string final_state;     ///< SUCCESS, FAILED or STOPPED of the last run; "" while open
   std::string failure_reason;  ///< workflowFailed's reason
   int64_t closed_us = 0;       ///< workflowFinalized's time; 0 while open
@@ -95,6 +97,7 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
 std::string excerpt(const std::vector<Event>& events, uint64_t sequence, size_t radius = 4);
 
 /// The events of `task` (and the workflow's own), one per line, at most `limit`.
-std::string task_excerpt(const std::vector<Event>& events, const std::string& task, size_t limit = 40);
+std::string task_excerpt(const std::vector<Event>& events, const std::string& task,
+                         size_t limit = 40);
 
 }  // namespace troupe::chaos

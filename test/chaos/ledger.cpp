@@ -48,12 +48,24 @@ exit $rc
 std::vector<std::string> ledger_command(const std::string& ledger, const TaskBehaviour& b) {
   const char* mode = "ok";
   switch (b.mode) {
-    case TaskBehaviour::OK: mode = "ok"; break;
-    case TaskBehaviour::FAIL_BEFORE: mode = "fail-before"; break;
-    case TaskBehaviour::FAIL_FROM: mode = "fail-from"; break;
-    case TaskBehaviour::HANG_BEFORE: mode = "hang-before"; break;
-    case TaskBehaviour::FOREVER: mode = "forever"; break;
-    case TaskBehaviour::TOKEN: mode = "token"; break;
+    case TaskBehaviour::OK:
+      mode = "ok";
+      break;
+    case TaskBehaviour::FAIL_BEFORE:
+      mode = "fail-before";
+      break;
+    case TaskBehaviour::FAIL_FROM:
+      mode = "fail-from";
+      break;
+    case TaskBehaviour::HANG_BEFORE:
+      mode = "hang-before";
+      break;
+    case TaskBehaviour::FOREVER:
+      mode = "forever";
+      break;
+    case TaskBehaviour::TOKEN:
+      mode = "token";
+      break;
   }
   return {"bash",
           "-c",
@@ -84,8 +96,8 @@ std::vector<LedgerLine> parse_ledger(const std::string& text, size_t* malformed)
     at = newline + 1;
     std::istringstream in(line.text);
     std::string extra;
-    if (!(in >> line.kind >> line.workflow >> line.task >> line.attempt >> line.invocation >> line.worker >>
-          line.pid >> line.time_us) ||
+    if (!(in >> line.kind >> line.workflow >> line.task >> line.attempt >> line.invocation >>
+          line.worker >> line.pid >> line.time_us) ||
         (in >> extra) || (line.kind != "start" && line.kind != "tick" && line.kind != "end")) {
       ++bad;
       continue;
@@ -98,8 +110,9 @@ std::vector<LedgerLine> parse_ledger(const std::string& text, size_t* malformed)
 
 std::string Run::describe() const {
   std::ostringstream out;
-  out << workflow << "/" << task << " attempt " << attempt << " invocation " << invocation << " on " << worker
-      << " pid " << pid << " [" << start_us << ".." << last_us << "]" << (ended ? " ended" : " no end line");
+  out << workflow << "/" << task << " attempt " << attempt << " invocation " << invocation << " on "
+      << worker << " pid " << pid << " [" << start_us << ".." << last_us << "]"
+      << (ended ? " ended" : " no end line");
   return out.str();
 }
 
@@ -140,7 +153,8 @@ std::vector<Run> sorted_runs(const std::map<RunKey, Run>& by_key) {
   out.reserve(by_key.size());
   for (const auto& [key, run] : by_key) out.push_back(run);
   std::sort(out.begin(), out.end(), [](const Run& a, const Run& b) {
-    return std::tie(a.start_us, a.workflow, a.task, a.pid) < std::tie(b.start_us, b.workflow, b.task, b.pid);
+    return std::tie(a.start_us, a.workflow, a.task, a.pid) <
+           std::tie(b.start_us, b.workflow, b.task, b.pid);
   });
   return out;
 }
@@ -171,7 +185,8 @@ std::map<std::string, std::vector<const Run*>> runs_by_task(const std::vector<Ru
   std::map<std::string, std::vector<const Run*>> out;
   for (const auto& run : runs) out[run.workflow + "/" + run.task].push_back(&run);
   for (auto& [key, group] : out) {
-    std::stable_sort(group.begin(), group.end(), [](const Run* a, const Run* b) { return a->start_us < b->start_us; });
+    std::stable_sort(group.begin(), group.end(),
+                     [](const Run* a, const Run* b) { return a->start_us < b->start_us; });
   }
   return out;
 }
@@ -181,7 +196,8 @@ std::vector<Overlap> overlaps(const std::vector<Run>& runs) {
   for (const auto& [key, group] : runs_by_task(runs)) {
     for (size_t i = 0; i < group.size(); ++i) {
       for (size_t j = i + 1; j < group.size(); ++j) {
-        // group[j] started at or after group[i]; it overlaps if group[i] was still writing after that.
+        // group[j] started at or after group[i]; it overlaps if group[i] was still writing after
+        // that.
         if (group[j]->start_us < group[i]->last_us) {
           out.push_back(Overlap{*group[i], *group[j], group[i]->last_us - group[j]->start_us});
         }

@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -57,7 +57,8 @@ uint16_t stable_port() {
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
-    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
   }
   return "wait status " + std::to_string(status);
 }
@@ -166,7 +167,8 @@ int64_t NodeProcess::exited_us() const {
   return exited_us_;
 }
 
-std::optional<int64_t> NodeProcess::find_line(int64_t since_us, const std::vector<std::string>& parts) const {
+std::optional<int64_t> NodeProcess::find_line(int64_t since_us,
+                                              const std::vector<std::string>& parts) const {
   std::lock_guard lock(mutex_);
   for (const auto& [at, line] : lines_) {
     if (at < since_us) continue;
@@ -195,9 +197,13 @@ std::vector<std::string> NodeProcess::lines_since(int64_t since_us) const {
   return out;
 }
 
-ChaosCluster::ChaosCluster(const std::string& dir, const Timings& t, std::vector<WorkerSpec> workers,
-                           const std::string& data_dir)
-    : dir_(dir), timings_(t), workers_(std::move(workers)), port_(stable_port()), config_(dir + "/cluster.toml") {
+ChaosCluster::ChaosCluster(const std::string& dir, const Timings& t,
+                           std::vector<WorkerSpec> workers, const std::string& data_dir)
+    : dir_(dir),
+      timings_(t),
+      workers_(std::move(workers)),
+      port_(stable_port()),
+      config_(dir + "/cluster.toml") {
   fs::create_directories(dir_ + "/nodes");
   std::ostringstream out;
   const std::string quoted_address = "\"" + address() + "\"";
@@ -209,11 +215,13 @@ ChaosCluster::ChaosCluster(const std::string& dir, const Timings& t, std::vector
       << (t.worker_lease.empty() ? "" : "worker_lease = \"" + t.worker_lease + "\"\n")
       << (t.recovery_window.empty() ? "" : "recovery_window = \"" + t.recovery_window + "\"\n")
       << t.extra_cluster_keys << (t.extra_cluster_keys.empty() ? "" : "\n") << "\n"
-      << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = " << quoted_address << "\ndata_dir = \""
-      << data_dir << "\"\n\n";
+      << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = " << quoted_address
+      << "\ndata_dir = \"" << data_dir << "\"\n\n";
   for (const auto& w : workers_) {
-    out << "[[node]]\nname = \"" << w.name << "\"\nroles = [\"worker\"]\nscheduler = " << quoted_address
-        << "\ntask_lists = { default = " << w.slots << " }\nlog_dir = \"logs/" << w.name << "\"\n\n";
+    out << "[[node]]\nname = \"" << w.name
+        << "\"\nroles = [\"worker\"]\nscheduler = " << quoted_address
+        << "\ntask_lists = { default = " << w.slots << " }\nlog_dir = \"logs/" << w.name
+        << "\"\n\n";
   }
   std::ofstream(config_) << out.str();
 }
@@ -249,7 +257,8 @@ void ChaosCluster::start() {
     const auto exits = unplanned_exits();
     if (std::chrono::steady_clock::now() > deadline || !exits.empty()) {
       std::string logs;
-      for (const auto& exit : exits) logs += exit.node + " " + describe_status(exit.status) + ":\n" + exit.tail;
+      for (const auto& exit : exits)
+        logs += exit.node + " " + describe_status(exit.status) + ":\n" + exit.tail;
       for (const auto& w : workers_) logs += w.name + ":\n" + tail(w.name, 10);
       logs += "scheduler:\n" + tail("scheduler", 10);
       throw std::runtime_error(std::string("the chaos cluster did not come up") +
@@ -338,7 +347,8 @@ void ChaosCluster::restart(const std::string& name) {
   std::lock_guard lock(mutex_);
   if (stopping_) return;
   auto& list = processes_[name];
-  if (!list.empty() && !list.back()->poll_exit()) throw std::logic_error("restart of " + name + " while it runs");
+  if (!list.empty() && !list.back()->poll_exit())
+    throw std::logic_error("restart of " + name + " while it runs");
   start_locked(name);
 }
 
@@ -369,7 +379,8 @@ std::string ChaosCluster::tail(const std::string& node, size_t n) const {
   return it->second.back()->tail(n);
 }
 
-std::vector<std::string> ChaosCluster::lines_since(const std::string& node, int64_t since_us) const {
+std::vector<std::string> ChaosCluster::lines_since(const std::string& node,
+                                                   int64_t since_us) const {
   std::lock_guard lock(mutex_);
   auto it = processes_.find(node);
   if (it == processes_.end() || it->second.empty()) return {};
@@ -402,12 +413,14 @@ void ChaosCluster::supervise() {
       if (!current.poll_exit()) continue;
       auto seen = exit_seen_us_.find(name);
       if (seen == exit_seen_us_.end()) {
-        unplanned_.push_back(UnplannedExit{name, current.pid(), *current.status(), current.exited_us(), current.tail(15)});
+        unplanned_.push_back(UnplannedExit{name, current.pid(), *current.status(),
+                                           current.exited_us(), current.tail(15)});
         exit_seen_us_[name] = now;
         // Like a service manager, back off a node that keeps exiting soon after it starts.
-        quick_exits_[name] = current.exited_us() - current.started_us() < 10'000'000 ? quick_exits_[name] + 1 : 0;
-      } else if (now - seen->second >=
-                 timings_.restart_delay.count() * 1000 * (int64_t{1} << std::min(quick_exits_[name], 5))) {
+        quick_exits_[name] =
+            current.exited_us() - current.started_us() < 10'000'000 ? quick_exits_[name] + 1 : 0;
+      } else if (now - seen->second >= timings_.restart_delay.count() * 1000 *
+                                           (int64_t{1} << std::min(quick_exits_[name], 5))) {
         start_locked(name);
       }
     }
@@ -436,9 +449,10 @@ void ChaosCluster::probe() {
       continue;
     }
     bool answered = false;
-    (*connected)->result_async("chaos-probe-no-such-workflow", [&](Result<client::WorkflowResult> r) {
-      answered = r || r.error().code != Errc::UNAVAILABLE;
-    });
+    (*connected)
+        ->result_async("chaos-probe-no-such-workflow", [&](Result<client::WorkflowResult> r) {
+          answered = r || r.error().code != Errc::UNAVAILABLE;
+        });
     auto ran = (*connected)->run(std::chrono::seconds(1));
     const int64_t at = now_us();
     if (ran && answered) {

@@ -157,10 +157,12 @@ class ChaosCluster {
   std::string config_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<std::string, std::vector<std::unique_ptr<NodeProcess>>> processes_;  ///< every incarnation
+  std::map<std::string, std::vector<std::unique_ptr<NodeProcess>>>
+      processes_;  ///< every incarnation
   std::map<std::string, bool> held_;
-  std::map<std::string, int64_t> exit_seen_us_;  ///< an unplanned exit waiting for its restart delay
-  std::map<std::string, int> quick_exits_;       ///< unplanned exits in a row within 10 s of a start
+  std::map<std::string, int64_t>
+      exit_seen_us_;                        ///< an unplanned exit waiting for its restart delay
+  std::map<std::string, int> quick_exits_;  ///< unplanned exits in a row within 10 s of a start
   std::vector<UnplannedExit> unplanned_;
   std::vector<SchedulerStart> scheduler_starts_;
   bool stopping_ = false;

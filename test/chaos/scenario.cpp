@@ -3,7 +3,6 @@
 #include "test/chaos/scenario.hpp"
 
 #include <doctest/doctest.h>
-
 #include <signal.h>
 #include <unistd.h>
 
@@ -52,13 +51,14 @@ std::string seconds(int64_t us) {
 /// Whether `pid` is a ledger task of this run (its command line names the ledger).
 bool is_our_task(int64_t pid, const std::string& ledger) {
   const std::string cmdline = read_file("/proc/" + std::to_string(pid) + "/cmdline");
-  return cmdline.find("chaos-task") != std::string::npos && cmdline.find(ledger) != std::string::npos;
+  return cmdline.find("chaos-task") != std::string::npos &&
+         cmdline.find(ledger) != std::string::npos;
 }
 
 /// The task events that show a workflow moving: work sent to a worker, or a worker's report.
 bool is_moving(const std::string& kind) {
-  return kind == "taskDispatched" || kind == "taskRunning" || kind == "taskHeartbeat" || kind == "taskSucceeded" ||
-         kind == "taskFailed" || kind == "taskAwaitingCompletion";
+  return kind == "taskDispatched" || kind == "taskRunning" || kind == "taskHeartbeat" ||
+         kind == "taskSucceeded" || kind == "taskFailed" || kind == "taskAwaitingCompletion";
 }
 
 struct Verified {
@@ -82,17 +82,23 @@ int64_t percentile(std::vector<int64_t> values, double p) {
 }
 
 Scenario::Scenario(ScenarioOptions options)
-    : options_(std::move(options)), timings_(chaos_timings()), seed_(chaos_seed()), faults_(seed_), dir_(make_dir()) {
+    : options_(std::move(options)),
+      timings_(chaos_timings()),
+      seed_(chaos_seed()),
+      faults_(seed_),
+      dir_(make_dir()) {
   ledger_ = dir_ + "/ledger";
   tokens_ = dir_ + "/tokens";
   fs::create_directories(tokens_);
   std::ofstream(ledger_).flush();
   reader_ = std::make_unique<LedgerReader>(ledger_);
   std::cout << "chaos." << options_.name << ": TROUPE_TEST_SEED=" << seed_ << " (directory " << dir_
-            << (keep_dir() ? ", kept" : ", removed at the end; TROUPE_CHAOS_KEEP=1 keeps it") << ")" << std::endl;
+            << (keep_dir() ? ", kept" : ", removed at the end; TROUPE_CHAOS_KEEP=1 keeps it") << ")"
+            << std::endl;
   cluster_ = std::make_unique<ChaosCluster>(dir_, timings_, options_.workers, options_.data_dir);
   watchdog_ = std::make_unique<Watchdog>(timings_.call_limit, [this](const std::string&) {
-    cluster_->signal("scheduler", SIGKILL);  // the hung call fails, and the run goes on to report it
+    cluster_->signal("scheduler",
+                     SIGKILL);  // the hung call fails, and the run goes on to report it
   });
   Workload::Options w;
   w.prefix = options_.prefix;
@@ -147,7 +153,8 @@ std::vector<Run> Scenario::live_runs(int64_t window_us) const {
   return out;
 }
 
-bool Scenario::wait_for_live_run(const std::string& worker, milliseconds timeout, milliseconds min_age) {
+bool Scenario::wait_for_live_run(const std::string& worker, milliseconds timeout,
+                                 milliseconds min_age) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     const int64_t now = now_us();
@@ -167,7 +174,8 @@ size_t Scenario::record(WorkerFault fault) {
 namespace {
 
 /// The time the scheduler's log first says `worker` is MUST_DIE at or after `since_us`.
-std::optional<int64_t> lost_line(const ChaosCluster& cluster, const std::string& worker, int64_t since_us) {
+std::optional<int64_t> lost_line(const ChaosCluster& cluster, const std::string& worker,
+                                 int64_t since_us) {
   return cluster.find_line("scheduler", since_us, {"worker " + worker + " ", "MUST_DIE"});
 }
 
@@ -200,7 +208,9 @@ void Scenario::problem(const std::string& category, const std::string& detail) {
   problems_[category].push_back(detail);
 }
 
-void Scenario::figure(const std::string& key, const std::string& value) { figures_.emplace_back(key, value); }
+void Scenario::figure(const std::string& key, const std::string& value) {
+  figures_.emplace_back(key, value);
+}
 
 void Scenario::finish_and_check() {
   REQUIRE_FALSE(finished_);
@@ -213,8 +223,9 @@ void Scenario::finish_and_check() {
     // What every client did, for whoever keeps the directory (TROUPE_CHAOS_KEEP).
     std::ofstream out(dir_ + "/orders.txt");
     for (const auto& o : workload_->orders()) {
-      out << o->id << " acknowledged=" << o->acknowledged << " ended=" << o->ended << " state=" << o->state
-          << " detail=" << o->detail << " first_end=" << o->first_end << "\n";
+      out << o->id << " acknowledged=" << o->acknowledged << " ended=" << o->ended
+          << " state=" << o->state << " detail=" << o->detail << " first_end=" << o->first_end
+          << "\n";
       for (const auto& line : o->log) out << "  " << line << "\n";
     }
   }
@@ -226,7 +237,8 @@ void Scenario::finish_and_check() {
   const auto reading_deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
   auto reconnect = [&]() -> bool {
     api.reset();
-    const auto deadline = std::min(reading_deadline, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    const auto deadline =
+        std::min(reading_deadline, std::chrono::steady_clock::now() + std::chrono::seconds(60));
     while (std::chrono::steady_clock::now() < deadline) {
       client::ConnectOptions options;
       options.timeout = std::chrono::seconds(2);
@@ -247,16 +259,19 @@ void Scenario::finish_and_check() {
     if (!order->acknowledged) continue;
     Verified v;
     v.order = order.get();
-    for (int tries = 0; api && tries < 3 && std::chrono::steady_clock::now() < reading_deadline; ++tries) {
+    for (int tries = 0; api && tries < 3 && std::chrono::steady_clock::now() < reading_deadline;
+         ++tries) {
       {
         auto guard = watchdog_->watch("describe " + order->id);
         auto d = api->describe(order->id);
-        v.described = d ? d->state : std::string(errc_name(d.error().code)) + ": " + d.error().message;
+        v.described =
+            d ? d->state : std::string(errc_name(d.error().code)) + ": " + d.error().message;
         v.tasks.clear();
         if (d) {
           for (const auto& t : d->tasks) {
-            v.tasks += "    describe: " + t.name + " " + t.state + " attempt " + std::to_string(t.attempt) + " on " +
-                       (t.worker.empty() ? "-" : t.worker) + (t.awaiting_completion ? " awaiting completion" : "") +
+            v.tasks += "    describe: " + t.name + " " + t.state + " attempt " +
+                       std::to_string(t.attempt) + " on " + (t.worker.empty() ? "-" : t.worker) +
+                       (t.awaiting_completion ? " awaiting completion" : "") +
                        (t.failure.empty() ? "" : " failure " + t.failure) + "\n";
           }
         }
@@ -315,7 +330,9 @@ void Scenario::finish_and_check() {
   int64_t last_close = 0;
   for (const auto& v : verified) last_close = std::max(last_close, v.analysis.closed_us);
   const int64_t read_at = last_close + timings_.kill_grace_us + timings_.leak_slack_us + 500'000;
-  if (read_at > now_us()) std::this_thread::sleep_for(std::chrono::microseconds(std::min<int64_t>(read_at - now_us(), 10'000'000)));
+  if (read_at > now_us())
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(std::min<int64_t>(read_at - now_us(), 10'000'000)));
   size_t malformed = 0;
   const auto lines = parse_ledger(read_file(ledger_), &malformed);
   const auto runs = runs_of(lines);
@@ -335,8 +352,9 @@ void Scenario::finish_and_check() {
     std::this_thread::sleep_for(milliseconds(50));
   }
   for (const Run* run : survivors()) {
-    problem("leaks", "task process " + std::to_string(run->pid) + " (" + run->describe() +
-                         ") still runs 3 s after every worker stopped: it outlived its worker agent");
+    problem("leaks",
+            "task process " + std::to_string(run->pid) + " (" + run->describe() +
+                ") still runs 3 s after every worker stopped: it outlived its worker agent");
   }
 
   // ---- checks ---------------------------------------------------------------------------
@@ -357,40 +375,48 @@ void Scenario::finish_and_check() {
     auto report = [&](const std::string& category, const std::string& why) {
       std::string first_failed;
       for (const auto& e : v.events) {
-        if (e.kind == "taskFailed" || e.kind == "taskTimedOut" || e.kind == "taskFailover" || e.kind == "taskKilled") {
+        if (e.kind == "taskFailed" || e.kind == "taskTimedOut" || e.kind == "taskFailover" ||
+            e.kind == "taskKilled") {
           first_failed = e.actor_id;
           break;
         }
       }
-      problem(category, o.id + " (" + k.name + "): " + why + "\n" + order_log(o) + v.tasks + "    history:\n" +
-                            (first_failed.empty() ? task_excerpt(v.events, "", 40) : task_excerpt(v.events, first_failed, 40)));
+      problem(category, o.id + " (" + k.name + "): " + why + "\n" + order_log(o) + v.tasks +
+                            "    history:\n" +
+                            (first_failed.empty() ? task_excerpt(v.events, "", 40)
+                                                  : task_excerpt(v.events, first_failed, 40)));
     };
     const bool not_found = v.described.rfind("not_found", 0) == 0 || !index.count(o.id);
     if (not_found || !o.ended) {
       ++lost;
-      report("ends", std::string(not_found ? "acknowledged but not found" : "acknowledged but did not end") +
-                         " (describe: " + v.described + "; index: " + (index.count(o.id) ? index[o.id] : "absent") +
-                         ")");
+      report("ends", std::string(not_found ? "acknowledged but not found"
+                                           : "acknowledged but did not end") +
+                         " (describe: " + v.described +
+                         "; index: " + (index.count(o.id) ? index[o.id] : "absent") + ")");
       continue;
     }
-    const bool reason_ok = k.expected_state != "FAILED" || o.detail.find(k.expected_reason) != std::string::npos;
+    const bool reason_ok =
+        k.expected_state != "FAILED" || o.detail.find(k.expected_reason) != std::string::npos;
     if (o.state != k.expected_state || !reason_ok) {
       if (o.state == "FAILED") {
         ++failed_by_faults;
       } else {
         ++wrong_end;
       }
-      report("ends", "ended " + o.state + (o.detail.empty() ? "" : " (" + o.detail + ")") + ", designed to end " +
-                         k.expected_state + (k.expected_reason.empty() ? "" : " (" + k.expected_reason + ")"));
+      report("ends", "ended " + o.state + (o.detail.empty() ? "" : " (" + o.detail + ")") +
+                         ", designed to end " + k.expected_state +
+                         (k.expected_reason.empty() ? "" : " (" + k.expected_reason + ")"));
       continue;
     }
     if (!v.watched) {
       report("histories", "its history could not be read");
       continue;
     }
-    if (a.final_state != o.state || v.described != o.state || index[o.id] != o.state || a.closed_us == 0) {
-      report("ends", "its result says " + o.state + ", describe " + v.described + ", the index " + index[o.id] +
-                         ", its history " + (a.final_state.empty() ? "(open)" : a.final_state) +
+    if (a.final_state != o.state || v.described != o.state || index[o.id] != o.state ||
+        a.closed_us == 0) {
+      report("ends", "its result says " + o.state + ", describe " + v.described + ", the index " +
+                         index[o.id] + ", its history " +
+                         (a.final_state.empty() ? "(open)" : a.final_state) +
                          (a.closed_us ? "" : " without workflowFinalized"));
     }
     if (k.control == Control::RERUN && (o.first_end != "SUCCESS" || a.reruns < 1)) {
@@ -402,8 +428,9 @@ void Scenario::finish_and_check() {
     }
     for (const auto& [file, refusals] : o.token_not_found) {
       if (o.accepted_tokens.count(file)) {
-        report("ends", "completeTask answered NOT_FOUND (no longer current) " + std::to_string(refusals) +
-                           " time(s) for token " + file + ", then accepted it: its invocation was current");
+        report("ends", "completeTask answered NOT_FOUND (no longer current) " +
+                           std::to_string(refusals) + " time(s) for token " + file +
+                           ", then accepted it: its invocation was current");
       }
     }
   }
@@ -412,7 +439,8 @@ void Scenario::finish_and_check() {
   std::map<std::string, int> rerun_reasons;  // real re-runs (ledger) by recorded reason
   int undesigned = 0;
   for (const auto& v : verified) {
-    for (const auto& p : v.analysis.problems) problem("histories", p.text + "\n" + excerpt(v.events, p.sequence, 8));
+    for (const auto& p : v.analysis.problems)
+      problem("histories", p.text + "\n" + excerpt(v.events, p.sequence, 8));
     if (!options_.scheduler_only) continue;
     const Kind& k = kind(v.order->kind);
     for (const auto& id : v.analysis.dispatch_order) {
@@ -420,20 +448,23 @@ void Scenario::finish_and_check() {
       if (!inv.rerun || inv.rerun_reason == never_started) continue;  // the same attempt again
       auto designed = k.designed_reruns.find(inv.rerun_reason);
       const bool ok = designed != k.designed_reruns.end() &&
-                      (designed->second == 0 || inv.attempt - 1 <= designed->second || inv.rerun_reason == "rerun");
+                      (designed->second == 0 || inv.attempt - 1 <= designed->second ||
+                       inv.rerun_reason == "rerun");
       if (!ok) {
         ++undesigned;
-        problem("re-runs", v.order->id + ": invocation " + id + " re-ran task " + inv.task + " for '" +
-                               inv.rerun_reason + "', which this workflow (" + k.name +
-                               ") does not cause by design: a scheduler failure consumed an attempt\n" +
-                               task_excerpt(v.events, inv.task, 40));
+        problem("re-runs",
+                v.order->id + ": invocation " + id + " re-ran task " + inv.task + " for '" +
+                    inv.rerun_reason + "', which this workflow (" + k.name +
+                    ") does not cause by design: a scheduler failure consumed an attempt\n" +
+                    task_excerpt(v.events, inv.task, 40));
       }
     }
   }
 
   // The ledger against the histories.
   if (malformed > 1) problem("ledger", std::to_string(malformed) + " malformed ledger lines");
-  std::map<std::string, std::map<std::string, const Run*>> ended_run;  // workflow -> invocation suffix -> run
+  std::map<std::string, std::map<std::string, const Run*>>
+      ended_run;  // workflow -> invocation suffix -> run
   for (const auto& run : runs) {
     if (run.ended) ended_run[run.workflow][run.invocation] = &run;
   }
@@ -452,19 +483,22 @@ void Scenario::finish_and_check() {
         if (inv.task == run->task && invocation_suffix(id) == run->invocation) record = &inv;
       }
       if (record && record->end_reason == never_started) {
-        problem("ledger", "a run of an invocation its history says never started: " + run->describe() +
-                              "\n    ledger: " + run->first_line + "\n    ledger: " + run->last_line + "\n" +
-                              task_excerpt(v.events, run->task, 40));
+        problem("ledger",
+                "a run of an invocation its history says never started: " + run->describe() +
+                    "\n    ledger: " + run->first_line + "\n    ledger: " + run->last_line + "\n" +
+                    task_excerpt(v.events, run->task, 40));
       }
       if (v.watched && record == nullptr) {
-        problem("ledger", "a run of an invocation its history never dispatched: " + run->describe() + "\n    ledger: " +
-                              run->first_line + "\n    ledger: " + run->last_line + "\n" +
-                              task_excerpt(v.events, run->task, 40));
+        problem("ledger",
+                "a run of an invocation its history never dispatched: " + run->describe() +
+                    "\n    ledger: " + run->first_line + "\n    ledger: " + run->last_line + "\n" +
+                    task_excerpt(v.events, run->task, 40));
       }
       if (previous != nullptr) {
         if (previous->invocation == run->invocation) {
-          problem("ledger", "one invocation ran in two processes: " + previous->describe() + " and " + run->describe() +
-                                "\n" + task_excerpt(v.events, run->task, 40));
+          problem("ledger", "one invocation ran in two processes: " + previous->describe() +
+                                " and " + run->describe() + "\n" +
+                                task_excerpt(v.events, run->task, 40));
         }
         // The reason is the one recorded for the invocation that followed the previous run's:
         // later ones that never started (dispatched again, same attempt) add nothing.
@@ -484,8 +518,9 @@ void Scenario::finish_and_check() {
           if (seen_previous && !after_previous.empty()) reason = after_previous;
         }
         if (record && reason.empty()) {
-          problem("re-runs", "a re-run with no recorded reason: " + run->describe() + " after " + previous->describe() +
-                                 "\n" + task_excerpt(v.events, run->task, 40));
+          problem("re-runs", "a re-run with no recorded reason: " + run->describe() + " after " +
+                                 previous->describe() + "\n" +
+                                 task_excerpt(v.events, run->task, 40));
         }
         ++rerun_reasons[reason.empty() ? "unrecorded" : reason];
       }
@@ -497,9 +532,11 @@ void Scenario::finish_and_check() {
     const Kind& k = kind(v.order->kind);
     for (const auto& [id, inv] : v.analysis.invocations) {
       if (inv.ended_by != "taskSucceeded") continue;
-      if (std::find(k.shell_tasks.begin(), k.shell_tasks.end(), inv.task) == k.shell_tasks.end()) continue;
+      if (std::find(k.shell_tasks.begin(), k.shell_tasks.end(), inv.task) == k.shell_tasks.end())
+        continue;
       if (!ended_run[v.order->id].count(invocation_suffix(id))) {
-        problem("ledger", v.order->id + ": invocation " + id + " succeeded, but no run of it wrote its end line\n" +
+        problem("ledger", v.order->id + ": invocation " + id +
+                              " succeeded, but no run of it wrote its end line\n" +
                               task_excerpt(v.events, inv.task, 40));
       }
     }
@@ -514,13 +551,16 @@ void Scenario::finish_and_check() {
       if (inv.task == run.task && invocation_suffix(id) == run.invocation) record = &inv;
     }
     const bool handed_back = record && !record->ended_by.empty() && !record->failed_over &&
-                             record->end_reason.rfind("Timeout:", 0) != 0 && record->ended_by != "taskKilled";
+                             record->end_reason.rfind("Timeout:", 0) != 0 &&
+                             record->ended_by != "taskKilled";
     if (!handed_back) {
-      problem("scenario", "the invocation of a run live when the scheduler went down was not taken back: " +
-                              run.describe() + " ended by " +
-                              (record ? (record->ended_by.empty() ? "nothing" : record->ended_by + " " + record->end_reason)
-                                      : "(not in its history)") +
-                              "\n" + task_excerpt(it->second->events, run.task, 40));
+      problem("scenario",
+              "the invocation of a run live when the scheduler went down was not taken back: " +
+                  run.describe() + " ended by " +
+                  (record ? (record->ended_by.empty() ? "nothing"
+                                                      : record->ended_by + " " + record->end_reason)
+                          : "(not in its history)") +
+                  "\n" + task_excerpt(it->second->events, run.task, 40));
     }
   }
 
@@ -528,11 +568,13 @@ void Scenario::finish_and_check() {
   const auto overlapping = overlaps(runs);
   for (const auto& o : overlapping) {
     auto it = by_id.find(o.earlier.workflow);
-    std::string history = it == by_id.end() ? "" : task_excerpt(it->second->events, o.earlier.task, 40);
-    problem("overlaps", "two runs of " + o.earlier.workflow + "/" + o.earlier.task + " at once for " +
-                            seconds(o.overlap_us) + ":\n    " + o.earlier.describe() + "\n      ledger: " +
-                            o.earlier.first_line + "\n      ledger: " + o.earlier.last_line + "\n    " +
-                            o.later.describe() + "\n      ledger: " + o.later.first_line + "\n" + history);
+    std::string history =
+        it == by_id.end() ? "" : task_excerpt(it->second->events, o.earlier.task, 40);
+    problem("overlaps",
+            "two runs of " + o.earlier.workflow + "/" + o.earlier.task + " at once for " +
+                seconds(o.overlap_us) + ":\n    " + o.earlier.describe() + "\n      ledger: " +
+                o.earlier.first_line + "\n      ledger: " + o.earlier.last_line + "\n    " +
+                o.later.describe() + "\n      ledger: " + o.later.first_line + "\n" + history);
   }
 
   // Leaks: a run writing long after its workflow closed.
@@ -545,13 +587,14 @@ void Scenario::finish_and_check() {
       // A frozen worker cannot stop its tasks until it runs again.
       if (f.kind == "stop" && f.worker == run.worker && f.at_us <= allowed) {
         const int64_t resumed = f.resumed_us ? f.resumed_us : ledger_read_us;
-        if (resumed >= closed) allowed = std::max(allowed, resumed + timings_.kill_grace_us + timings_.leak_slack_us);
+        if (resumed >= closed)
+          allowed = std::max(allowed, resumed + timings_.kill_grace_us + timings_.leak_slack_us);
       }
     }
     if (run.last_us > allowed) {
-      problem("leaks", "a run went on " + seconds(run.last_us - closed) + " after its workflow closed: " +
-                           run.describe() + "\n    ledger: " + run.last_line + "\n" +
-                           task_excerpt(it->second->events, run.task, 40));
+      problem("leaks", "a run went on " + seconds(run.last_us - closed) +
+                           " after its workflow closed: " + run.describe() + "\n    ledger: " +
+                           run.last_line + "\n" + task_excerpt(it->second->events, run.task, 40));
     }
   }
 
@@ -587,11 +630,12 @@ void Scenario::finish_and_check() {
     std::ostringstream all;
     for (const auto& f : worker_faults_) {
       all << "    " << f.kind << " " << f.worker << " at " << f.at_us << ": "
-          << (f.detected_us ? seconds(f.detected_us - f.at_us) + " (" + f.detected_by + ")" : std::string("never"))
+          << (f.detected_us ? seconds(f.detected_us - f.at_us) + " (" + f.detected_by + ")"
+                            : std::string("never"))
           << "\n";
     }
-    problem("detection", "worker loss noticed in " + seconds(percentile(detections, 99)) + " at p99, over the " +
-                             seconds(limit_us) + " limit:\n" + all.str());
+    problem("detection", "worker loss noticed in " + seconds(percentile(detections, 99)) +
+                             " at p99, over the " + seconds(limit_us) + " limit:\n" + all.str());
   }
 
   // Recovery: a restarted scheduler serving clients, and in-flight workflows moving.
@@ -604,7 +648,8 @@ void Scenario::finish_and_check() {
     if (starts[i].served_us) serve.push_back(starts[i].served_us - from);
     int64_t first = 0;
     for (const auto& v : verified) {
-      if (v.events.empty() || v.events.front().timestamp_us >= from) continue;  // not in flight at the restart
+      if (v.events.empty() || v.events.front().timestamp_us >= from)
+        continue;  // not in flight at the restart
       for (const auto& e : v.events) {
         if (e.timestamp_us >= from && e.timestamp_us < until && is_moving(e.kind)) {
           if (first == 0 || e.timestamp_us < first) first = e.timestamp_us;
@@ -623,8 +668,9 @@ void Scenario::finish_and_check() {
   for (const auto& hang : watchdog_->hangs()) problem("cluster", "a client call hung: " + hang);
   int worker_exits = 0;
   for (const auto& exit : cluster_->unplanned_exits()) {
-    const std::string what = exit.node + " (pid " + std::to_string(exit.pid) + ") " + describe_status(exit.status) +
-                             " on its own at " + std::to_string(exit.at_us) + "; its last lines:\n" + exit.tail;
+    const std::string what = exit.node + " (pid " + std::to_string(exit.pid) + ") " +
+                             describe_status(exit.status) + " on its own at " +
+                             std::to_string(exit.at_us) + "; its last lines:\n" + exit.tail;
     if (exit.node == "scheduler") {
       const bool clean_exit = WIFEXITED(exit.status) && WEXITSTATUS(exit.status) != 0;
       if (!options_.scheduler_may_exit || !clean_exit) problem("cluster", "the scheduler " + what);
@@ -634,8 +680,9 @@ void Scenario::finish_and_check() {
     }
   }
   if (static_cast<int>(verified.size()) < options_.min_acknowledged) {
-    problem("cluster", "only " + std::to_string(verified.size()) + " workflows were acknowledged (at least " +
-                           std::to_string(options_.min_acknowledged) + " expected): the workload did not run");
+    problem("cluster",
+            "only " + std::to_string(verified.size()) + " workflows were acknowledged (at least " +
+                std::to_string(options_.min_acknowledged) + " expected): the workload did not run");
   }
   if (runs.empty()) problem("ledger", "the ledger is empty: no shell task ran");
 
@@ -643,9 +690,10 @@ void Scenario::finish_and_check() {
   std::ostringstream figures;
   figures << "chaos figures " << options_.name << ": seed=" << seed_;
   for (const auto& [key, n] : counts_) figures << " " << key << "=" << n;
-  figures << " acknowledged=" << verified.size() << " unacknowledged=" << unacknowledged << " lost=" << lost
-          << " failed_by_faults=" << failed_by_faults << " wrong_end=" << wrong_end
-          << " overlapping_runs=" << overlapping.size() << " reruns={";
+  figures << " acknowledged=" << verified.size() << " unacknowledged=" << unacknowledged
+          << " lost=" << lost << " failed_by_faults=" << failed_by_faults
+          << " wrong_end=" << wrong_end << " overlapping_runs=" << overlapping.size()
+          << " reruns={";
   const char* separator = "";
   for (const auto& [reason, n] : rerun_reasons) {
     figures << separator << reason << ":" << n;
@@ -655,18 +703,21 @@ void Scenario::finish_and_check() {
   if (options_.scheduler_only) figures << " undesigned_reruns=" << undesigned;
   if (!detections.empty()) {
     figures << " detection_p50=" << seconds(percentile(detections, 50))
-            << " detection_p99=" << seconds(percentile(detections, 99)) << " (n=" << detections.size() << ")";
+            << " detection_p99=" << seconds(percentile(detections, 99))
+            << " (n=" << detections.size() << ")";
   }
   if (starts.size() > 1) {
     figures << " recovery_serving_p50=" << seconds(percentile(serve, 50))
-            << " recovery_serving_p99=" << seconds(percentile(serve, 99)) << " (n=" << serve.size() << ")"
+            << " recovery_serving_p99=" << seconds(percentile(serve, 99)) << " (n=" << serve.size()
+            << ")"
             << " recovery_moving_p50=" << seconds(percentile(moving, 50))
             << " recovery_moving_p99=" << seconds(percentile(moving, 99)) << " (n=" << moving.size()
             << ", " << censored << " restarts killed before anything moved)";
   }
   figures << " worker_exits=" << worker_exits << " runs=" << runs.size();
   for (const auto& [key, value] : figures_) figures << " " << key << "=" << value;
-  figures << " faults=" << seconds(faults_ended_us - started_us_) << " drain=" << seconds(drained_us - faults_ended_us)
+  figures << " faults=" << seconds(faults_ended_us - started_us_)
+          << " drain=" << seconds(drained_us - faults_ended_us)
           << " total=" << seconds(now_us() - started_us_);
   std::cout << figures.str() << std::endl;
   MESSAGE(figures.str());
@@ -688,17 +739,19 @@ void Scenario::finish_and_check() {
     }
     std::cout << out.str() << std::flush;
   }
-  for (const char* category :
-       {"ends", "histories", "ledger", "overlaps", "re-runs", "leaks", "detection", "cluster", "scenario"}) {
+  for (const char* category : {"ends", "histories", "ledger", "overlaps", "re-runs", "leaks",
+                               "detection", "cluster", "scenario"}) {
     const auto it = problems_.find(category);
     const size_t n = it == problems_.end() ? 0 : it->second.size();
-    CHECK_MESSAGE(n == 0, "chaos." << options_.name << ": " << n << " problem(s) of kind '" << std::string(category)
-                                   << "' (the first: " << (n ? it->second.front().substr(0, 400) : "") << ")"
+    CHECK_MESSAGE(n == 0, "chaos." << options_.name << ": " << n << " problem(s) of kind '"
+                                   << std::string(category) << "' (the first: "
+                                   << (n ? it->second.front().substr(0, 400) : "") << ")"
                                    << " TROUPE_TEST_SEED=" << seed_);
   }
   for (const auto& [category, list] : problems_) {
-    static const std::set<std::string> known = {"ends",  "histories", "ledger",  "overlaps", "re-runs",
-                                                "leaks", "detection", "cluster", "scenario"};
+    static const std::set<std::string> known = {"ends",      "histories", "ledger",
+                                                "overlaps",  "re-runs",   "leaks",
+                                                "detection", "cluster",   "scenario"};
     CHECK_MESSAGE(known.count(category) == 1, "unknown problem kind " << category);
   }
 }

@@ -59,9 +59,9 @@ struct WorkerFault {
   std::string worker;
   std::string kind;  ///< "kill" (SIGKILL) or "stop" (SIGSTOP, later SIGCONT)
   pid_t pid = 0;
-  int64_t at_us = 0;       ///< just before kill(2)
-  int64_t resumed_us = 0;  ///< SIGCONT (stop), or the restart (kill)
-  int64_t detected_us = 0; ///< 0: not seen
+  int64_t at_us = 0;        ///< just before kill(2)
+  int64_t resumed_us = 0;   ///< SIGCONT (stop), or the restart (kill)
+  int64_t detected_us = 0;  ///< 0: not seen
   std::string detected_by;
 };
 
@@ -91,7 +91,8 @@ class Scenario {
   std::vector<Run> live_runs(int64_t window_us = 300'000) const;
   /// Waits up to `timeout` until `worker` runs a ledger task that is live and started at least
   /// `min_age` ago.
-  bool wait_for_live_run(const std::string& worker, milliseconds timeout, milliseconds min_age = milliseconds(500));
+  bool wait_for_live_run(const std::string& worker, milliseconds timeout,
+                         milliseconds min_age = milliseconds(500));
 
   /// Records a worker fault; returns its index.
   size_t record(WorkerFault fault);

@@ -3,11 +3,10 @@
 // an outage of 20 s, and a full disk. A scheduler failure alone must never lose an
 // acknowledged workflow, fail one, or consume an attempt of a task.
 #include <doctest/doctest.h>
-
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,8 +16,8 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test/chaos/scenario.hpp"
@@ -45,7 +44,9 @@ bool workers_registered(Scenario& s, int64_t since_us, std::chrono::milliseconds
   while (std::chrono::steady_clock::now() < deadline) {
     bool all = true;
     for (const auto& w : s.cluster().workers()) {
-      all = all && s.cluster().find_line(w.name, since_us, {"worker " + w.name + ": registered"}).has_value();
+      all = all && s.cluster()
+                       .find_line(w.name, since_us, {"worker " + w.name + ": registered"})
+                       .has_value();
     }
     if (all) return true;
     std::this_thread::sleep_for(20ms);
@@ -55,7 +56,8 @@ bool workers_registered(Scenario& s, int64_t since_us, std::chrono::milliseconds
 
 /// Kills the scheduler with `sig` while the service manager is held off; its exit status
 /// (nullopt if it did not exit within `timeout`). The caller restarts it and releases it.
-std::optional<int> stop_scheduler(Scenario& s, int sig, std::chrono::milliseconds timeout, int64_t* at_us) {
+std::optional<int> stop_scheduler(Scenario& s, int sig, std::chrono::milliseconds timeout,
+                                  int64_t* at_us) {
   s.cluster().hold("scheduler");
   const auto [at, pid] = s.cluster().signal("scheduler", sig);
   *at_us = at;
@@ -65,7 +67,9 @@ std::optional<int> stop_scheduler(Scenario& s, int sig, std::chrono::millisecond
 }  // namespace
 
 TEST_SUITE("chaos.scheduler_kills") {
-  TEST_CASE("the scheduler is killed with -9 again and again while clients submit and control workflows") {
+  TEST_CASE(
+      "the scheduler is killed with -9 again and again while clients submit and control "
+      "workflows") {
     // TROUPE_CHAOS_KILLS=300 is the soak; CI runs 30.
     const int kills = chaos_kills(30);
     Scenario s(scheduler_scenario("scheduler_kills", "sk"));
@@ -76,10 +80,12 @@ TEST_SUITE("chaos.scheduler_kills") {
       int64_t at = 0;
       const auto status = stop_scheduler(s, SIGKILL, 10s, &at);
       if (!status) {
-        s.problem("scenario", "kill " + std::to_string(k) + ": the scheduler did not die of SIGKILL within 10 s");
+        s.problem("scenario", "kill " + std::to_string(k) +
+                                  ": the scheduler did not die of SIGKILL within 10 s");
       } else if (!WIFSIGNALED(*status) || WTERMSIG(*status) != SIGKILL) {
-        s.problem("scenario", "kill " + std::to_string(k) + ": the scheduler had already " + describe_status(*status) +
-                                  " on its own; its last lines:\n" + s.cluster().tail("scheduler", 15));
+        s.problem("scenario", "kill " + std::to_string(k) + ": the scheduler had already " +
+                                  describe_status(*status) + " on its own; its last lines:\n" +
+                                  s.cluster().tail("scheduler", 15));
       }
       s.cluster().restart("scheduler");
       s.cluster().release("scheduler");
@@ -90,7 +96,9 @@ TEST_SUITE("chaos.scheduler_kills") {
 }
 
 TEST_SUITE("chaos.scheduler_sigterm") {
-  TEST_CASE("SIGTERM to a scheduler with workers connected: it exits 0 within 2 s, and a restart carries on") {
+  TEST_CASE(
+      "SIGTERM to a scheduler with workers connected: it exits 0 within 2 s, and a restart carries "
+      "on") {
     Scenario s(scheduler_scenario("scheduler_sigterm", "st"));
     s.start();
     std::vector<int64_t> exits;
@@ -98,15 +106,16 @@ TEST_SUITE("chaos.scheduler_sigterm") {
       Scenario::pause_for(s.draw(3000ms, 8000ms));
       const int64_t since = s.cluster().scheduler_starts().back().started_us;
       if (!workers_registered(s, since, 20s)) {
-        s.problem("scenario", "SIGTERM " + std::to_string(k) + ": the workers did not all register within 20 s");
+        s.problem("scenario", "SIGTERM " + std::to_string(k) +
+                                  ": the workers did not all register within 20 s");
       }
       int64_t at = 0;
       auto status = stop_scheduler(s, SIGTERM, s.timings().sigterm_exit_limit, &at);
       const std::string which = "SIGTERM " + std::to_string(k);
       if (!status) {
         s.problem("scenario", which + ": the scheduler did not exit within " +
-                                  std::to_string(s.timings().sigterm_exit_limit.count()) + " ms; its last lines:\n" +
-                                  s.cluster().tail("scheduler", 15));
+                                  std::to_string(s.timings().sigterm_exit_limit.count()) +
+                                  " ms; its last lines:\n" + s.cluster().tail("scheduler", 15));
         status = s.cluster().wait_exit("scheduler", 10s);
         if (!status) {
           s.cluster().signal("scheduler", SIGKILL);
@@ -116,15 +125,18 @@ TEST_SUITE("chaos.scheduler_sigterm") {
         exits.push_back(troupe::chaos::now_us() - at);
         if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
           s.problem("scenario", which + ": the scheduler " + describe_status(*status) +
-                                    " instead of exiting 0; its last lines:\n" + s.cluster().tail("scheduler", 15));
+                                    " instead of exiting 0; its last lines:\n" +
+                                    s.cluster().tail("scheduler", 15));
         }
       }
       // A clean stop says nothing about a failure on its way out.
       std::this_thread::sleep_for(100ms);  // the last lines in the pipe
       for (const auto& line : s.cluster().lines_since("scheduler", at)) {
         std::string lower = line;
-        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-        for (const char* word : {"fail", "error", "exception", "assert", "abort", "terminate", "bug"}) {
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
+        for (const char* word :
+             {"fail", "error", "exception", "assert", "abort", "terminate", "bug"}) {
           if (lower.find(word) != std::string::npos) {
             s.problem("scenario", which + ": the stopping scheduler printed: " + line);
             break;
@@ -148,20 +160,23 @@ TEST_SUITE("chaos.scheduler_sigterm") {
 TEST_SUITE("chaos.scheduler_outage") {
   TEST_CASE("a scheduler down for 20 s: workers keep their tasks running and hand them back") {
     auto options = scheduler_scenario("scheduler_outage", "so");
-    options.mix = {{KindId::LONG, 4}, {KindId::HEARTBEAT, 2}, {KindId::CHAIN, 1}, {KindId::FANOUT, 1},
-                   {KindId::ASYNC, 1}, {KindId::RETRY_OK, 1}, {KindId::PAUSE_RESUME, 1}};
+    options.mix = {{KindId::LONG, 4},        {KindId::HEARTBEAT, 2}, {KindId::CHAIN, 1},
+                   {KindId::FANOUT, 1},      {KindId::ASYNC, 1},     {KindId::RETRY_OK, 1},
+                   {KindId::PAUSE_RESUME, 1}};
     options.workers_must_survive = true;
     Scenario s(options);
     s.start();
     Scenario::pause_for(s.draw(4000ms, 8000ms));
     for (const auto& w : s.cluster().workers()) {
-      if (!s.wait_for_live_run(w.name, 30s, 1s)) s.problem("scenario", w.name + " ran no task before the outage");
+      if (!s.wait_for_live_run(w.name, 30s, 1s))
+        s.problem("scenario", w.name + " ran no task before the outage");
     }
     std::map<std::string, pid_t> worker_pids;
     for (const auto& w : s.cluster().workers()) worker_pids[w.name] = s.cluster().pid(w.name);
     const auto live = s.live_runs();
     int64_t down = 0;
-    if (!stop_scheduler(s, SIGKILL, 10s, &down)) s.problem("scenario", "the scheduler did not die of SIGKILL");
+    if (!stop_scheduler(s, SIGKILL, 10s, &down))
+      s.problem("scenario", "the scheduler did not die of SIGKILL");
     Scenario::pause_for(s.timings().scheduler_outage);
     const int64_t up = troupe::chaos::now_us();
     s.cluster().restart("scheduler");
@@ -174,19 +189,26 @@ TEST_SUITE("chaos.scheduler_outage") {
     for (const auto& before : live) {
       const Run* after = nullptr;
       for (const auto& run : now) {
-        if (run.pid == before.pid && run.workflow == before.workflow && run.invocation == before.invocation) after = &run;
+        if (run.pid == before.pid && run.workflow == before.workflow &&
+            run.invocation == before.invocation)
+          after = &run;
       }
-      const bool went_on = after && (after->last_us >= up || (after->ended && after->last_us >= down));
+      const bool went_on =
+          after && (after->last_us >= up || (after->ended && after->last_us >= down));
       kept += went_on;
       if (!went_on) {
-        s.problem("scenario", "a run live when the scheduler went down did not go on through the outage (down at " +
-                                  std::to_string(down) + ", up at " + std::to_string(up) + "): " +
-                                  (after ? after->describe() : before.describe()) + "\n    its last ledger line: " +
-                                  (after ? after->last_line : before.last_line));
+        s.problem(
+            "scenario",
+            "a run live when the scheduler went down did not go on through the outage (down at " +
+                std::to_string(down) + ", up at " + std::to_string(up) +
+                "): " + (after ? after->describe() : before.describe()) +
+                "\n    its last ledger line: " + (after ? after->last_line : before.last_line));
       }
     }
     for (const auto& [name, pid] : worker_pids) {
-      if (s.cluster().pid(name) != pid) s.problem("scenario", name + " (pid " + std::to_string(pid) + ") did not outlive the outage");
+      if (s.cluster().pid(name) != pid)
+        s.problem("scenario",
+                  name + " (pid " + std::to_string(pid) + ") did not outlive the outage");
     }
     s.figure("runs_through_outage", std::to_string(kept) + "/" + std::to_string(live.size()));
     s.expect_taken_back(live);
@@ -204,8 +226,8 @@ TEST_SUITE("chaos.disk_full") {
     std::filesystem::create_directories(data);
     if (::mount("tmpfs", data.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=32m,mode=0755") != 0) {
       const std::string why = std::strerror(errno);
-      MESSAGE("chaos.disk_full skipped: cannot mount a tmpfs for the scheduler's data (" << why
-                                                                                        << "); it needs CAP_SYS_ADMIN");
+      MESSAGE("chaos.disk_full skipped: cannot mount a tmpfs for the scheduler's data ("
+              << why << "); it needs CAP_SYS_ADMIN");
       std::cout << "chaos.disk_full SKIPPED: cannot mount a tmpfs (" << why << ")" << std::endl;
       return;
     }
@@ -258,7 +280,8 @@ TEST_SUITE("chaos.disk_full") {
       s.cluster().restart("scheduler");  // on the full disk: it must refuse cleanly, or cope
       s.cluster().release("scheduler");
     }
-    s.figure("scheduler_stopped_on_full_disk", stopped_itself ? "by itself" : "no (killed after 30 s)");
+    s.figure("scheduler_stopped_on_full_disk",
+             stopped_itself ? "by itself" : "no (killed after 30 s)");
     for (int i = 0; i < 40; ++i) {  // 4 s more of a full disk, restarts and all
       top_up();
       std::this_thread::sleep_for(100ms);

@@ -9,7 +9,8 @@ namespace troupe::chaos {
 
 Timings chaos_timings() {
   Timings t;
-  if (const char* keys = std::getenv("TROUPE_CHAOS_CLUSTER_KEYS"); keys != nullptr && *keys != '\0') {
+  if (const char* keys = std::getenv("TROUPE_CHAOS_CLUSTER_KEYS");
+      keys != nullptr && *keys != '\0') {
     t.extra_cluster_keys += (t.extra_cluster_keys.empty() ? "" : "\n") + std::string(keys);
   }
   return t;
@@ -21,7 +22,8 @@ uint64_t chaos_seed() {
       return static_cast<uint64_t>(std::strtoull(text, nullptr, 10));
     }
     std::random_device device;
-    return static_cast<uint64_t>((static_cast<uint64_t>(device()) << 20 ^ device()) % 1000000000ULL);
+    return static_cast<uint64_t>((static_cast<uint64_t>(device()) << 20 ^ device()) %
+                                 1000000000ULL);
   }();
   return seed;
 }

@@ -13,7 +13,8 @@ using std::chrono::milliseconds;
 
 /// Microseconds since the Unix epoch, the unit of history timestamps and ledger lines.
 inline int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
+      .count();
 }
 
 /// The cluster config's durations and the suite's limits.
@@ -62,7 +63,8 @@ Timings chaos_timings();
 /// The run's seed: $TROUPE_TEST_SEED, else a random one. Printed by every scenario.
 uint64_t chaos_seed();
 
-/// Scheduler kills in the kill loop: $TROUPE_CHAOS_KILLS, else `fallback` (30 in CI; 300 is the soak).
+/// Scheduler kills in the kill loop: $TROUPE_CHAOS_KILLS, else `fallback` (30 in CI; 300 is the
+/// soak).
 int chaos_kills(int fallback);
 
 }  // namespace troupe::chaos

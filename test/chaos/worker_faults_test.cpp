@@ -3,7 +3,6 @@
 // processes under the default health timeouts (must_die_after 3 s). The scheduler must notice
 // each within 3.5 s at p99, and no task may run twice at once however the worker comes back.
 #include <doctest/doctest.h>
-
 #include <signal.h>
 
 #include <algorithm>
@@ -44,12 +43,14 @@ TEST_SUITE("chaos.worker_kills") {
       Scenario::pause_for(s.draw(1000ms, 3000ms));
       const std::string victim = pick(s, names);
       if (!s.wait_for_live_run(victim, 30s, 1000ms)) {
-        s.problem("scenario", "kill " + std::to_string(k) + ": " + victim + " ran no long task within 30 s");
+        s.problem("scenario",
+                  "kill " + std::to_string(k) + ": " + victim + " ran no long task within 30 s");
         continue;
       }
       s.cluster().hold(victim);
       const auto [at, pid] = s.cluster().signal(victim, SIGKILL);
-      if (!s.cluster().wait_exit(victim, 10s)) s.problem("scenario", victim + " did not die of SIGKILL within 10 s");
+      if (!s.cluster().wait_exit(victim, 10s))
+        s.problem("scenario", victim + " did not die of SIGKILL within 10 s");
       const size_t fault = s.record({victim, "kill", pid, at, 0, 0, ""});
       Scenario::pause_for(s.timings().restart_delay);
       s.cluster().restart(victim);
@@ -79,7 +80,8 @@ TEST_SUITE("chaos.worker_stops") {
         if (it->until <= now) {
           s.cluster().signal(it->worker, SIGCONT);
           s.resumed(it->worker, troupe::chaos::now_us());
-          s.cluster().release(it->worker);  // it may exit now (it was declared dead); then it is restarted
+          s.cluster().release(
+              it->worker);  // it may exit now (it was declared dead); then it is restarted
           it = frozen.erase(it);
         } else {
           ++it;
@@ -99,7 +101,8 @@ TEST_SUITE("chaos.worker_stops") {
       while (frozen.size() >= 2) wait(100ms);
       std::vector<std::string> candidates;
       for (const auto& w : s.cluster().workers()) {
-        if (std::none_of(frozen.begin(), frozen.end(), [&](const Frozen& f) { return f.worker == w.name; })) {
+        if (std::none_of(frozen.begin(), frozen.end(),
+                         [&](const Frozen& f) { return f.worker == w.name; })) {
           candidates.push_back(w.name);
         }
       }
@@ -111,7 +114,8 @@ TEST_SUITE("chaos.worker_stops") {
         thaw_due();
       }
       if (!running) {
-        s.problem("scenario", "stop " + std::to_string(k) + ": " + victim + " ran no long task within 30 s");
+        s.problem("scenario",
+                  "stop " + std::to_string(k) + ": " + victim + " ran no long task within 30 s");
         continue;
       }
       s.cluster().hold(victim);

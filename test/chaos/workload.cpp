@@ -22,10 +22,18 @@ std::string json(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -57,8 +65,8 @@ std::string shell_task(const std::string& name, const std::string& ledger, const
     separator = ", ";
   }
   command += "]";
-  return "{\"name\": " + json(name) + ", \"shell\": {\"command\": " + command + "}" + (extra.empty() ? "" : ", " + extra) +
-         "}";
+  return "{\"name\": " + json(name) + ", \"shell\": {\"command\": " + command + "}" +
+         (extra.empty() ? "" : ", " + extra) + "}";
 }
 
 std::string deps(std::initializer_list<const char*> names) {
@@ -72,9 +80,13 @@ std::string deps(std::initializer_list<const char*> names) {
 }
 
 /// The connection is gone (or the scheduler cannot serve now): reconnect and ask again.
-bool lost_connection(const Error& e) { return e.code == Errc::UNAVAILABLE || e.code == Errc::DISCONNECTED; }
+bool lost_connection(const Error& e) {
+  return e.code == Errc::UNAVAILABLE || e.code == Errc::DISCONNECTED;
+}
 
-int between(std::mt19937_64& rng, int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); }
+int between(std::mt19937_64& rng, int low, int high) {
+  return std::uniform_int_distribution<int>(low, high)(rng);
+}
 
 TaskBehaviour ok(int ticks, bool heartbeat = false) {
   TaskBehaviour b;
@@ -86,29 +98,75 @@ TaskBehaviour ok(int ticks, bool heartbeat = false) {
 
 std::string workflow(const std::string& name, const std::vector<std::string>& tasks) {
   std::string out = "{\"name\": " + json(name) + ", \"tasks\": [\n";
-  for (size_t i = 0; i < tasks.size(); ++i) out += "  " + tasks[i] + (i + 1 < tasks.size() ? ",\n" : "\n");
+  for (size_t i = 0; i < tasks.size(); ++i)
+    out += "  " + tasks[i] + (i + 1 < tasks.size() ? ",\n" : "\n");
   return out + "]}";
 }
 
 std::vector<Kind> make_kinds() {
   std::vector<Kind> k;
   k.push_back({KindId::CHAIN, "chain", "SUCCESS", "", {}, Control::NONE, {"a", "c"}});
-  k.push_back({KindId::FANOUT, "fanout", "SUCCESS", "", {}, Control::NONE, {"root", "p1", "p2", "p3", "p4"}});
-  k.push_back({KindId::RETRY_OK, "retry-ok", "SUCCESS", "", {{"ExitCode:3", 2}}, Control::NONE, {"t"}});
-  k.push_back({KindId::RETRY_FAIL, "retry-fail", "FAILED", "ExitCode:4", {{"ExitCode:3", 1}}, Control::NONE, {"t"}});
-  k.push_back({KindId::START_TO_CLOSE_RETRIED, "start-to-close", "SUCCESS", "", {{"Timeout:startToClose", 1}},
-               Control::NONE, {"t"}});
-  k.push_back({KindId::HEARTBEAT_TIMEOUT_RETRIED, "heartbeat-timeout", "SUCCESS", "", {{"Timeout:heartbeat", 1}},
-               Control::NONE, {"t"}});
-  k.push_back({KindId::SCHEDULE_TO_CLOSE, "schedule-to-close", "FAILED", "Timeout:scheduleToClose", {}, Control::NONE,
+  k.push_back({KindId::FANOUT,
+               "fanout",
+               "SUCCESS",
+               "",
+               {},
+               Control::NONE,
+               {"root", "p1", "p2", "p3", "p4"}});
+  k.push_back(
+      {KindId::RETRY_OK, "retry-ok", "SUCCESS", "", {{"ExitCode:3", 2}}, Control::NONE, {"t"}});
+  k.push_back({KindId::RETRY_FAIL,
+               "retry-fail",
+               "FAILED",
+               "ExitCode:4",
+               {{"ExitCode:3", 1}},
+               Control::NONE,
                {"t"}});
-  k.push_back({KindId::SCHEDULE_TO_START, "schedule-to-start", "FAILED", "Timeout:scheduleToStart",
-               {{"Timeout:scheduleToStart", 0}}, Control::NONE, {"t"}});
+  k.push_back({KindId::START_TO_CLOSE_RETRIED,
+               "start-to-close",
+               "SUCCESS",
+               "",
+               {{"Timeout:startToClose", 1}},
+               Control::NONE,
+               {"t"}});
+  k.push_back({KindId::HEARTBEAT_TIMEOUT_RETRIED,
+               "heartbeat-timeout",
+               "SUCCESS",
+               "",
+               {{"Timeout:heartbeat", 1}},
+               Control::NONE,
+               {"t"}});
+  k.push_back({KindId::SCHEDULE_TO_CLOSE,
+               "schedule-to-close",
+               "FAILED",
+               "Timeout:scheduleToClose",
+               {},
+               Control::NONE,
+               {"t"}});
+  k.push_back({KindId::SCHEDULE_TO_START,
+               "schedule-to-start",
+               "FAILED",
+               "Timeout:scheduleToStart",
+               {{"Timeout:scheduleToStart", 0}},
+               Control::NONE,
+               {"t"}});
   k.push_back({KindId::HEARTBEAT, "heartbeat", "SUCCESS", "", {}, Control::NONE, {"t"}});
   k.push_back({KindId::ASYNC, "async", "SUCCESS", "", {}, Control::COMPLETE, {"t"}});
-  k.push_back({KindId::PAUSE_RESUME, "pause-resume", "SUCCESS", "", {}, Control::PAUSE_RESUME, {"a", "b", "c"}});
+  k.push_back({KindId::PAUSE_RESUME,
+               "pause-resume",
+               "SUCCESS",
+               "",
+               {},
+               Control::PAUSE_RESUME,
+               {"a", "b", "c"}});
   k.push_back({KindId::STOP, "stop", "STOPPED", "", {}, Control::STOP, {"t"}});
-  k.push_back({KindId::RERUN, "rerun", "SUCCESS", "", {{"rerun", 0}}, Control::RERUN, {"a", "b", "c", "d"}});
+  k.push_back({KindId::RERUN,
+               "rerun",
+               "SUCCESS",
+               "",
+               {{"rerun", 0}},
+               Control::RERUN,
+               {"a", "b", "c", "d"}});
   k.push_back({KindId::LONG, "long", "SUCCESS", "", {}, Control::NONE, {"t"}});
   return k;
 }
@@ -123,22 +181,28 @@ const Kind& kind(KindId id) {
   throw std::logic_error("unknown workflow kind");
 }
 
-std::string definition(KindId id, const std::string& ledger, const std::string& token_dir, std::mt19937_64& rng) {
+std::string definition(KindId id, const std::string& ledger, const std::string& token_dir,
+                       std::mt19937_64& rng) {
   const std::string name = kind(id).name;
   const std::string retry = retry_many;
   const std::string retry_unless_5 = retry_many_unless_5;
   switch (id) {
     case KindId::CHAIN:
-      return workflow(name, {shell_task("a", ledger, ok(between(rng, 3, 10)), retry),
-                             R"({"name": "b", "dependsOn": ["a"], "handler": "sleep", "input": {"duration": "300ms"}, )" +
-                                 retry + "}",
-                             shell_task("c", ledger, ok(between(rng, 3, 10)), deps({"b"}) + ", " + retry)});
+      return workflow(
+          name,
+          {shell_task("a", ledger, ok(between(rng, 3, 10)), retry),
+           R"({"name": "b", "dependsOn": ["a"], "handler": "sleep", "input": {"duration": "300ms"}, )" +
+               retry + "}",
+           shell_task("c", ledger, ok(between(rng, 3, 10)), deps({"b"}) + ", " + retry)});
     case KindId::FANOUT: {
       std::vector<std::string> tasks = {shell_task("root", ledger, ok(2), retry)};
       for (const char* p : {"p1", "p2", "p3", "p4"}) {
-        tasks.push_back(shell_task(p, ledger, ok(between(rng, 3, 15)), deps({"root"}) + ", " + retry));
+        tasks.push_back(
+            shell_task(p, ledger, ok(between(rng, 3, 15)), deps({"root"}) + ", " + retry));
       }
-      tasks.push_back(R"({"name": "join", "dependsOn": ["p1", "p2", "p3", "p4"], "handler": "noop", )" + retry + "}");
+      tasks.push_back(
+          R"({"name": "join", "dependsOn": ["p1", "p2", "p3", "p4"], "handler": "noop", )" + retry +
+          "}");
       return workflow(name, tasks);
     }
     case KindId::RETRY_OK: {
@@ -147,8 +211,11 @@ std::string definition(KindId id, const std::string& ledger, const std::string& 
       b.ticks = 3;
       b.attempt = 3;
       b.code = 3;
-      return workflow(name, {shell_task("t", ledger, b,
-                                        R"("retry": {"initialInterval": "100ms", "backoffCoefficient": 1.5, "maximumAttempts": 10})")});
+      return workflow(
+          name,
+          {shell_task(
+              "t", ledger, b,
+              R"("retry": {"initialInterval": "100ms", "backoffCoefficient": 1.5, "maximumAttempts": 10})")});
     }
     case KindId::RETRY_FAIL: {
       TaskBehaviour b;
@@ -156,16 +223,22 @@ std::string definition(KindId id, const std::string& ledger, const std::string& 
       b.attempt = 2;
       b.code = 3;
       b.late_code = 4;
-      return workflow(name, {shell_task("t", ledger, b,
-                                        R"("retry": {"initialInterval": "100ms", "maximumAttempts": 10, "nonRetryableErrors": ["ExitCode:4"]})")});
+      return workflow(
+          name,
+          {shell_task(
+              "t", ledger, b,
+              R"("retry": {"initialInterval": "100ms", "maximumAttempts": 10, "nonRetryableErrors": ["ExitCode:4"]})")});
     }
     case KindId::START_TO_CLOSE_RETRIED: {
       TaskBehaviour b;
       b.mode = TaskBehaviour::HANG_BEFORE;
       b.attempt = 2;
       b.ticks = 3;
-      return workflow(name, {shell_task("t", ledger, b,
-                                        R"("timeouts": {"scheduleToStart": "10m", "startToClose": "1500ms"}, )" + retry_unless_5)});
+      return workflow(
+          name,
+          {shell_task("t", ledger, b,
+                      R"("timeouts": {"scheduleToStart": "10m", "startToClose": "1500ms"}, )" +
+                          retry_unless_5)});
     }
     case KindId::HEARTBEAT_TIMEOUT_RETRIED: {
       TaskBehaviour b;
@@ -173,32 +246,43 @@ std::string definition(KindId id, const std::string& ledger, const std::string& 
       b.attempt = 2;
       b.ticks = 15;
       b.heartbeat = true;
-      return workflow(name, {shell_task("t", ledger, b,
-                                        R"("timeouts": {"scheduleToClose": "10m", "heartbeat": "1500ms"}, )" + retry_unless_5)});
+      return workflow(
+          name, {shell_task("t", ledger, b,
+                            R"("timeouts": {"scheduleToClose": "10m", "heartbeat": "1500ms"}, )" +
+                                retry_unless_5)});
     }
     case KindId::SCHEDULE_TO_CLOSE: {
       TaskBehaviour b;
       b.mode = TaskBehaviour::FOREVER;
-      return workflow(name, {shell_task("t", ledger, b, R"("timeouts": {"scheduleToClose": "2s"}, )" + retry_unless_5)});
+      return workflow(name,
+                      {shell_task("t", ledger, b,
+                                  R"("timeouts": {"scheduleToClose": "2s"}, )" + retry_unless_5)});
     }
     case KindId::SCHEDULE_TO_START:
-      return workflow(name, {shell_task("t", ledger, ok(1),
-                                        R"("taskList": "nowhere", "timeouts": {"scheduleToStart": "1s", "startToClose": "10s"}, )"
-                                        R"("retry": {"initialInterval": "100ms", "maximumAttempts": 2})")});
+      return workflow(
+          name,
+          {shell_task(
+              "t", ledger, ok(1),
+              R"("taskList": "nowhere", "timeouts": {"scheduleToStart": "1s", "startToClose": "10s"}, )"
+              R"("retry": {"initialInterval": "100ms", "maximumAttempts": 2})")});
     case KindId::HEARTBEAT:
-      return workflow(name, {shell_task("t", ledger, ok(between(rng, 20, 40), true),
-                                        R"("timeouts": {"scheduleToClose": "10m", "heartbeat": "3s"}, )" + retry)});
+      return workflow(
+          name,
+          {shell_task("t", ledger, ok(between(rng, 20, 40), true),
+                      R"("timeouts": {"scheduleToClose": "10m", "heartbeat": "3s"}, )" + retry)});
     case KindId::ASYNC: {
       TaskBehaviour b;
       b.mode = TaskBehaviour::TOKEN;
       b.token_dir = token_dir;
-      return workflow(name, {shell_task("t", ledger, b, R"("asyncCompletion": true, )" + retry),
-                             R"({"name": "u", "dependsOn": ["t"], "handler": "noop", )" + retry + "}"});
+      return workflow(name,
+                      {shell_task("t", ledger, b, R"("asyncCompletion": true, )" + retry),
+                       R"({"name": "u", "dependsOn": ["t"], "handler": "noop", )" + retry + "}"});
     }
     case KindId::PAUSE_RESUME:
-      return workflow(name, {shell_task("a", ledger, ok(between(rng, 5, 10)), retry),
-                             shell_task("b", ledger, ok(between(rng, 5, 10)), deps({"a"}) + ", " + retry),
-                             shell_task("c", ledger, ok(between(rng, 5, 10)), deps({"b"}) + ", " + retry)});
+      return workflow(
+          name, {shell_task("a", ledger, ok(between(rng, 5, 10)), retry),
+                 shell_task("b", ledger, ok(between(rng, 5, 10)), deps({"a"}) + ", " + retry),
+                 shell_task("c", ledger, ok(between(rng, 5, 10)), deps({"b"}) + ", " + retry)});
     case KindId::STOP: {
       TaskBehaviour b;
       b.mode = TaskBehaviour::FOREVER;
@@ -210,8 +294,10 @@ std::string definition(KindId id, const std::string& ledger, const std::string& 
                              shell_task("c", ledger, ok(3), deps({"a"}) + ", " + retry),
                              shell_task("d", ledger, ok(2), deps({"b", "c"}) + ", " + retry)});
     case KindId::LONG:
-      return workflow(name, {shell_task("t", ledger, ok(between(rng, 80, 150), true),
-                                        R"("timeouts": {"scheduleToClose": "10m", "heartbeat": "3s"}, )" + retry)});
+      return workflow(
+          name,
+          {shell_task("t", ledger, ok(between(rng, 80, 150), true),
+                      R"("timeouts": {"scheduleToClose": "10m", "heartbeat": "3s"}, )" + retry)});
   }
   throw std::logic_error("unknown workflow kind");
 }
@@ -234,8 +320,8 @@ Mix full_mix() {
 }
 
 Mix worker_fault_mix() {
-  return {{KindId::LONG, 5}, {KindId::CHAIN, 1},    {KindId::FANOUT, 1}, {KindId::HEARTBEAT, 1},
-          {KindId::RETRY_OK, 1}, {KindId::STOP, 1}, {KindId::ASYNC, 1}, {KindId::RERUN, 1}};
+  return {{KindId::LONG, 5},     {KindId::CHAIN, 1}, {KindId::FANOUT, 1}, {KindId::HEARTBEAT, 1},
+          {KindId::RETRY_OK, 1}, {KindId::STOP, 1},  {KindId::ASYNC, 1},  {KindId::RERUN, 1}};
 }
 
 // ---- the watchdog -------------------------------------------------------------------------
@@ -278,7 +364,8 @@ void Watchdog::loop() {
     for (auto& [id, w] : watched_) {
       if (!w.fired && now > w.deadline) {
         w.fired = true;
-        const std::string what = w.what + " was not answered within " + std::to_string(limit_.count() / 1000) + " s";
+        const std::string what =
+            w.what + " was not answered within " + std::to_string(limit_.count() / 1000) + " s";
         hangs_.push_back(std::to_string(now_us()) + " " + what);
         fired.push_back(what);
       }
@@ -291,7 +378,8 @@ void Watchdog::loop() {
 
 // ---- the client threads -------------------------------------------------------------------
 
-Workload::Workload(Options options, Watchdog& watchdog) : options_(std::move(options)), watchdog_(watchdog) {}
+Workload::Workload(Options options, Watchdog& watchdog)
+    : options_(std::move(options)), watchdog_(watchdog) {}
 
 Workload::~Workload() {
   stop_submitting(std::chrono::steady_clock::now());
@@ -328,7 +416,8 @@ Order* Workload::next_order(int client, std::mt19937_64& rng, int& count) {
   auto order = std::make_unique<Order>();
   char number[16];
   std::snprintf(number, sizeof number, "%03d", ++count);
-  order->id = options_.prefix + "-c" + std::to_string(client) + "-" + number + "-" + kind(chosen).name;
+  order->id =
+      options_.prefix + "-c" + std::to_string(client) + "-" + number + "-" + kind(chosen).name;
   order->kind = chosen;
   order->client = client;
   order->definition = definition(chosen, options_.ledger, options_.token_dir, rng);
@@ -352,7 +441,9 @@ void Workload::drive(int client_index) {
   std::unique_ptr<GatewayClient> api;
   bool lost = false;
   const std::string who = "client " + std::to_string(client_index);
-  auto note = [](Order& o, const std::string& what) { o.log.push_back(std::to_string(now_us()) + " " + what); };
+  auto note = [](Order& o, const std::string& what) {
+    o.log.push_back(std::to_string(now_us()) + " " + what);
+  };
   auto message = [](const Error& e) { return std::string(errc_name(e.code)) + ": " + e.message; };
   auto past_deadline = [&] {
     const int64_t d = deadline_ns_.load();
@@ -360,7 +451,8 @@ void Workload::drive(int client_index) {
   };
 
   // One client call on `o`: `call` returns the answer; UNAVAILABLE means the connection is gone.
-  auto control = [&](Order& o, GatewayClient::Control action, const char* name) -> std::optional<Result<std::string>> {
+  auto control = [&](Order& o, GatewayClient::Control action,
+                     const char* name) -> std::optional<Result<std::string>> {
     auto guard = watchdog_.watch(who + ": " + name + " " + o.id);
     auto r = api->control(o.id, action);
     note(o, std::string(name) + " -> " + (r ? *r : message(r.error())));
@@ -389,7 +481,8 @@ void Workload::drive(int client_index) {
     }
     int in_flight = 0;
     for (auto* o : mine) in_flight += !o->ended;
-    if (submitting_ && in_flight < options_.in_flight) mine.push_back(next_order(client_index, rng, count));
+    if (submitting_ && in_flight < options_.in_flight)
+      mine.push_back(next_order(client_index, rng, count));
 
     for (auto* op : mine) {
       if (lost) break;
@@ -411,12 +504,14 @@ void Workload::drive(int client_index) {
         } else if (lost_connection(r.error())) {
           lost = true;
         } else {
-          o.next_action_us = now_us() + 500'000;  // refused (e.g. the scheduler cannot write): ask again
+          o.next_action_us =
+              now_us() + 500'000;  // refused (e.g. the scheduler cannot write): ask again
         }
         continue;
       }
       switch (kind(o.kind).control) {
-        case Control::NONE: break;
+        case Control::NONE:
+          break;
         case Control::PAUSE_RESUME:
           if (!o.first_control_done && now >= o.next_action_us) {
             if (auto r = control(o, GatewayClient::Control::PAUSE, "pause")) {
@@ -461,8 +556,10 @@ void Workload::drive(int client_index) {
               o.result_pending = false;
             } else if (lost_connection(r.error())) {
               lost = true;
-            } else if (r.error().code == Errc::INVALID_ARGUMENT || r.error().code == Errc::NOT_FOUND) {
-              o.rerun_done = true;  // refused for good: its end stays the first run's, which the checks see
+            } else if (r.error().code == Errc::INVALID_ARGUMENT ||
+                       r.error().code == Errc::NOT_FOUND) {
+              o.rerun_done =
+                  true;  // refused for good: its end stays the first run's, which the checks see
               o.result_pending = false;
             } else {
               o.next_action_us = now_us() + 500'000;
@@ -477,13 +574,16 @@ void Workload::drive(int client_index) {
             const std::string file = entry.path().filename().string();
             if (file.rfind(o.id + ".", 0) == 0) files.push_back(file);
           }
-          auto attempt_of = [](const std::string& file) { return std::atoi(file.substr(file.rfind('.') + 1).c_str()); };
+          auto attempt_of = [](const std::string& file) {
+            return std::atoi(file.substr(file.rfind('.') + 1).c_str());
+          };
           int latest = 0;
           for (const auto& file : files) latest = std::max(latest, attempt_of(file));
           for (const auto& file : files) {
             if (o.tokens[file] || lost || now_us() < o.token_retry_us[file]) continue;
             std::ifstream in(options_.token_dir + "/" + file);
-            std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            std::string token((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
             auto guard = watchdog_.watch(who + ": complete " + file);
             auto r = api->complete_task(token, R"({"approved": true})");
             note(o, "complete " + file + " -> " + (r ? std::string("ok") : message(r.error())));
@@ -503,7 +603,8 @@ void Workload::drive(int client_index) {
             } else if (r.error().code == Errc::NOT_ALLOWED_IN_STATE) {
               o.token_retry_us[file] = now_us() + 100'000;  // not handed off yet
             } else {
-              o.tokens[file] = true;  // refused for good (a forged token?): the workflow's end shows it
+              o.tokens[file] =
+                  true;  // refused for good (a forged token?): the workflow's end shows it
             }
           }
 
@@ -511,7 +612,8 @@ void Workload::drive(int client_index) {
         }
       }
       if (lost) break;
-      const bool rerun_waits = kind(o.kind).control == Control::RERUN && !o.first_end.empty() && !o.rerun_done;
+      const bool rerun_waits =
+          kind(o.kind).control == Control::RERUN && !o.first_end.empty() && !o.rerun_done;
       if (!o.result_pending && !rerun_waits && now_us() >= o.result_retry_us) {
         o.result_pending = true;
         api->result_async(o.id, [&, op](Result<client::WorkflowResult> r) {

@@ -46,9 +46,9 @@ enum class Control { NONE, PAUSE_RESUME, STOP, RERUN, COMPLETE };
 /// A kind of workflow: how it must end, and which re-runs it makes by design.
 struct Kind {
   KindId id;
-  std::string name;            ///< also the definition's name and part of the workflow ids
-  std::string expected_state;  ///< SUCCESS, FAILED or STOPPED
-  std::string expected_reason; ///< FAILED: the workflow's reason contains it
+  std::string name;             ///< also the definition's name and part of the workflow ids
+  std::string expected_state;   ///< SUCCESS, FAILED or STOPPED
+  std::string expected_reason;  ///< FAILED: the workflow's reason contains it
   /// Re-run reasons by design, with the last attempt that may end with it (0: any attempt).
   std::map<std::string, uint32_t> designed_reruns;
   Control control = Control::NONE;
@@ -59,7 +59,8 @@ const Kind& kind(KindId id);
 
 /// The definition JSON of a workflow of `kind` for `ledger` and `token_dir`, its task lengths
 /// drawn from `rng`.
-std::string definition(KindId kind, const std::string& ledger, const std::string& token_dir, std::mt19937_64& rng);
+std::string definition(KindId kind, const std::string& ledger, const std::string& token_dir,
+                       std::mt19937_64& rng);
 
 /// One workflow the workload submits, its plan, and what the client saw.
 struct Order {
@@ -75,11 +76,11 @@ struct Order {
   int start_calls = 0;
   bool acknowledged = false;
   int64_t acknowledged_us = 0;
-  bool ended = false;          ///< its (last) result was answered
-  std::string state, detail;   ///< the answered result
+  bool ended = false;         ///< its (last) result was answered
+  std::string state, detail;  ///< the answered result
   int64_t ended_us = 0;
   bool first_control_done = false, second_control_done = false, rerun_done = false;
-  std::string first_end;       ///< RERUN: the state of the run before the rerun
+  std::string first_end;  ///< RERUN: the state of the run before the rerun
   int completed_tokens = 0;
   std::vector<std::string> log;  ///< "TIME_US what" for each client call and its answer
 
@@ -87,7 +88,7 @@ struct Order {
   int64_t next_action_us = 0;
   bool result_pending = false;
   int64_t result_retry_us = 0;
-  std::map<std::string, bool> tokens;  ///< token file -> handled
+  std::map<std::string, bool> tokens;             ///< token file -> handled
   std::map<std::string, int64_t> token_retry_us;  ///< token file -> when to present it again
   /// NOT_FOUND ("no longer current") answers per token file while no later attempt had one.
   std::map<std::string, int> token_not_found;
@@ -152,7 +153,7 @@ class Workload {
     std::string prefix;  ///< workflow ids start with it
     Mix mix;
     int clients = 2;
-    int in_flight = 6;   ///< per client
+    int in_flight = 6;  ///< per client
     uint16_t port = 0;
     std::string ledger, token_dir;
     uint64_t seed = 0;
