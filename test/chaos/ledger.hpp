@@ -29,8 +29,8 @@ struct TaskBehaviour {
     FAIL_FROM,    ///< attempts below `attempt` exit `code`; later ones exit `late_code`
     HANG_BEFORE,  ///< attempts below `attempt` tick (without progress) until killed, or exit 5
                   ///< after 30 s (a timeout that never fired); later ones are OK
-    FOREVER,  ///< ticks until killed, or exit 5 after 60 s (a stop or timeout that never came)
-    TOKEN,    ///< hands $TROUPE_TASK_TOKEN to the test through `token_dir`, then exit 0
+    FOREVER,      ///< ticks until killed, or exit 5 after 60 s (a stop or timeout that never came)
+    TOKEN,        ///< hands $TROUPE_TASK_TOKEN to the test through `token_dir`, then exit 0
   };
   Mode mode = OK;
   int ticks = 5;

@@ -197,6 +197,16 @@ std::vector<std::string> NodeProcess::lines_since(int64_t since_us) const {
   return out;
 }
 
+std::vector<std::pair<int64_t, std::string>> NodeProcess::lines_between(int64_t from_us,
+                                                                        int64_t to_us) const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (const auto& entry : lines_) {
+    if (entry.first >= from_us && entry.first <= to_us) out.push_back(entry);
+  }
+  return out;
+}
+
 ChaosCluster::ChaosCluster(const std::string& dir, const Timings& t,
                            std::vector<WorkerSpec> workers, const std::string& data_dir)
     : dir_(dir),
@@ -385,6 +395,25 @@ std::vector<std::string> ChaosCluster::lines_since(const std::string& node,
   auto it = processes_.find(node);
   if (it == processes_.end() || it->second.empty()) return {};
   return it->second.back()->lines_since(since_us);
+}
+
+std::string ChaosCluster::lines_between(const std::string& node, int64_t from_us, int64_t to_us,
+                                        size_t limit) const {
+  std::lock_guard lock(mutex_);
+  auto it = processes_.find(node);
+  if (it == processes_.end()) return "";
+  std::vector<std::pair<int64_t, std::string>> all;
+  for (const auto& p : it->second) {
+    auto some = p->lines_between(from_us, to_us);
+    all.insert(all.end(), some.begin(), some.end());
+  }
+  std::sort(all.begin(), all.end());
+  std::string out;
+  for (size_t i = 0; i < all.size() && i < limit; ++i) {
+    out += "    " + node + " log: " + std::to_string(all[i].first) + " " + all[i].second + "\n";
+  }
+  if (all.size() > limit) out += "    " + node + " log: ...\n";
+  return out;
 }
 
 std::vector<UnplannedExit> ChaosCluster::unplanned_exits() const {

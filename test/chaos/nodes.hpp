@@ -56,6 +56,8 @@ class NodeProcess {
   std::string tail(size_t n) const;
   /// The lines it printed at or after `since_us`.
   std::vector<std::string> lines_since(int64_t since_us) const;
+  /// Its lines (with their times) in [from_us, to_us].
+  std::vector<std::pair<int64_t, std::string>> lines_between(int64_t from_us, int64_t to_us) const;
 
  private:
   void read_loop(int fd, std::string log_path);
@@ -139,6 +141,10 @@ class ChaosCluster {
   std::string tail(const std::string& node, size_t n) const;
   /// The lines the current (or last) process of `node` printed at or after `since_us`.
   std::vector<std::string> lines_since(const std::string& node, int64_t since_us) const;
+  /// At most `limit` lines any process of `node` printed in [from_us, to_us], each "    TIME
+  /// line\n".
+  std::string lines_between(const std::string& node, int64_t from_us, int64_t to_us,
+                            size_t limit = 12) const;
 
   std::vector<UnplannedExit> unplanned_exits() const;
   std::vector<SchedulerStart> scheduler_starts() const;

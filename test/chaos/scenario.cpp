@@ -574,7 +574,11 @@ void Scenario::finish_and_check() {
             "two runs of " + o.earlier.workflow + "/" + o.earlier.task + " at once for " +
                 seconds(o.overlap_us) + ":\n    " + o.earlier.describe() + "\n      ledger: " +
                 o.earlier.first_line + "\n      ledger: " + o.earlier.last_line + "\n    " +
-                o.later.describe() + "\n      ledger: " + o.later.first_line + "\n" + history);
+                o.later.describe() + "\n      ledger: " + o.later.first_line + "\n" + history +
+                cluster_->lines_between(o.earlier.worker, o.later.start_us - 4'000'000,
+                                        o.later.start_us + 1'000'000) +
+                cluster_->lines_between("scheduler", o.later.start_us - 4'000'000,
+                                        o.later.start_us + 500'000));
   }
 
   // Leaks: a run writing long after its workflow closed.
@@ -592,9 +596,12 @@ void Scenario::finish_and_check() {
       }
     }
     if (run.last_us > allowed) {
-      problem("leaks", "a run went on " + seconds(run.last_us - closed) +
-                           " after its workflow closed: " + run.describe() + "\n    ledger: " +
-                           run.last_line + "\n" + task_excerpt(it->second->events, run.task, 40));
+      problem("leaks",
+              "a run went on " + seconds(run.last_us - closed) + " after its workflow closed: " +
+                  run.describe() + "\n    ledger: " + run.last_line + "\n" +
+                  task_excerpt(it->second->events, run.task, 40) +
+                  cluster_->lines_between(run.worker, closed - 3'000'000, closed + 3'000'000) +
+                  cluster_->lines_between("scheduler", closed - 3'000'000, closed + 1'000'000));
     }
   }
 
