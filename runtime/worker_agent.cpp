@@ -491,7 +491,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   uint64_t heartbeat_generation_ = 0;
   std::string last_refusal_;  ///< the registration refusal last logged
   actors::task_port bridge_;  ///< where the executor reports this worker's invocations
-  std::map<std::string, Calls> calls_;  ///< by invocation id, for every invocation state_ holds
+  std::unordered_map<std::string, Calls> calls_;  ///< by invocation id, for every invocation state_ holds
 };
 
 kj::Promise<void> WorkerControlImpl::getRunningTasks(GetRunningTasksContext context) {

@@ -60,6 +60,7 @@ std::vector<std::string> WorkerState::running_ids() {
   std::vector<std::string> ids;
   ids.reserve(runs_.size());
   for (const auto& [id, run] : runs_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
   return ids;
 }
 
@@ -102,6 +103,7 @@ std::optional<std::vector<std::string>> WorkerState::die() {
   dying_ = true;
   std::vector<std::string> ids;
   for (const auto& [id, run] : runs_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
   return ids;
 }
 
@@ -126,6 +128,7 @@ std::vector<std::string> WorkerState::ended_ids() const {
   for (const auto& [id, run] : runs_) {
     if (run.ended) ids.push_back(id);
   }
+  std::sort(ids.begin(), ids.end());
   return ids;
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "actors/worker/fence.hpp"
@@ -139,7 +140,9 @@ class WorkerState {
   bool dying_ = false;
   Fence fence_;  ///< of the last notifyIfTasksNotRunning: older runTasks are refused
   std::vector<Fence> registrations_;
-  std::map<std::string, Run> runs_;  ///< by invocation id; ordered, so answers are reproducible
+  /// By invocation id. Hashed: it is looked up several times per task on the worker's hot
+  /// path; what lists it sorts the ids, so answers are reproducible.
+  std::unordered_map<std::string, Run> runs_;
 };
 
 }  // namespace troupe::actors
