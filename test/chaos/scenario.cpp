@@ -139,7 +139,16 @@ void Scenario::start() {
 void Scenario::pause_for(milliseconds delay) { std::this_thread::sleep_for(delay); }
 
 milliseconds Scenario::draw(milliseconds low, milliseconds high) {
-  return milliseconds(std::uniform_int_distribution<int64_t>(low.count(), high.count())(faults_));
+  const milliseconds d(std::uniform_int_distribution<int64_t>(low.count(), high.count())(faults_));
+  schedule_.push_back(std::to_string(d.count()) + "ms");
+  return d;
+}
+
+std::string Scenario::pick(const std::vector<std::string>& candidates) {
+  const auto& chosen =
+      candidates.at(std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(faults_));
+  schedule_.push_back(chosen);
+  return chosen;
 }
 
 std::vector<Run> Scenario::runs() const { return reader_->update(); }
@@ -727,12 +736,16 @@ void Scenario::finish_and_check() {
           << " drain=" << seconds(drained_us - faults_ended_us)
           << " total=" << seconds(now_us() - started_us_);
   std::cout << figures.str() << std::endl;
+  std::cout << "chaos schedule " << options_.name << ": seed=" << seed_ << " drew";
+  for (const auto& step : schedule_) std::cout << " " << step;
+  std::cout << std::endl;
   MESSAGE(figures.str());
 
   if (!problems_.empty()) {
     std::ostringstream out;
     out << "chaos." << options_.name << " FAILED: replay with TROUPE_TEST_SEED=" << seed_
-        << " (fault timing is drawn from the seed; workflow placement depends on the run)\n";
+        << " (fault timing is drawn from the seed, see the 'chaos schedule' line; workflow "
+           "placement depends on the run)\n";
     for (const auto& [category, list] : problems_) {
       out << "== " << category << ": " << list.size() << " problem(s)\n";
       size_t shown = 0;

@@ -84,6 +84,8 @@ class Scenario {
   static void pause_for(milliseconds delay);
   /// A uniformly drawn delay from the fault schedule.
   milliseconds draw(milliseconds low, milliseconds high);
+  /// One of `candidates`, drawn from the fault schedule.
+  std::string pick(const std::vector<std::string>& candidates);
 
   /// Every run in the ledger so far.
   std::vector<Run> runs() const;
@@ -132,6 +134,7 @@ class Scenario {
   std::unique_ptr<Workload> workload_;
   std::vector<WorkerFault> worker_faults_;
   std::vector<Run> taken_back_;
+  std::vector<std::string> schedule_;  ///< every draw, in order, for the failure report
   std::map<std::string, std::vector<std::string>> problems_;
   std::vector<std::pair<std::string, std::string>> figures_;
   std::map<std::string, int> counts_;

@@ -27,10 +27,6 @@ ScenarioOptions worker_scenario(const std::string& name, const std::string& pref
   return o;
 }
 
-std::string pick(Scenario& s, const std::vector<std::string>& candidates) {
-  return candidates[std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(s.faults())];
-}
-
 }  // namespace
 
 TEST_SUITE("chaos.worker_kills") {
@@ -41,7 +37,7 @@ TEST_SUITE("chaos.worker_kills") {
     for (const auto& w : s.cluster().workers()) names.push_back(w.name);
     for (int k = 1; k <= 10; ++k) {
       Scenario::pause_for(s.draw(1000ms, 3000ms));
-      const std::string victim = pick(s, names);
+      const std::string victim = s.pick(names);
       if (!s.wait_for_live_run(victim, 30s, 1000ms)) {
         s.problem("scenario",
                   "kill " + std::to_string(k) + ": " + victim + " ran no long task within 30 s");
@@ -106,7 +102,7 @@ TEST_SUITE("chaos.worker_stops") {
           candidates.push_back(w.name);
         }
       }
-      const std::string victim = pick(s, candidates);
+      const std::string victim = s.pick(candidates);
       bool running = false;
       const auto give_up = std::chrono::steady_clock::now() + 30s;
       while (!running && std::chrono::steady_clock::now() < give_up) {
