@@ -28,6 +28,10 @@ struct DispatcherState {
   /// Questions whether an invocation is over, about shards that have not registered since a
   /// restart: answered when the recovery window closes (see settled_atom).
   std::vector<std::tuple<std::string, std::string, caf::response_promise>> settle_waiters;
+  /// Cancellations of invocations whose shard has not registered since a restart, by shard:
+  /// passed on when it does (within the recovery window), so what a task stopped right after
+  /// the restart does not run on until the window closes.
+  std::map<std::string, std::vector<std::pair<std::string, int64_t>>> pending_cancels;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -66,6 +70,10 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
       self->send(worker, adopt_atom::value, std::move(invocation), std::move(task));
     }
     st.adoptions.erase(waiting);
+  }
+  if (auto cancels = st.pending_cancels.find(shard); cancels != st.pending_cancels.end()) {
+    for (const auto& [id, grace_us] : cancels->second) self->send(worker, cancel_atom::value, id, shard, grace_us);
+    st.pending_cancels.erase(cancels);
   }
   return worker;
 }
@@ -138,8 +146,12 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         self->send(it->second, run_atom::value, std::move(invocation), std::move(task));
       },
       [=](cancel_atom, const std::string& id, const std::string& executor, int64_t grace_us) {
-        auto it = self->state.workers.find(executor);
-        if (it != self->state.workers.end()) self->send(it->second, cancel_atom::value, id, executor, grace_us);
+        auto& st = self->state;
+        if (auto it = st.workers.find(executor); it != st.workers.end()) {
+          self->send(it->second, cancel_atom::value, id, executor, grace_us);
+        } else if (self->clock().now() < st.recovery_ends) {
+          st.pending_cancels[executor].emplace_back(id, grace_us);
+        }
       },
       [=](adopt_atom, Invocation& invocation, task_port task) {
         auto& st = self->state;

@@ -37,6 +37,10 @@ struct TaskActorState {
   /// Asking the executor whether the last attempt's invocation is over (dispatch_when_settled):
   /// busy, so it does not passivate and wake to ask again in a loop.
   bool settling = false;
+  /// Revived while its invocation ran: its heartbeat timeout is watched again only once the
+  /// worker has re-attached it (its first report), since heartbeats sent while the scheduler
+  /// was down, or before the worker found the new one, reached nobody.
+  bool reattach_pending = false;
   /// Revived after a restart, its timers run from the revival, not from the times its history
   /// shows: it passivates only once an event of its own moves those times on.
   std::optional<uint64_t> recovered_at_event;
@@ -435,6 +439,13 @@ void on_report(Self self, const TaskReport& report) {
   if (report.invocation_id.empty() || report.invocation_id != s.model.invocation_id) {
     return;  // a report on an invocation this task abandoned (retried, timed out, killed)
   }
+  if (s.reattach_pending) {
+    // The worker has it: from now on it heartbeats to this incarnation.
+    s.reattach_pending = false;
+    if (s.model.state == TaskState::RUNNING && !s.model.awaiting_completion) {
+      arm(self, TimerKind::HEARTBEAT, *s.task().timeouts.heartbeat);
+    }
+  }
   switch (report.kind) {
     case TaskReport::STARTED:
       decide(self, TaskEvent::RUNNING,
@@ -523,14 +534,11 @@ void recover(Self self) {
       // The invocation may still run on its worker: ask the executor to take it back
       // (Bistro's "unsure if running"); it reports LOST if the worker does not have it.
       // startToClose counts from the recorded dispatch, as it would have without the restart (a
-      // designed timeout still fires); the heartbeat timeout from the revival, since heartbeats
-      // sent while the scheduler was down reached nobody.
+      // designed timeout still fires); the heartbeat timeout from the worker's re-attachment.
       if (timeouts.start_to_close) {
         arm(self, TimerKind::START_TO_CLOSE, Duration(s.model.dispatched_us + timeouts.start_to_close->count() - now));
       }
-      if (s.model.state == TaskState::RUNNING && timeouts.heartbeat) {
-        arm(self, TimerKind::HEARTBEAT, *timeouts.heartbeat);
-      }
+      s.reattach_pending = s.model.state == TaskState::RUNNING && timeouts.heartbeat.has_value();
       if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, kill_grace(s));
       self->send(s.wiring->executor, adopt_atom::value, make_invocation(self),
                  caf::actor_cast<task_port>(self));

@@ -405,6 +405,12 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       },
       [=](cancel_atom, const std::string& id, const std::string&, int64_t grace_us) {
         auto& s = self->state;
+        if (s.orphans.count(id)) {
+          // Not claimed (its task moved on before the worker came back): stop it now rather
+          // than when the recovery window closes.
+          s.setup.link->cancel_task(id, Duration(grace_us));
+          return;
+        }
         if (!s.given.count(id)) return;
         s.cancel_requested.insert(id);
         s.setup.link->cancel_task(id, Duration(grace_us));

@@ -1288,6 +1288,44 @@ TEST_SUITE("actors.dispatch") {
     CHECK(w.link->runs[0].invocation.attempt == 2);
   }
 
+  TEST_CASE("after a scheduler restart, a cancellation decided before the worker came back reaches it when it does") {
+    Restarted r("wf-stopped-early");
+    // A kill right after the revival, while w1 has not registered again: nothing to send it to.
+    auto killed = r.after->fx.ask<std::string>(r.revived->wf, kill_atom::value);
+    REQUIRE_MESSAGE(killed, test::why(killed));
+    auto w = r.reconnect({r.invocation});
+    // Passed on at its registration, not when the recovery window closes.
+    CHECK(w.link->cancels == std::vector<std::string>{r.invocation});
+  }
+
+  TEST_CASE("after a scheduler restart, a running task's heartbeat timeout counts from its worker's return") {
+    Scheduler before;
+    auto w1 = before.connect("w1", {{"jobs", 1}});
+    Flow flow(before, "wf-beating", independent_tasks(1, "jobs",
+        R"("timeouts": {"heartbeat": "2s", "scheduleToClose": "5m"}, )" + std::string(retry_twice)));
+    flow.start();
+    REQUIRE(w1.link->runs.size() == 1);
+    const std::string id = w1.link->runs[0].invocation.invocation_id;
+    w1.link->runs[0].done(false);
+    before.fx.run();
+    Scheduler after(DispatcherOptions{}, before.fx.store, true, 2);
+    Flow revived(after, "wf-beating");
+    after.recovered(1);
+    // The worker takes longer than the heartbeat timeout to find the new incarnation.
+    after.advance(3s);
+    CHECK(revived.count("taskRetryScheduled:t0") == 0);
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto registered = after.register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
+    REQUIRE_MESSAGE(registered, test::why(registered));
+    link->answer_running({id});
+    after.fx.run();
+    Worker w{"w1", link, registered->worker};
+    // From its return on, the timeout applies as usual.
+    after.advance(2s, {&w});
+    CHECK(revived.count("taskRetryScheduled:t0") == 1);
+    CHECK(revived.task("t0").failure_reason == "Timeout:heartbeat");
+  }
+
   TEST_CASE("after a scheduler restart, an invocation whose worker does not come back fails over when the window closes") {
     Restarted r("wf-abandoned");
     r.after->advance(9s);
