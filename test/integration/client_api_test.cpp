@@ -25,6 +25,7 @@
 #include "runtime/client/gateway_client.hpp"
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
+#include "test/support/processes.hpp"
 
 using namespace std::chrono_literals;
 namespace client = troupe::client;
@@ -37,6 +38,9 @@ using troupe::test::eventually;
 using troupe::test::troupe_cli;
 
 namespace {
+
+using troupe::test::alive;
+using troupe::test::ReapTask;
 
 
 std::string address_of(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
@@ -108,28 +112,6 @@ pid_t wait_for_pid(const std::string& pid_file, std::chrono::milliseconds timeou
   }, timeout);
   return pid;
 }
-
-/// Whether process `pid` exists and is not a zombie.
-bool alive(pid_t pid) {
-  if (::kill(pid, 0) != 0) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto paren = line.rfind(')');
-  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
-}
-
-/// Kills a task's process group by pid when the test is over, whatever happened, so a task the
-/// test left running (the worker was SIGKILLed) does not outlive it.
-struct ReapTask {
-  pid_t pid = 0;
-  ~ReapTask() {
-    if (pid > 0 && alive(pid)) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-    }
-  }
-};
 
 /// `troupe status ID --json` until `condition` holds for its output (20 s at most).
 bool status_until(const std::string& id, const std::string& address,

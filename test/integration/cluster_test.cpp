@@ -29,6 +29,23 @@ size_t count_logs(const std::string& dir) {
   return n;
 }
 
+/// A shell task that leaves a mark for each run (MARKS/started.ATTEMPT.PID) and runs until the
+/// test opens its gate.
+struct GatedTask {
+  explicit GatedTask(const Cluster& cluster)
+      : marks(cluster.dir.path() + "/marks"), gate(cluster.dir.path() + "/gate") {
+    fs::create_directories(marks);
+  }
+  std::string definition(const std::string& name, const std::string& extra = "") const {
+    return R"({"name": ")" + name + R"(", "tasks": [{"name": "t", "shell": {"command": ["sh", "-c",
+        "touch )" + marks + R"(/started.$TROUPE_ATTEMPT.$$; while [ ! -e )" + gate + R"( ]; do sleep 0.05; done"]})" +
+           extra + "}]}";
+  }
+  size_t runs() const { return std::distance(fs::directory_iterator(marks), fs::directory_iterator()); }
+  void open() const { std::ofstream(gate).put('\n'); }
+  std::string marks, gate;
+};
+
 }  // namespace
 
 TEST_SUITE("integration.cluster") {
@@ -182,25 +199,21 @@ TEST_SUITE("integration.cluster") {
     cluster.start("scheduler");
     cluster.start("worker-a");
     auto client = connect(cluster.port);
-    const std::string marks = cluster.dir.path() + "/marks";
-    const std::string gate = cluster.dir.path() + "/gate";
-    fs::create_directories(marks);
-    const std::string definition = R"({"name": "survivor", "tasks": [{"name": "t", "shell": {"command": ["sh", "-c",
-        "touch )" + marks + R"(/started.$TROUPE_ATTEMPT; while [ ! -e )" + gate + R"( ]; do sleep 0.05; done"]},
-        "retry": {"initialInterval": "100ms", "maximumAttempts": 3}}]})";
-    REQUIRE(client->start("survivor", definition) == "survivor");
-    REQUIRE(eventually([&] { return fs::exists(marks + "/started.1"); }, 30s));
+    GatedTask task(cluster);
+    REQUIRE(client->start("survivor", task.definition("survivor",
+        R"(, "retry": {"initialInterval": "100ms", "maximumAttempts": 3})")) == "survivor");
+    REQUIRE(eventually([&] { return task.runs() == 1; }, 30s));
 
     client.reset();
     cluster.nodes["scheduler"]->kill(SIGKILL);
     cluster.nodes["scheduler"]->wait();
     cluster.start("scheduler");
     client = connect(cluster.port);
-    std::ofstream(gate).put('\n');
+    task.open();
     // The revived task took its invocation back from the worker that still ran it: one attempt,
     // whose outcome the worker delivered through its new session.
     CHECK(client->result("survivor", 30s) == "SUCCESS");
-    CHECK_FALSE(fs::exists(marks + "/started.2"));
+    CHECK(task.runs() == 1);
     CHECK(count_logs(cluster.logs("worker-a")) == 1);
   }
 
@@ -212,13 +225,9 @@ TEST_SUITE("integration.cluster") {
     cluster.start("scheduler");
     cluster.start("worker-a");
     auto client = connect(cluster.port);
-    const std::string marks = cluster.dir.path() + "/marks";
-    const std::string gate = cluster.dir.path() + "/gate";
-    fs::create_directories(marks);
-    const std::string definition = R"({"name": "outlasting", "tasks": [{"name": "t", "shell": {"command": ["sh", "-c",
-        "touch )" + marks + R"(/started.$TROUPE_ATTEMPT.$$; while [ ! -e )" + gate + R"( ]; do sleep 0.05; done"]}}]})";
-    REQUIRE(client->start("outlasting", definition) == "outlasting");
-    REQUIRE(eventually([&] { return !fs::is_empty(marks); }, 30s));
+    GatedTask task(cluster);
+    REQUIRE(client->start("outlasting", task.definition("outlasting")) == "outlasting");
+    REQUIRE(eventually([&] { return task.runs() == 1; }, 30s));
 
     client.reset();
     cluster.nodes["scheduler"]->kill(SIGKILL);
@@ -228,10 +237,10 @@ TEST_SUITE("integration.cluster") {
     REQUIRE(troupe::test::still_running(*cluster.nodes["worker-a"]));
     cluster.start("scheduler");
     client = connect(cluster.port);
-    std::ofstream(gate).put('\n');
+    task.open();
     CHECK(client->result("outlasting", 30s) == "SUCCESS");
     // One run: the worker kept it through the outage and the new incarnation took it back.
-    CHECK(std::distance(fs::directory_iterator(marks), fs::directory_iterator()) == 1);
+    CHECK(task.runs() == 1);
     CHECK(troupe::test::still_running(*cluster.nodes["worker-a"]));
   }
 
@@ -261,8 +270,7 @@ TEST_SUITE("integration.cluster") {
     CHECK(alive());
     CHECK(eventually([&] { return !alive(); }, 5s));
     CHECK(std::chrono::steady_clock::now() - ended < 5s);
-    // Whatever happened above, the task's process must not outlive the test (a worker stopped
-    // by SIGKILL leaves its tasks' process groups behind).
+    // Whatever happened above, the task's process must not outlive the test.
     if (alive()) ::kill(-pid, SIGKILL);
   }
 }

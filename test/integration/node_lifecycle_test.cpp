@@ -9,6 +9,7 @@
 
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
+#include "test/support/processes.hpp"
 #include "test/support/stop.hpp"
 
 using namespace std::chrono_literals;
@@ -19,6 +20,9 @@ using troupe::test::eventually;
 using troupe::test::troupe_cli;
 
 namespace {
+
+using troupe::test::alive;
+using troupe::test::ReapTask;
 
 /// A workflow of one shell task that writes its pid to `pid_file` and then sleeps.
 std::string sleeper(const std::string& pid_file) {
@@ -37,27 +41,6 @@ pid_t task_pid(const std::string& pid_file) {
   }, 20s);
   return pid;
 }
-
-/// Whether process `pid` exists and is not a zombie.
-bool alive(pid_t pid) {
-  if (::kill(pid, 0) != 0) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto paren = line.rfind(')');
-  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
-}
-
-/// Kills a task's process group when the test ends, whatever happened.
-struct ReapTask {
-  pid_t pid = 0;
-  ~ReapTask() {
-    if (pid > 0 && alive(pid)) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-    }
-  }
-};
 
 troupe::test::ClusterSpec one_worker() {
   troupe::test::ClusterSpec spec;

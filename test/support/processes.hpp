@@ -70,6 +70,26 @@ inline void kill_processes_with_env(const std::string& entry) {
   }
 }
 
+/// Whether process `pid` exists and is not a zombie.
+inline bool alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  const std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
+/// Kills a task's process group by pid when the test is over, whatever happened, so a task the
+/// test left running (its worker was SIGKILLed, say) does not outlive it.
+struct ReapTask {
+  pid_t pid = 0;
+  ~ReapTask() {
+    if (pid > 0 && alive(pid)) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+  }
+};
+
 /// Kills what is left of a test's marked processes when it goes away, whatever the outcome.
 struct KillProcessesWithEnv {
   std::string entry;
