@@ -23,7 +23,7 @@ struct Given {
   bool holds_slot = true;  ///< counted in its task list's credit (an adopted one: once claimed)
   bool started = false;  ///< the worker said it runs (or ran) it
   bool ended = false;    ///< the worker said it ended; its outcome has not arrived
-  Fence fence;           ///< the fence its runTask carried (for an adopted one: as recorded)
+  Fence fence{};         ///< the fence its runTask carried (for an adopted one: as recorded)
 };
 
 /// What runTask's answer said, as the link's callback tells the actor.
