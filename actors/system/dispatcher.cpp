@@ -71,6 +71,20 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
     }
     st.adoptions.erase(waiting);
   }
+  // Whoever waits for an invocation of this shard to be over asks its actor now, not when the
+  // recovery window closes.
+  std::vector<std::tuple<std::string, std::string, caf::response_promise>> others;
+  for (auto& waiting : std::exchange(st.settle_waiters, {})) {
+    auto& [id, executor, promise] = waiting;
+    if (executor != shard) {
+      others.push_back(std::move(waiting));
+      continue;
+    }
+    self->request(worker, caf::infinite, settled_atom::value, id, executor)
+        .then([promise](bool) mutable { promise.deliver(true); },
+              [promise](const caf::error&) mutable { promise.deliver(true); });
+  }
+  st.settle_waiters = std::move(others);
   if (auto cancels = st.pending_cancels.find(shard); cancels != st.pending_cancels.end()) {
     for (const auto& [id, grace_us] : cancels->second) self->send(worker, cancel_atom::value, id, shard, grace_us);
     st.pending_cancels.erase(cancels);

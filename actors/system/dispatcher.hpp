@@ -31,7 +31,8 @@ struct RegistrationOutcome {
 using dispatcher_actor = executor_actor::extend<
     // from RPC: a worker registers (info, link); the reply is the outcome or why it was refused
     caf::reacts_to<register_atom, WorkerInfo, std::shared_ptr<WorkerLink>, Reply<RegistrationOutcome>>,
-    // its own timer: the recovery window closed for adoptions waiting on this shard
+    // its own timer: the recovery window closed for adoptions waiting on this shard (empty: for
+    // the questions of settled_atom about shards that have not come back)
     caf::reacts_to<timeout_atom, std::string /* shard */>,
     // from the node: the open workflows are revived (how many). None: the recovery window
     // closes now; some: it stays open for `recovery_window` from now, for their tasks to

@@ -290,19 +290,20 @@ void join_task_list(Self self, TaskEvent event) {
   });
 }
 
-/// The backoff is over: the next attempt joins its task list once the invocation the last
-/// attempt left on its executor is over (at once if there is none, or it ended), so two
-/// attempts of the task never run at the same time: one that timed out on a worker that went
-/// silent keeps the next waiting until that worker's lease runs out.
-void dispatch_when_settled(Self self) {
+/// The backoff is over (DISPATCH) or a paused task resumes (START): the next attempt joins its
+/// task list once the invocation the last attempt left on its executor is over (at once if
+/// there is none, or it ended), so two attempts of the task never run at the same time: one
+/// that timed out on a worker that went silent keeps the next waiting until that worker's
+/// lease runs out.
+void dispatch_when_settled(Self self, TaskEvent event) {
   auto& s = self->state;
   if (s.model.previous_invocation.empty()) {
-    join_task_list(self, TaskEvent::DISPATCH);
+    join_task_list(self, event);
     return;
   }
-  auto go = [self] {
+  auto go = [self, event] {
     self->state.settling = false;
-    join_task_list(self, TaskEvent::DISPATCH);  // ignored if no longer waiting
+    join_task_list(self, event);  // ignored if it no longer applies (paused, killed meanwhile)
   };
   s.settling = true;
   self->request(s.wiring->executor, caf::infinite, settled_atom::value, s.model.previous_invocation,
@@ -634,7 +635,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           self->quit(to_caf(Error{static_cast<Errc>(code), error}));
         }
       },
-      [=](start_atom) { join_task_list(self, TaskEvent::START); },
+      [=](start_atom) { dispatch_when_settled(self, TaskEvent::START); },
       [=](pause_atom) { decide(self, TaskEvent::PAUSE, [](Body b) { b.setTaskPauseRequested(); }); },
       [=](kill_atom, bool immediate) {
         decide(self, TaskEvent::KILL, [immediate](Body b) {
@@ -697,7 +698,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
             attempt_failed(self, AttemptFailure{timeout_reason(kind), false, false, {}}, kind);
             break;
           case TimerKind::BACKOFF:
-            dispatch_when_settled(self);
+            dispatch_when_settled(self, TaskEvent::DISPATCH);
             break;
           case TimerKind::KILL_GRACE: {
             const std::string invocation = s.model.invocation_id;

@@ -142,7 +142,11 @@ Result<void> TaskModel::apply(const EventView& event) {
     case Body::TASK_FAILOVER:
       failure_reason = "Failover";
       failure_details = to_string(body.getTaskFailover().getReason());
-      failover = static_cast<Loss>(body.getTaskFailover().getKind());
+      {
+        // A kind this version does not know may have started: the attempt counts.
+        const auto kind = static_cast<uint16_t>(body.getTaskFailover().getKind());
+        failover = kind <= static_cast<uint16_t>(Loss::RESULT_LOST) ? static_cast<Loss>(kind) : Loss::MAY_HAVE_STARTED;
+      }
       if (failover == Loss::NEVER_STARTED) ++never_started;
       invocation_id.clear();
       executor.clear();

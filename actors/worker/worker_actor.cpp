@@ -328,6 +328,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
                  Loss::NEVER_STARTED);
             break;
           case Sent::UNKNOWN:
+          default:  // not a Sent: nothing is known of it, so ask the worker
             it->second.unsure = true;
             resolve_unsure(self);
             break;
@@ -375,7 +376,9 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       },
       [=](settled_atom, const std::string& id, const std::string&) -> caf::result<bool> {
         auto& s = self->state;
-        if (!s.given.count(id) && !s.orphans.count(id)) return true;
+        // Until the worker has said what it runs (NEW), an invocation it does not hold yet may
+        // still be among its orphans: the answer waits for the association.
+        if (s.health != HealthState::NEW && !s.given.count(id) && !s.orphans.count(id)) return true;
         auto promise = self->make_response_promise<bool>();
         s.settle_waiters[id].push_back(promise);
         return promise;
@@ -538,6 +541,12 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           }
         }
         handle(self, HealthEvent::ASSOCIATED);
+        // Questions asked before it said what it runs: over unless held.
+        std::vector<std::string> unheld;
+        for (const auto& [id, waiting] : s.settle_waiters) {
+          if (!s.given.count(id) && !s.orphans.count(id)) unheld.push_back(id);
+        }
+        for (const auto& id : unheld) settled(self, id);
         resolve_unsure(self);
       },
       [=](timeout_atom, uint64_t generation) {

@@ -487,6 +487,29 @@ TEST_SUITE("actors.dispatch") {
     }
   }
 
+  TEST_CASE("a task paused after a timeout and resumed still waits until the timed-out invocation is over") {
+    Scheduler s;
+    auto a = s.connect("a", {{"jobs", 1}});
+    Flow flow(s, "wf-paused-retry", independent_tasks(1, "jobs",
+        R"("timeouts": {"startToClose": "2s", "scheduleToClose": "5m"}, )" + std::string(retry_twice)));
+    flow.start();
+    REQUIRE(a.link->runs.size() == 1);
+    a.link->runs[0].done(false);
+    auto b = s.connect("b", {{"jobs", 1}});
+    s.advance(2s, {&b});  // a falls silent as the attempt times out
+    REQUIRE(flow.task("t0").state == TaskState::DELAY_EXECUTION);
+    auto paused = s.fx.ask<std::string>(flow.wf, pause_atom::value);
+    REQUIRE_MESSAGE(paused, test::why(paused));
+    REQUIRE(flow.task("t0").state == TaskState::PAUSED);
+    auto resumed = s.fx.ask<std::string>(flow.wf, resume_atom::value);
+    REQUIRE_MESSAGE(resumed, test::why(resumed));
+    s.advance(2s, {&b});
+    CHECK(b.link->runs.empty());  // the attempt on a may still run: a's lease has not run out
+    s.advance(HealthTimeouts{}.lease, {&b});
+    REQUIRE(b.link->runs.size() == 1);
+    CHECK(b.link->runs[0].invocation.attempt == 2);
+  }
+
   TEST_CASE("an update is acknowledged once durable; a repeat is a duplicate that changes nothing") {
     Scheduler s;
     auto w = s.connect("w1", {{"jobs", 2}});
