@@ -268,6 +268,139 @@ void resolve_unsure(Self self) {
                                        });
 }
 
+/// Sends a granted invocation to the worker (or loses it, never sent, if the worker must die);
+/// the link's callback tells the actor what the answer said.
+void send_run(Self self, const Invocation& invocation, task_port task) {
+  auto& s = self->state;
+  const std::string id = invocation.invocation_id;
+  Given given{task, invocation.task_list, false};
+  given.fence = invocation.fence;
+  s.given[id] = std::move(given);
+  if (HealthMachine::is_terminal(s.health)) {
+    // Granted before the worker left its task lists: never sent.
+    lose(self, id, "worker " + s.setup.info.shard_id + " must die", Loss::NEVER_STARTED);
+    return;
+  }
+  auto me = caf::actor_cast<worker_actor>(self);
+  s.setup.link->run_task(invocation, [me, id](Result<RunAnswer> sent) {
+    if (sent && sent->ended && sent->outcome) {
+      // Ended already, and the answer says how: its outcome settles it, with no start of
+      // its own.
+      caf::anon_send(me, update_atom::value, *sent->outcome);
+      return;
+    }
+    Sent outcome = Sent::STARTED;
+    std::string error;
+    if (!sent) {
+      outcome = sent.error().code == Errc::UNAVAILABLE ? Sent::UNKNOWN : Sent::REFUSED;
+      error = sent.error().message;
+    } else if (sent->ended) {
+      outcome = Sent::ENDED;
+    }
+    caf::anon_send(me, sent_atom::value, id, static_cast<uint8_t>(outcome), error);
+  });
+}
+
+/// What runTask's answer said of a given invocation (see Sent).
+void on_sent(Self self, const std::string& id, uint8_t raw, const std::string& error) {
+  auto& s = self->state;
+  auto it = s.given.find(id);
+  if (it == s.given.end()) return;
+  switch (static_cast<Sent>(raw)) {
+    case Sent::STARTED:
+      // The worker accepted the invocation and started it: that is the task's start.
+      it->second.unsure = false;
+      it->second.started = true;
+      self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+      break;
+    case Sent::ENDED:
+      it->second.unsure = false;
+      it->second.ended = true;  // its outcome follows; no start of its own
+      break;
+    case Sent::REFUSED:
+      lose(self, id, "worker " + s.setup.info.shard_id + " refused the invocation: " + error,
+           Loss::NEVER_STARTED);
+      break;
+    case Sent::UNKNOWN:
+    default:  // not a Sent: nothing is known of it, so ask the worker
+      it->second.unsure = true;
+      resolve_unsure(self);
+      break;
+  }
+}
+
+/// notifyIfTasksNotRunning answered: what it asked about runs, or never arrived.
+void on_notified(Self self, bool ok, const std::vector<std::string>& asked,
+                 const std::vector<std::string>& not_running) {
+  auto& s = self->state;
+  if (!ok) return;  // asked again on the next heartbeat
+  std::set<std::string> gone(not_running.begin(), not_running.end());
+  // Only what this notify asked about is settled: an invocation that became unsure after
+  // it went out waits for a later answer (or the next heartbeat's question).
+  for (const auto& id : asked) {
+    auto it = s.given.find(id);
+    if (it != s.given.end() && !gone.count(id)) it->second.unsure = false;  // it runs
+  }
+  for (const auto& id : not_running) {
+    auto it = s.given.find(id);
+    if (it == s.given.end()) continue;
+    // It was sent to this instance (or, adopted, to the shard while this instance held
+    // it), which keeps every invocation it was given until its outcome is acknowledged:
+    // not having it means it never arrived.
+    if (!it->second.adopted || held_shard_at(s.setup.info, it->second.fence)) {
+      lose(self, id, "worker " + s.setup.info.shard_id + " never received it", Loss::NEVER_STARTED);
+    } else {
+      lose(self, id,
+           "worker " + s.setup.info.describe() + " does not have it, and another instance of the shard may have run it",
+           loss_of(it->second));
+    }
+  }
+}
+
+/// getRunningTasks answered: reconcile what the worker runs with what it was given.
+void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::string>& running,
+                   const std::string& error) {
+  auto& s = self->state;
+  if (epoch != s.link_epoch) return;
+  s.querying = false;
+  if (!ok) {
+    std::cerr << "worker " << s.setup.info.shard_id << ": getRunningTasks failed: " << error << "\n";
+    return;  // asked again on the next heartbeat while NEW
+  }
+  // Reconcile: what it runs that it was not given is not the scheduler's (it was told
+  // to start clean), unless a task revived after a restart may still adopt it; what it
+  // was given and does not run is lost unless its outcome is still on its way (unsure
+  // until notifyIfTasksNotRunning says).
+  std::set<std::string> runs(running.begin(), running.end());
+  const auto now = self->clock().now();
+  for (const auto& id : running) {
+    if (s.given.count(id)) continue;
+    if (now < s.setup.orphans_kept_until) {
+      if (s.orphans.empty()) self->delayed_send(self, s.setup.orphans_kept_until - now, wake_atom::value);
+      s.orphans.insert(id);
+    } else {
+      s.setup.link->cancel_task(id, Duration(0));
+    }
+  }
+  for (auto& [id, given] : s.given) {
+    if (!runs.count(id)) {
+      given.unsure = true;
+    } else if (given.adopted && given.unsure) {
+      given.unsure = false;  // adopted before this answer, and it runs: it started
+      given.started = true;
+      self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+    }
+  }
+  handle(self, HealthEvent::ASSOCIATED);
+  // Questions asked before it said what it runs: over unless held.
+  std::vector<std::string> unheld;
+  for (const auto& [id, waiting] : s.settle_waiters) {
+    if (!s.given.count(id) && !s.orphans.count(id)) unheld.push_back(id);
+  }
+  for (const auto& id : unheld) settled(self, id);
+  resolve_unsure(self);
+}
+
 worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
   auto& st = self->state;
   st.setup = std::move(setup);
@@ -279,87 +412,13 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
   arm_health_timer(self);
   return {
       [=](run_atom, Invocation& invocation, task_port task) {
-        auto& s = self->state;
-        const std::string id = invocation.invocation_id;
-        Given given{task, invocation.task_list, false};
-        given.fence = invocation.fence;
-        s.given[id] = std::move(given);
-        if (HealthMachine::is_terminal(s.health)) {
-          // Granted before the worker left its task lists: never sent.
-          lose(self, id, "worker " + s.setup.info.shard_id + " must die", Loss::NEVER_STARTED);
-          return;
-        }
-        auto me = caf::actor_cast<worker_actor>(self);
-        s.setup.link->run_task(invocation, [me, id](Result<RunAnswer> sent) {
-          if (sent && sent->ended && sent->outcome) {
-            // Ended already, and the answer says how: its outcome settles it, with no start of
-            // its own.
-            caf::anon_send(me, update_atom::value, *sent->outcome);
-            return;
-          }
-          Sent outcome = Sent::STARTED;
-          std::string error;
-          if (!sent) {
-            outcome = sent.error().code == Errc::UNAVAILABLE ? Sent::UNKNOWN : Sent::REFUSED;
-            error = sent.error().message;
-          } else if (sent->ended) {
-            outcome = Sent::ENDED;
-          }
-          caf::anon_send(me, sent_atom::value, id, static_cast<uint8_t>(outcome), error);
-        });
+        send_run(self, invocation, std::move(task));
       },
       [=](sent_atom, const std::string& id, uint8_t raw, const std::string& error) {
-        auto& s = self->state;
-        auto it = s.given.find(id);
-        if (it == s.given.end()) return;
-        switch (static_cast<Sent>(raw)) {
-          case Sent::STARTED:
-            // The worker accepted the invocation and started it: that is the task's start.
-            it->second.unsure = false;
-            it->second.started = true;
-            self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
-            break;
-          case Sent::ENDED:
-            it->second.unsure = false;
-            it->second.ended = true;  // its outcome follows; no start of its own
-            break;
-          case Sent::REFUSED:
-            lose(self, id, "worker " + s.setup.info.shard_id + " refused the invocation: " + error,
-                 Loss::NEVER_STARTED);
-            break;
-          case Sent::UNKNOWN:
-          default:  // not a Sent: nothing is known of it, so ask the worker
-            it->second.unsure = true;
-            resolve_unsure(self);
-            break;
-        }
+        on_sent(self, id, raw, error);
       },
       [=](notify_atom, bool ok, const std::vector<std::string>& asked,
-          const std::vector<std::string>& not_running) {
-        auto& s = self->state;
-        if (!ok) return;  // asked again on the next heartbeat
-        std::set<std::string> gone(not_running.begin(), not_running.end());
-        // Only what this notify asked about is settled: an invocation that became unsure after
-        // it went out waits for a later answer (or the next heartbeat's question).
-        for (const auto& id : asked) {
-          auto it = s.given.find(id);
-          if (it != s.given.end() && !gone.count(id)) it->second.unsure = false;  // it runs
-        }
-        for (const auto& id : not_running) {
-          auto it = s.given.find(id);
-          if (it == s.given.end()) continue;
-          // It was sent to this instance (or, adopted, to the shard while this instance held
-          // it), which keeps every invocation it was given until its outcome is acknowledged:
-          // not having it means it never arrived.
-          if (!it->second.adopted || held_shard_at(s.setup.info, it->second.fence)) {
-            lose(self, id, "worker " + s.setup.info.shard_id + " never received it", Loss::NEVER_STARTED);
-          } else {
-            lose(self, id,
-                 "worker " + s.setup.info.describe() + " does not have it, and another instance of the shard may have run it",
-                 loss_of(it->second));
-          }
-        }
-      },
+          const std::vector<std::string>& not_running) { on_notified(self, ok, asked, not_running); },
       [=](adopt_atom, Invocation& invocation, task_port task) {
         auto& s = self->state;
         const std::string id = invocation.invocation_id;
@@ -508,47 +567,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         handle(self, replaced ? HealthEvent::REPLACED : HealthEvent::SUICIDE);
       },
       [=](associate_atom, uint64_t epoch, bool ok, const std::vector<std::string>& running,
-          const std::string& error) {
-        auto& s = self->state;
-        if (epoch != s.link_epoch) return;
-        s.querying = false;
-        if (!ok) {
-          std::cerr << "worker " << s.setup.info.shard_id << ": getRunningTasks failed: " << error << "\n";
-          return;  // asked again on the next heartbeat while NEW
-        }
-        // Reconcile: what it runs that it was not given is not the scheduler's (it was told
-        // to start clean), unless a task revived after a restart may still adopt it; what it
-        // was given and does not run is lost unless its outcome is still on its way (unsure
-        // until notifyIfTasksNotRunning says).
-        std::set<std::string> runs(running.begin(), running.end());
-        const auto now = self->clock().now();
-        for (const auto& id : running) {
-          if (s.given.count(id)) continue;
-          if (now < s.setup.orphans_kept_until) {
-            if (s.orphans.empty()) self->delayed_send(self, s.setup.orphans_kept_until - now, wake_atom::value);
-            s.orphans.insert(id);
-          } else {
-            s.setup.link->cancel_task(id, Duration(0));
-          }
-        }
-        for (auto& [id, given] : s.given) {
-          if (!runs.count(id)) {
-            given.unsure = true;
-          } else if (given.adopted && given.unsure) {
-            given.unsure = false;  // adopted before this answer, and it runs: it started
-            given.started = true;
-            self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
-          }
-        }
-        handle(self, HealthEvent::ASSOCIATED);
-        // Questions asked before it said what it runs: over unless held.
-        std::vector<std::string> unheld;
-        for (const auto& [id, waiting] : s.settle_waiters) {
-          if (!s.given.count(id) && !s.orphans.count(id)) unheld.push_back(id);
-        }
-        for (const auto& id : unheld) settled(self, id);
-        resolve_unsure(self);
-      },
+          const std::string& error) { on_associated(self, epoch, ok, running, error); },
       [=](timeout_atom, uint64_t generation) {
         auto& s = self->state;
         if (generation != s.timer_generation) return;
