@@ -18,6 +18,7 @@
 
 #include "actors/executor/local_executor.hpp"
 #include "actors/system/directory.hpp"
+#include "actors/invocation_id.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "actors/system/history_writer.hpp"
 #include "runtime/auth/task_token.hpp"
@@ -151,6 +152,13 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     actors::DispatcherOptions dispatch;
     dispatch.timeouts = timeouts;
     dispatch.fences = fences;
+    // A point lookup in the workflows index, made when a worker says what it runs.
+    dispatch.workflow_closed = [store](const std::string& invocation_id) {
+      auto parts = actors::parse_invocation_id(invocation_id);
+      if (!parts) return false;
+      auto record = store->find_workflow(parts->workflow_id);
+      return record && *record && (*record)->status == storage::WorkflowStatus::CLOSED;
+    };
     dispatch.replace_unhealthy = cluster.replace_unhealthy_workers;
     dispatch.recovery_window = cluster.recovery_window;
     for (const auto& [list, limits] : cluster.task_lists) {

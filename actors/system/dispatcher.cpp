@@ -59,6 +59,7 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.link = std::move(link);
   setup.timeouts = st.options.timeouts;
   setup.fences = st.options.fences;
+  setup.workflow_closed = st.options.workflow_closed;
   setup.orphans_kept_until = st.recovery_ends;
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));

@@ -5,6 +5,7 @@
 // invocations revived tasks were running to their workers' actors as those register again.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,6 +44,8 @@ struct DispatcherOptions {
   HealthTimeouts timeouts;
   /// The scheduler incarnation's fence counter (nullptr: epoch 0, as in tests).
   std::shared_ptr<FenceCounter> fences;
+  /// See WorkerSetup::workflow_closed.
+  std::function<bool(const std::string& invocation_id)> workflow_closed;
   /// A new instance may replace an UNHEALTHY one of the same shard (not only a MUST_DIE one).
   bool replace_unhealthy = false;
   /// Global limits per task list; lists not named are unlimited.

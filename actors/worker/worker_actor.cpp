@@ -375,7 +375,7 @@ void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::st
   const auto now = self->clock().now();
   for (const auto& id : running) {
     if (s.given.count(id)) continue;
-    if (now < s.setup.orphans_kept_until) {
+    if (now < s.setup.orphans_kept_until && !(s.setup.workflow_closed && s.setup.workflow_closed(id))) {
       if (s.orphans.empty()) self->delayed_send(self, s.setup.orphans_kept_until - now, wake_atom::value);
       s.orphans.insert(id);
     } else {

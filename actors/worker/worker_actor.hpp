@@ -4,6 +4,7 @@
 // to their task actors, and acknowledged only once the task's event is durable.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -110,6 +111,10 @@ struct WorkerSetup {
   /// has claimed is kept for a revived task to adopt; after it, such an invocation is
   /// cancelled (the worker was told to start clean).
   caf::actor_clock::time_point orphans_kept_until{};
+  /// Whether an invocation's workflow is closed (so no task will ever take it back); empty:
+  /// never known. What the worker runs of a closed workflow is cancelled at once, not kept
+  /// until the recovery window closes: its task ended while the scheduler was restarting.
+  std::function<bool(const std::string& invocation_id)> workflow_closed;
 };
 
 worker_actor spawn_worker(caf::actor_system& system, WorkerSetup setup);

@@ -1349,6 +1349,20 @@ TEST_SUITE("actors.dispatch") {
     CHECK(revived.task("t0").failure_reason == "Timeout:heartbeat");
   }
 
+  TEST_CASE("after a scheduler restart, what a worker runs of a closed workflow is cancelled at once, not when the window closes") {
+    // Its task ended (timed out, stopped) while the scheduler restarted, and the cancellation
+    // went with the crash: nobody will take it back.
+    DispatcherOptions options;
+    options.workflow_closed = [](const std::string& id) { return id.rfind("wf-closed/", 0) == 0; };
+    Scheduler s(std::move(options), nullptr, true);
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto registered = s.register_worker(worker_info("w1", "instance-1", {{"jobs", 2}}), link);
+    REQUIRE_MESSAGE(registered, test::why(registered));
+    link->answer_running({"wf-closed/t0/1.1", "wf-open/t0/1.1"});
+    s.fx.run();
+    CHECK(link->cancels == std::vector<std::string>{"wf-closed/t0/1.1"});
+  }
+
   TEST_CASE("after a scheduler restart, an invocation whose worker does not come back fails over when the window closes") {
     Restarted r("wf-abandoned");
     r.after->advance(9s);
