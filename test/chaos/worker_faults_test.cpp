@@ -3,6 +3,8 @@
 // processes under the default health timeouts (must_die_after 3 s). The scheduler must notice
 // each within 3.5 s at p99, and no task may run twice at once however the worker comes back.
 #include <doctest/doctest.h>
+
+#include <map>
 #include <signal.h>
 
 #include <algorithm>
@@ -69,6 +71,10 @@ TEST_SUITE("chaos.worker_stops") {
       std::chrono::steady_clock::time_point until;
     };
     std::vector<Frozen> frozen;
+    // The process each worker had when it was last stopped. That instance was declared dead
+    // while frozen, and once thawed it only finds out and exits: stopping it again would test
+    // nothing (the scheduler has nothing left to notice), so a victim must be a later process.
+    std::map<std::string, pid_t> stopped_pid;
     // SIGCONT whatever is due; a schedule, so it sleeps in small steps between.
     auto thaw_due = [&] {
       const auto now = std::chrono::steady_clock::now();
@@ -106,7 +112,11 @@ TEST_SUITE("chaos.worker_stops") {
       bool running = false;
       const auto give_up = std::chrono::steady_clock::now() + 30s;
       while (!running && std::chrono::steady_clock::now() < give_up) {
-        running = s.wait_for_live_run(victim, 200ms, 1000ms);
+        const pid_t current = s.cluster().pid(victim);
+        const auto last = stopped_pid.find(victim);
+        const bool stopped_before = current <= 0 || (last != stopped_pid.end() && last->second == current);
+        running = !stopped_before && s.wait_for_live_run(victim, 200ms, 1000ms);
+        if (stopped_before) wait(200ms);
         thaw_due();
       }
       if (!running) {
@@ -116,6 +126,7 @@ TEST_SUITE("chaos.worker_stops") {
       }
       s.cluster().hold(victim);
       const auto [at, pid] = s.cluster().signal(victim, SIGSTOP);
+      stopped_pid[victim] = pid;
       s.record({victim, "stop", pid, at, 0, 0, ""});
       frozen.push_back({victim, std::chrono::steady_clock::now() + s.timings().worker_stop});
       s.count("worker_stops");
