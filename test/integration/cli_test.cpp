@@ -123,8 +123,8 @@ TEST_SUITE("integration.cli") {
     }
     SUBCASE("the address comes from TROUPE_ADDRESS when --address is absent") {
       // First a free port where nothing listens: the run fails to reach exactly that address,
-      // so the variable was read. (The default, 127.0.0.1:7700, may well have a scheduler on
-      // the machine running the tests.)
+      // so the variable was read. (The default address may well have a scheduler on the
+      // machine running the tests.)
       const std::string nowhere = "127.0.0.1:" + std::to_string(troupe::test::free_port());
       ScopedEnv env("TROUPE_ADDRESS", nowhere);
       auto run = troupe_cli({"submit", dir + "/ok.json", "--id", "ok-env", "--wait"});

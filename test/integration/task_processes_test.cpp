@@ -40,21 +40,37 @@ bool gone_within(const std::string& entry, Clock::time_point since, Clock::durat
   return true;
 }
 
+/// One worker running one lingering shell task (every process marked by its workflow id),
+/// and whatever is left of it killed when the test ends.
+struct Running {
+  explicit Running(const std::string& prefix)
+      : spec(one_worker()), cluster(spec), id(prefix + "-" + std::to_string(::getpid())),
+        entry("TROUPE_WORKFLOW_ID=" + id), cleanup{entry} {
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    client = connect(cluster.port);
+    REQUIRE(client->start(id, lingering_task()) == id);
+    REQUIRE(eventually([&] { return processes_with_env(entry).size() == task_processes; }, 30s));
+  }
+  static troupe::test::ClusterSpec one_worker() {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    return spec;
+  }
+  troupe::test::ClusterSpec spec;
+  Cluster cluster;
+  std::string id, entry;
+  troupe::test::KillProcessesWithEnv cleanup;
+  std::unique_ptr<troupe::test::Client> client;
+};
+
 }  // namespace
 
 TEST_SUITE("integration.task_processes") {
   TEST_CASE("kill -9 of a worker: every process of its shell task is gone within a second") {
-    troupe::test::ClusterSpec spec;
-    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
-    Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    auto client = connect(cluster.port);
-    const std::string id = "killed-" + std::to_string(::getpid());
-    const std::string entry = "TROUPE_WORKFLOW_ID=" + id;
-    troupe::test::KillProcessesWithEnv cleanup{entry};
-    REQUIRE(client->start(id, lingering_task()) == id);
-    REQUIRE(eventually([&] { return processes_with_env(entry).size() == task_processes; }, 30s));
+    Running running("killed");
+    auto& cluster = running.cluster;
+    const std::string& entry = running.entry;
     cluster.nodes["worker-a"]->kill(SIGKILL);
     const auto killed = Clock::now();
     long took_ms = -1;
@@ -64,17 +80,9 @@ TEST_SUITE("integration.task_processes") {
   }
 
   TEST_CASE("a frozen worker's task dies when the worker's lease runs out") {
-    troupe::test::ClusterSpec spec;
-    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
-    Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    auto client = connect(cluster.port);
-    const std::string id = "frozen-" + std::to_string(::getpid());
-    const std::string entry = "TROUPE_WORKFLOW_ID=" + id;
-    troupe::test::KillProcessesWithEnv cleanup{entry};
-    REQUIRE(client->start(id, lingering_task()) == id);
-    REQUIRE(eventually([&] { return processes_with_env(entry).size() == task_processes; }, 30s));
+    Running running("frozen");
+    auto& cluster = running.cluster;
+    const std::string& entry = running.entry;
     cluster.nodes["worker-a"]->kill(SIGSTOP);
     const auto stopped = Clock::now();
     // The lease (spec.worker_lease) ends at most a lease after the stop: the last heartbeat
@@ -82,23 +90,15 @@ TEST_SUITE("integration.task_processes") {
     long took_ms = -1;
     CHECK(gone_within(entry, stopped, 1s + 1s, took_ms));
     MESSAGE("the task's processes were gone " << took_ms << " ms after the worker was stopped (lease "
-                                              << spec.worker_lease << ")");
+                                              << running.spec.worker_lease << ")");
     cluster.nodes["worker-a"]->kill(SIGKILL);
     cluster.nodes["worker-a"]->wait();
   }
 
   TEST_CASE("a restarted worker kills what its previous instance left before it registers") {
-    troupe::test::ClusterSpec spec;
-    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
-    Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    auto client = connect(cluster.port);
-    const std::string id = "left-" + std::to_string(::getpid());
-    const std::string entry = "TROUPE_WORKFLOW_ID=" + id;
-    troupe::test::KillProcessesWithEnv cleanup{entry};
-    REQUIRE(client->start(id, lingering_task()) == id);
-    REQUIRE(eventually([&] { return processes_with_env(entry).size() == task_processes; }, 30s));
+    Running running("left");
+    auto& cluster = running.cluster;
+    const std::string& entry = running.entry;
     // The task's keeper and the worker die together, so that neither can act: the worker is
     // frozen while the keeper is killed (taking only the task's leader, sh, with it), then killed.
     int keeper = 0;
