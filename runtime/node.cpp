@@ -24,6 +24,7 @@
 #include "runtime/auth/task_token.hpp"
 #include "runtime/incarnation.hpp"
 #include "runtime/process/process_supervisor.hpp"
+#include "runtime/retention.hpp"
 #include "runtime/rpc_thread.hpp"
 #include "runtime/scheduler_rpc.hpp"
 #include "runtime/shell_runner.hpp"
@@ -182,6 +183,13 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
           .count();
     };
     scheduler->directory = actors::spawn_directory(system, store, wiring);
+    RetentionOptions retention;
+    retention.retention = cluster.retention;
+    retention.now_us = wiring.now_us;
+    retention.on_purged = [name = node.name](uint64_t purged, int64_t) {
+      std::cerr << "troupe-node " << name << ": purged " << purged << " closed workflows past the retention\n";
+    };
+    scheduler->retention = std::make_shared<Retention>(store, std::move(retention));
   }
 
   std::shared_ptr<ProcessSupervisor> processes;
@@ -280,6 +288,8 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     if (node.worker) self->send_exit(local_executor, caf::exit_reason::user_shutdown);
   }
   processes.reset();
+  // Before the store goes: a purge in progress finishes, queued requests are answered.
+  scheduler->retention.reset();
   return code;
 }
 

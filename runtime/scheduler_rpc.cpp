@@ -19,6 +19,7 @@
 #include "actors/workflow/workflow_machine.hpp"
 #include "runtime/caf_kj.hpp"
 #include "runtime/net/buffered_stream.hpp"
+#include "runtime/retention.hpp"
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
@@ -643,6 +644,19 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     caf::anon_send(services_->client_bridge, actors::rerun_atom::value, text(params.getWorkflowId()),
                    text(params.getRunFrom()), Reply<std::string>{b.resolve});
     return answer_state(kj::mv(b.promise), context);
+  }
+
+  kj::Promise<void> purge(PurgeContext context) override {
+    auto b = bridge<uint64_t>();
+    services_->retention->purge(context.getParams().getClosedBeforeUs(), b.resolve);
+    return b.promise.then([context](Result<uint64_t> purged) mutable {
+      auto results = context.getResults();
+      if (purged) {
+        results.setPurged(*purged);
+      } else {
+        set_error(results.initError(), purged.error());
+      }
+    });
   }
 
  private:

@@ -20,6 +20,8 @@ class TaskSet;
 
 namespace troupe::runtime {
 
+class Retention;
+
 struct SchedulerServices {
   caf::actor_system* system = nullptr;
   actors::directory_actor directory;
@@ -36,6 +38,8 @@ struct SchedulerServices {
   /// The registered definitions clients may start by name; nullptr: none (JSON only).
   /// Used by the client bridge actor alone.
   std::shared_ptr<DefinitionRegistry> definitions;
+  /// Purges closed workflows for ClientService.purge (and on the cluster's retention schedule).
+  std::shared_ptr<Retention> retention;
 };
 
 /// Listens on `listen` and serves the Gateway; the returned teardown stops listening and drops

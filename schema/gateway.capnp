@@ -86,6 +86,12 @@ interface ClientService {
   # the rerun is durable. notAllowedInState while the workflow is open; invalidArgument for a
   # task the definition lacks, or one that depends on a task outside the rerun that did not
   # succeed (the message names it: rerun from there instead).
+
+  purge @9 (closedBeforeUs :Int64) -> (purged :UInt64, error :Common.Error);
+  # Deletes every workflow that closed before this time (µs since the epoch): its history and
+  # its index record, as the cluster's `retention` does on its own. Open workflows are never
+  # purged, nor one reopened by a rerun meanwhile. Answers how many were purged, once that is
+  # durable. A purged workflow is unknown (notFound) to every method after, and its id free.
 }
 
 interface HistorySink {

@@ -312,6 +312,19 @@ Result<std::string> GatewayClient::rerun(const std::string& workflow_id, const s
       .wait(impl_->wait_scope());
 }
 
+Result<uint64_t> GatewayClient::purge(int64_t closed_before_us) {
+  auto call = impl_->service.purgeRequest();
+  call.setClosedBeforeUs(closed_before_us);
+  return call.send()
+      .then(
+          [](capnp::Response<schema::ClientService::PurgeResults>&& response) -> Result<uint64_t> {
+            if (has_error(response)) return error_of(response);
+            return response.getPurged();
+          },
+          [address = impl_->address](kj::Exception&& e) -> Result<uint64_t> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
 Result<WorkflowPage> GatewayClient::list(const ListQuery& query) {
   auto call = impl_->service.listRequest();
   auto q = call.initQuery();

@@ -114,6 +114,10 @@ class GatewayClient {
   /// the rerun did not succeed; NOT_FOUND for an unknown id.
   Result<std::string> rerun(const std::string& workflow_id, const std::string& from_task);
 
+  /// Deletes every workflow that closed before `closed_before_us` (µs since the epoch): history
+  /// and index record. How many, once durable. Open workflows are never purged.
+  Result<uint64_t> purge(int64_t closed_before_us);
+
   /// One page of workflows from the scheduler's index.
   Result<WorkflowPage> list(const ListQuery& query);
 

@@ -36,7 +36,8 @@ constexpr std::string_view cluster_keys[] = {"name",
                                              "replace_unhealthy_workers",
                                              "kill_grace",
                                              "recovery_window",
-                                             "worker_lease"};
+                                             "worker_lease",
+                                             "retention"};
 constexpr std::string_view limit_keys[] = {"rate", "burst"};
 constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
@@ -452,6 +453,7 @@ class Checker {
       out.replace_unhealthy_workers = *b;
     }
     if (auto d = duration_value(field(*t, "kill_grace", "cluster", line))) out.kill_grace = *d;
+    if (auto d = duration_value(field(*t, "retention", "cluster", line))) out.retention = *d;
     const Field window_f = field(*t, "recovery_window", "cluster", line);
     const Field lease_f = field(*t, "worker_lease", "cluster", line);
     const auto window = duration_value(window_f);

@@ -128,6 +128,9 @@ struct ClusterConfig {
   /// invocations to register again before those fail over. >= worker_lease. Default:
   /// worker_lease.
   Duration recovery_window = std::chrono::seconds(30);
+  /// Closed workflows are purged (history and all) this long after they closed. > 0.
+  /// Default: none, closed workflows are kept.
+  std::optional<Duration> retention;
   /// Global dispatch limits per task list name; task lists not listed are unlimited.
   std::map<std::string, TaskListLimits> task_lists;
   /// The nodes, in file order; at least one.

@@ -61,6 +61,8 @@ struct ClusterSpec {
   std::string recovery_window = "10s";
   /// `kill_grace`; empty: the default.
   std::string kill_grace;
+  /// `retention`: closed workflows are purged this long after; empty: kept.
+  std::string retention;
   /// The scheduler node's `sync`; false writes `sync = false` (faster, for bulk tests).
   bool sync = true;
   /// `token_file` of [cluster] (relative paths resolve against the config's directory);

@@ -104,6 +104,7 @@ replace_unhealthy_workers = true
 kill_grace = "2500ms"
 worker_lease = "20s"
 recovery_window = "30s"
+retention = "7d"
 
 [task_lists.gpu]
 rate = 50.0
@@ -145,6 +146,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(config->kill_grace == Duration(2500ms));
     CHECK(config->worker_lease == Duration(20s));
     CHECK(config->recovery_window == Duration(30s));
+    CHECK(config->retention == Duration(std::chrono::hours(7 * 24)));
     REQUIRE(config->task_lists.size() == 2);
     CHECK(config->task_lists.at("gpu") == TaskListLimits{50.0, 10});
     CHECK(config->task_lists.at("cpu") == TaskListLimits{2.0, 2});
@@ -157,7 +159,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(s.listen == Address{"127.0.0.1", 7700});
     CHECK(s.data_dir == d + "/data/scheduler-1");
     CHECK_FALSE(s.sync);
-    CHECK(s.line == 20);
+    CHECK(s.line == 21);
     CHECK(s.scheduler_address.empty());
     CHECK(s.log_dir.empty());
 
@@ -176,7 +178,7 @@ data_dir = "data/gpu-worker-1"
     CHECK(w.log_dir == d + "/logs/gpu");
     CHECK(w.log_cap_bytes == 64u << 20);
     CHECK(w.data_dir == d + "/data/gpu-worker-1");
-    CHECK(w.line == 27);
+    CHECK(w.line == 28);
   }
 
   TEST_CASE("defaults apply to keys left out") {
@@ -213,6 +215,7 @@ task_lists = { default = 2 }
     CHECK(config->kill_grace == Duration(10s));
     CHECK(config->worker_lease == Duration(30s));
     CHECK(config->recovery_window == Duration(30s));  // the lease
+    CHECK_FALSE(config->retention);                    // closed workflows are kept
     CHECK(config->task_lists.at("slow").burst == 1);    // max(1, ceil(0.2))
     CHECK(config->task_lists.at("medium").burst == 3);  // ceil(2.5)
 
@@ -560,6 +563,8 @@ listen = "127.0.0.1:1"
              Case{"task_lists = { default = 4 }", "task_lists = { default = 4 }\nactor_threads = 0",
                   15, "node[1].actor_threads", "1"},
              Case{"name = \"dev\"", "name = \"dev\"\nkill_grace = \"0s\"", 3, "cluster.kill_grace",
+                  "must be longer than zero"},
+             Case{"name = \"dev\"", "name = \"dev\"\nretention = \"0s\"", 3, "cluster.retention",
                   "must be longer than zero"},
              Case{"name = \"dev\"", "name = \"dev\"\ntoken_file = []", 3, "cluster.token_file",
                   "must be a string, not an array"},
