@@ -14,18 +14,36 @@ import { HistorySink } from "./schema/gateway.js";
 import { EventBody_Which } from "./schema/history.js";
 import { camel, check, connect, Refused, Unreachable } from "./connect.js";
 
-const { values: options, positionals } = parseArgs({
-  options: {
-    address: { type: "string", default: process.env.TROUPE_ADDRESS ?? "127.0.0.1:7700" },
-    "token-file": { type: "string" },
-    input: { type: "string", default: "{}" },
-    id: { type: "string", default: "" },
-    from: { type: "string", default: "" },
-    watch: { type: "boolean", default: false },
-    timeout: { type: "string", default: "600" },
-  },
-  allowPositionals: true,
-});
+const usage = "usage: main.js [--address HOST:PORT] [--token-file FILE] [--input JSON] [--id ID] " +
+              "[--from TASK] [--watch] [--timeout SECONDS] DEFINITION.json|NAME";
+
+/// The command line, or a usage error (exit 2).
+function parse() {
+  try {
+    const { values, positionals } = parseArgs({
+      options: {
+        address: { type: "string", default: process.env.TROUPE_ADDRESS ?? "127.0.0.1:7700" },
+        "token-file": { type: "string" },
+        input: { type: "string", default: "{}" },
+        id: { type: "string", default: "" },
+        from: { type: "string", default: "" },
+        watch: { type: "boolean", default: false },
+        timeout: { type: "string", default: "600" },
+      },
+      allowPositionals: true,
+    });
+    const address = /^(.+):(\d+)$/.exec(values.address);
+    if (address === null) throw new Error(`--address ${values.address}: expected HOST:PORT`);
+    const timeout = Number(values.timeout);
+    if (!(timeout > 0)) throw new Error(`--timeout ${values.timeout}: expected a number of seconds`);
+    if (positionals.length !== 1) throw new Error("expected one definition (a file, or a registered name)");
+    return { ...values, host: address[1], port: Number(address[2]), timeout, definition: positionals[0] };
+  } catch (e) {
+    console.error(`${(e as Error).message}\n${usage}`);
+    process.exit(2);
+  }
+}
+const options = parse();
 
 function nameOf(table: Record<string, number>, value: number): string {
   const name = Object.entries(table).find(([, v]) => v === value)?.[0];
@@ -33,17 +51,11 @@ function nameOf(table: Record<string, number>, value: number): string {
 }
 
 async function main(): Promise<number> {
-  if (positionals.length !== 1) {
-    console.error("usage: main.js [--address HOST:PORT] [--token-file FILE] [--input JSON] DEFINITION.json");
-    return 2;
-  }
-  const [host, port] = [options.address.slice(0, options.address.lastIndexOf(":")),
-                        Number(options.address.slice(options.address.lastIndexOf(":") + 1))];
   const token = options["token-file"] ? readFileSync(options["token-file"], "utf8").trim() : "";
   // A file holds a definition; anything else is the name of one registered with the scheduler.
-  const definition = existsSync(positionals[0]) ? readFileSync(positionals[0], "utf8") : positionals[0];
+  const definition = existsSync(options.definition) ? readFileSync(options.definition, "utf8") : options.definition;
 
-  const { service, call, close } = await connect(host, port, token);
+  const { service, call, close } = await connect(options.host, options.port, token);
   try {
     // Acknowledged once the submission is durable; an empty id gets a new one.
     const started = check(await call(service.startWorkflow((p) => {
@@ -106,11 +118,10 @@ async function main(): Promise<number> {
   }
 }
 
-const seconds = Number(options.timeout);
 const timer = setTimeout(() => {
-  console.error(`timed out after ${seconds} s`);
+  console.error(`timed out after ${options.timeout} s`);
   process.exit(4);
-}, seconds * 1000);
+}, options.timeout * 1000);
 
 main().then(
   (code) => {
@@ -126,7 +137,8 @@ main().then(
       console.error(e.message);
       process.exitCode = 3;
     } else {
-      throw e;
+      console.error(String(e));  // an unreadable file, say
+      process.exitCode = 2;
     }
   },
 );
