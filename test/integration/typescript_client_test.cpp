@@ -31,7 +31,8 @@ namespace {
 
 std::string env(const char* name) {
   const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') throw std::runtime_error(std::string(name) + " must be set (test/meson.build)");
+  if (value == nullptr || *value == '\0')
+    throw std::runtime_error(std::string(name) + " must be set (test/meson.build)");
   return value;
 }
 
@@ -62,7 +63,8 @@ std::string copy_example(const std::string& work) {
     fs::copy_file(source / file, example / file, options);
   }
   for (const auto& entry : fs::directory_iterator(source / "src")) {
-    if (entry.is_regular_file()) fs::copy_file(entry.path(), example / "src" / entry.path().filename(), options);
+    if (entry.is_regular_file())
+      fs::copy_file(entry.path(), example / "src" / entry.path().filename(), options);
   }
   for (const auto& entry : fs::directory_iterator(env("TROUPE_SCHEMA"))) {
     if (entry.path().extension() == ".capnp") {
@@ -79,13 +81,15 @@ std::string built_client() {
   static std::string failure;
   if (built.empty() && failure.empty()) {
     if (shell("/", "command -v node && command -v npm", 10s).code != 0) {
-      failure = "node and npm are needed to test the TypeScript client and are not on PATH: "
-                "run tools/setup (it installs Debian's nodejs and npm)";
+      failure =
+          "node and npm are needed to test the TypeScript client and are not on PATH: "
+          "run tools/setup (it installs Debian's nodejs and npm)";
     } else {
       const std::string dir = copy_example(env("TROUPE_TS_WORK"));
       auto installed = shell(dir, "npm ci --no-audit --no-fund", 240s);
       if (installed.code != 0) {
-        failure = "npm ci failed in " + dir + " (the npm registry must be reachable):\n" + installed.output;
+        failure = "npm ci failed in " + dir + " (the npm registry must be reachable):\n" +
+                  installed.output;
       } else if (auto compiled = shell(dir, "npm run build", 120s); compiled.code != 0) {
         failure = "npm run build failed in " + dir + ":\n" + compiled.output;
       } else {
@@ -141,7 +145,8 @@ struct TokenCluster {
 }  // namespace
 
 TEST_SUITE("integration.typescript_client") {
-  TEST_CASE("the TypeScript client starts, watches, describes and lists workflows; refusals are errors") {
+  TEST_CASE(
+      "the TypeScript client starts, watches, describes and lists workflows; refusals are errors") {
     built_client();  // before the cluster: npm ci may take a while on a cold cache
     TokenCluster c;
     auto run = client({"--address", c.address(), "--token-file", c.token(), "--id", "ts-1",
@@ -172,27 +177,35 @@ TEST_SUITE("integration.typescript_client") {
     // Refusals arrive as Common.Error values, code and message.
     auto bare = client({"--address", c.address(), c.chain()});
     CHECK(bare.code == 2);
-    CHECK_MESSAGE(contains(bare.output, "refused (invalidArgument): this cluster requires its token"), bare.output);
+    CHECK_MESSAGE(
+        contains(bare.output, "refused (invalidArgument): this cluster requires its token"),
+        bare.output);
 
-    write_file(c.cluster.dir / "broken.json",
-               R"({"name": "broken", "tasks": [{"name": "a", "dependsOn": ["ghost"], "handler": "noop"}]})");
-    auto broken = client({"--address", c.address(), "--token-file", c.token(), c.cluster.dir / "broken.json"});
+    write_file(
+        c.cluster.dir / "broken.json",
+        R"({"name": "broken", "tasks": [{"name": "a", "dependsOn": ["ghost"], "handler": "noop"}]})");
+    auto broken = client(
+        {"--address", c.address(), "--token-file", c.token(), c.cluster.dir / "broken.json"});
     CHECK(broken.code == 2);
-    CHECK_MESSAGE(contains(broken.output, "refused (invalidArgument): the workflow definition has 1 problem"),
-                  broken.output);
+    CHECK_MESSAGE(
+        contains(broken.output, "refused (invalidArgument): the workflow definition has 1 problem"),
+        broken.output);
     CHECK(contains(broken.output, "$.tasks[0].dependsOn[0]: unknown task 'ghost'"));
 
-    auto again = client({"--address", c.address(), "--token-file", c.token(), "--id", "ts-1", c.chain()});
+    auto again =
+        client({"--address", c.address(), "--token-file", c.token(), "--id", "ts-1", c.chain()});
     CHECK(again.code == 2);
-    CHECK_MESSAGE(contains(again.output, "refused (alreadyExists): workflow 'ts-1' has finished (SUCCESS)"),
-                  again.output);
+    CHECK_MESSAGE(
+        contains(again.output, "refused (alreadyExists): workflow 'ts-1' has finished (SUCCESS)"),
+        again.output);
   }
 
   TEST_CASE("the TypeScript client says so when no scheduler listens at the address") {
     const uint16_t port = troupe::test::free_port();  // free a moment ago: nothing listens
     auto run = client({"--address", "127.0.0.1:" + std::to_string(port), "chain"});
     CHECK(run.code == 3);
-    CHECK_MESSAGE(contains(run.output, "cannot reach the scheduler at 127.0.0.1:" + std::to_string(port)),
-                  run.output);
+    CHECK_MESSAGE(
+        contains(run.output, "cannot reach the scheduler at 127.0.0.1:" + std::to_string(port)),
+        run.output);
   }
 }
