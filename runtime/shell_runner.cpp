@@ -101,6 +101,11 @@ Result<void> write_private_file(const std::string& path, const std::string& cont
   return fail(Errc::UNAVAILABLE, "cannot write the task's input to " + path);
 }
 
+void remove_files(const std::vector<std::string>& files) {
+  std::error_code ec;
+  for (const auto& file : files) std::filesystem::remove(file, ec);
+}
+
 /// Adds TROUPE_INPUT and TROUPE_WORKFLOW_INPUT to `spec`'s environment, or, for an input too
 /// long for the environment, TROUPE_INPUT_FILE / TROUPE_WORKFLOW_INPUT_FILE naming a file
 /// beside the log (`stem` is the log's path without ".log"). Returns the files it wrote.
@@ -128,16 +133,10 @@ Result<std::vector<std::string>> pass_inputs(const actors::Invocation& invocatio
                  : pass("TROUPE_WORKFLOW_INPUT", invocation.workflow_input_json, stem + ".workflow-input.json");
   }
   if (!passed) {
-    std::error_code ec;
-    for (const auto& file : files) std::filesystem::remove(file, ec);
+    remove_files(files);
     return passed.error();
   }
   return files;
-}
-
-void remove_files(const std::vector<std::string>& files) {
-  std::error_code ec;
-  for (const auto& file : files) std::filesystem::remove(file, ec);
 }
 
 }  // namespace
