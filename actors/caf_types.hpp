@@ -129,12 +129,15 @@ struct Invocation {
   std::vector<std::string> command;    ///< argv of a shell task
   std::vector<std::string> env;        ///< NAME=value pairs of a shell task
   std::string cwd;
-  std::string input_json;
+  std::string input_json;              ///< TROUPE_INPUT: the task's own input, else the workflow's
   std::string progress;                ///< the last heartbeat's progress, from earlier attempts
   int64_t heartbeat_timeout_us = 0;    ///< the task's heartbeat timeout; 0: none
   bool async_completion = false;       ///< a successful end hands the task off (HANDED_OFF)
   std::string task_token;              ///< set by the scheduler's link to the worker, not by the task
   Fence fence;                         ///< recorded with taskDispatched; runTask carries it
+  /// TROUPE_WORKFLOW_INPUT: the workflow's input; empty when it is input_json (a task without an
+  /// input of its own), so that it is carried once.
+  std::string workflow_input_json;
 };
 
 /// What an executor says about an invocation.
@@ -166,7 +169,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Invocation& x) {
   return f(caf::meta::type_name("Invocation"), x.invocation_id, x.workflow_id, x.task_name,
            x.task_list, x.executor, x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress,
-           x.heartbeat_timeout_us, x.async_completion, x.task_token, x.fence.epoch, x.fence.sequence);
+           x.heartbeat_timeout_us, x.async_completion, x.task_token, x.fence.epoch, x.fence.sequence,
+           x.workflow_input_json);
 }
 
 template <class Inspector>

@@ -4,8 +4,10 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -36,6 +38,17 @@ namespace {
 
 /// The exit code of a scheduler whose history store failed a write (a full disk).
 constexpr int exit_store_failed = 4;
+
+/// Why the RPC side of `node` could not start, for its user: a listen address in use says
+/// what to do about it rather than what the socket call said.
+std::string rpc_start_failure(const NodeConfig& node, const Error& error) {
+  if (node.scheduler && error.message.find(std::strerror(EADDRINUSE)) != std::string::npos) {
+    return "cannot listen on " + node.listen.to_string() +
+           ": address already in use; another troupe may be running there; choose another port with "
+           "--listen (troupe dev) or the node's listen address in the config";
+  }
+  return error.message;
+}
 
 /// Why the node stops: a signal, a worker that must die, or a failed history store.
 class StopSignal {
@@ -251,7 +264,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     });
   });
   if (!rpc) {
-    std::cerr << "troupe-node " << node.name << ": " << rpc.error().message << "\n";
+    std::cerr << "troupe-node " << node.name << ": " << rpc_start_failure(node, rpc.error()) << "\n";
     return 3;
   }
   rpc_thread = std::move(*rpc);

@@ -10,7 +10,8 @@
 namespace troupe::runtime {
 
 /// Runs node `node` of `cluster` until it is told to stop. Returns the process exit code:
-/// 0 after a clean stop, 1 when a worker had to die, 3 when the node could not start, 4 when
+/// 0 after a clean stop, 1 when a worker had to die, 3 when the node could not start (a
+/// listen address in use is told as such, with what to do about it), 4 when
 /// the scheduler's history store failed a write (a full disk) and the node stopped.
 int run_node(const ClusterConfig& cluster, const NodeConfig& node);
 

@@ -22,6 +22,7 @@
 #include "runtime/retention.hpp"
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
+#include "schema/json_syntax.hpp"
 #include "schema/worker.capnp.h"
 
 namespace troupe::runtime {
@@ -139,7 +140,7 @@ class CapnpWorkerLink final : public actors::WorkerLink {
     rpc_->post([box, inv, done] {
       size_t text_bytes = inv.invocation_id.size() + inv.workflow_id.size() + inv.task_name.size() +
                           inv.task_list.size() + inv.handler.size() + inv.cwd.size() + inv.input_json.size() +
-                          inv.progress.size() + 256 /* a task token */;
+                          inv.workflow_input_json.size() + inv.progress.size() + 256 /* a task token */;
       for (const auto& arg : inv.command) text_bytes += arg.size() + 16;
       for (const auto& var : inv.env) text_bytes += var.size() + 16;
       auto request = box->control.runTaskRequest(message_size(text_bytes, 1));
@@ -160,6 +161,7 @@ class CapnpWorkerLink final : public actors::WorkerLink {
         shell.setCwd(inv.cwd);
       }
       spec.setInput(inv.input_json);
+      if (!inv.workflow_input_json.empty()) spec.setWorkflowInput(inv.workflow_input_json);
       spec.setProgress(as_data(inv.progress));
       spec.setHeartbeatTimeoutMs(static_cast<uint32_t>(std::min<int64_t>(inv.heartbeat_timeout_us / 1000, UINT32_MAX)));
       if (inv.async_completion) {
@@ -500,6 +502,11 @@ class ClientServiceImpl final : public schema::ClientService::Server {
   kj::Promise<void> completeTask(CompleteTaskContext context) override {
     auto params = context.getParams();
     TaskReport report{{}, TaskReport::SUCCEEDED, bytes(params.getResult()), {}, {}, false};
+    // Empty: no result. Anything else is the task's result, JSON as a handler's would be.
+    if (auto valid = report.payload.empty() ? ok() : check_json(report.payload, "the task's result"); !valid) {
+      set_error(context.getResults().initError(), valid.error());
+      return kj::READY_NOW;
+    }
     return end_task(text(params.getToken()), std::move(report), context.getResults().initError());
   }
 
@@ -564,12 +571,16 @@ class ClientServiceImpl final : public schema::ClientService::Server {
 
   kj::Promise<void> startWorkflow(StartWorkflowContext context) override {
     auto params = context.getParams();
+    std::string input = params.hasInputJson() ? text(params.getInputJson()) : "";
+    if (input.empty()) input = "{}";
+    if (auto valid = check_json(input, "the workflow input"); !valid) {
+      set_error(context.getResults().initError(), valid.error());
+      return kj::READY_NOW;
+    }
     auto b = bridge<std::string>();
     std::string id = text(params.getWorkflowId());
     if (id.empty()) id = new_workflow_id();
     std::string json = text(params.getDefinitionJson());
-    std::string input = params.hasInputJson() ? text(params.getInputJson()) : "";
-    if (input.empty()) input = "{}";
     std::string run_from = text(params.getRunFrom());
     caf::anon_send(services_->client_bridge, actors::submit_atom::value, id, json, input, run_from,
                    Reply<std::string>{b.resolve});

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <vector>
 
 #include "actors/caf_types.hpp"
 
@@ -83,6 +84,61 @@ void poll_progress(std::shared_ptr<ProgressWatch> watch, std::shared_ptr<actors:
   });
 }
 
+/// Writes `content` to a new file at `path` that only this user may read (an input may hold
+/// secrets). UNAVAILABLE with the reason when it cannot (a full disk).
+Result<void> write_private_file(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, ec);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (out.good() && !ec) return ok();
+  }
+  fs::remove(path, ec);
+  return fail(Errc::UNAVAILABLE, "cannot write the task's input to " + path);
+}
+
+void remove_files(const std::vector<std::string>& files) {
+  std::error_code ec;
+  for (const auto& file : files) std::filesystem::remove(file, ec);
+}
+
+/// Adds TROUPE_INPUT and TROUPE_WORKFLOW_INPUT to `spec`'s environment, or, for an input too
+/// long for the environment, TROUPE_INPUT_FILE / TROUPE_WORKFLOW_INPUT_FILE naming a file
+/// beside the log (`stem` is the log's path without ".log"). Returns the files it wrote.
+Result<std::vector<std::string>> pass_inputs(const actors::Invocation& invocation, const std::string& stem,
+                                             ProcessSpec& spec) {
+  std::vector<std::string> files;
+  auto pass = [&](const std::string& name, const std::string& value, const std::string& path) -> Result<void> {
+    if (value.size() <= ShellRunnerOptions::max_env_input_bytes) {
+      spec.env.push_back(name + "=" + value);
+      return ok();
+    }
+    if (std::find(files.begin(), files.end(), path) == files.end()) {
+      if (auto written = write_private_file(path, value); !written) return written.error();
+      files.push_back(path);
+    }
+    spec.env.push_back(name + "_FILE=" + path);
+    return ok();
+  };
+  const std::string input_file = stem + ".input.json";
+  auto passed = pass("TROUPE_INPUT", invocation.input_json, input_file);
+  if (passed) {
+    // Without an input of its own the task's input is the workflow's: one file serves both.
+    passed = invocation.workflow_input_json.empty()
+                 ? pass("TROUPE_WORKFLOW_INPUT", invocation.input_json, input_file)
+                 : pass("TROUPE_WORKFLOW_INPUT", invocation.workflow_input_json, stem + ".workflow-input.json");
+  }
+  if (!passed) {
+    remove_files(files);
+    return passed.error();
+  }
+  return files;
+}
+
 }  // namespace
 
 std::string invocation_log_path(const std::string& log_dir, const actors::Invocation& invocation) {
@@ -106,12 +162,16 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
     spec.env.push_back("TROUPE_WORKFLOW_ID=" + invocation.workflow_id);
     spec.env.push_back("TROUPE_TASK=" + invocation.task_name);
     spec.env.push_back("TROUPE_ATTEMPT=" + std::to_string(invocation.attempt));
-    spec.env.push_back("TROUPE_INPUT=" + invocation.input_json);
     if (!invocation.task_token.empty()) spec.env.push_back("TROUPE_TASK_TOKEN=" + invocation.task_token);
     spec.cwd = invocation.cwd;
     spec.log_path = invocation_log_path(options.log_dir, invocation);
     spec.log_cap_bytes = options.log_cap_bytes;
     const std::string log_path = spec.log_path;
+    auto input_files = pass_inputs(invocation, log_path.substr(0, log_path.size() - 4), spec);
+    if (!input_files) {
+      context->fail("SpawnFailed", input_files.error().message, false);
+      return;
+    }
     // Heartbeats: the task writes its progress to this file (beside its log); every change is
     // a heartbeat carrying the content. It starts with the progress of the last attempt.
     auto watch = std::make_shared<ProgressWatch>();
@@ -125,8 +185,9 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
     }
     spec.env.push_back("TROUPE_PROGRESS_FILE=" + watch->path);
     spec.env.push_back("TROUPE_PROGRESS=" + invocation.progress);
-    auto id = supervisor->spawn(std::move(spec), [context, log_path, watch](ProcessExit exit) {
+    auto id = supervisor->spawn(std::move(spec), [context, log_path, watch, files = *input_files](ProcessExit exit) {
       watch->ended = true;
+      remove_files(files);
       // Progress written just before the exit still counts (a failed attempt's last word is
       // what the next one starts from).
       if (auto progress = progress_changed(*watch); progress && !exit.cancelled) context->heartbeat(std::move(*progress));
@@ -143,6 +204,7 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
       }
     });
     if (!id) {
+      remove_files(*input_files);
       context->fail("SpawnFailed", id.error().message, false);
       return;
     }

@@ -8,6 +8,12 @@
 // at four times per heartbeat timeout, or every second without one. A new attempt finds the
 // last progress in that file and in $TROUPE_PROGRESS. A heartbeat answered "cancel requested"
 // cancels the task.
+//
+// Inputs: $TROUPE_INPUT holds the task's input and $TROUPE_WORKFLOW_INPUT the workflow's. One
+// larger than max_env_input_bytes goes through a file beside the log instead (TASK.ATTEMPT.
+// DISPATCH.input.json, or .workflow-input.json), named by $TROUPE_INPUT_FILE or
+// $TROUPE_WORKFLOW_INPUT_FILE, and the variable is left unset: Linux refuses to start a
+// program with any one environment string over 128 KiB. The files go when the process ends.
 #pragma once
 
 #include <memory>
@@ -23,6 +29,10 @@ struct ShellRunnerOptions {
   uint64_t log_cap_bytes = uint64_t{16} << 20;
   /// Progress beyond this many bytes is cut off.
   static constexpr size_t max_progress_bytes = 64 * 1024;
+  /// An input longer than this (in bytes) is handed over in a file rather than in the
+  /// environment: half of Linux's limit on one environment string, so the input variables and
+  /// the progress together stay well inside the limit on the whole environment.
+  static constexpr size_t max_env_input_bytes = 64 * 1024;
 };
 
 /// The log file of an invocation: LOG_DIR/WORKFLOW/TASK.ATTEMPT.DISPATCH.log, each part made

@@ -169,6 +169,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
       inv.cwd = text(shell.getCwd());
     }
     inv.input_json = text(spec.getInput());
+    inv.workflow_input_json = text(spec.getWorkflowInput());
     auto progress = spec.getProgress();
     inv.progress.assign(reinterpret_cast<const char*>(progress.begin()), progress.size());
     inv.heartbeat_timeout_us = int64_t{spec.getHeartbeatTimeoutMs()} * 1000;

@@ -1,6 +1,7 @@
 // Definition JSON -> WorkflowSpec, in three passes so that every problem is reported with its
 // JSON path rather than the first exception capnp would throw:
-//   1. parse the text into a json::Value (a syntax error ends the check here);
+//   1. check the syntax (json_syntax.hpp: a syntax error, with its line and column, or a text
+//      that is no object ends the check here), then parse it into a json::Value;
 //   2. walk that value against workflow.capnp's schema: unknown fields, wrong types, two
 //      members of one union, integers out of range;
 //   3. decode with capnp::JsonCodec and check meaning: names, dependencies, cycles, durations,
@@ -19,6 +20,7 @@
 #include <capnp/schema.h>
 #include <kj/exception.h>
 
+#include "schema/json_syntax.hpp"
 #include "schema/workflow.capnp.h"
 
 namespace troupe {
@@ -430,6 +432,7 @@ std::optional<WorkflowSpec> build_spec(schema::WorkflowDefinition::Reader def,
     if (task.hasInput()) {
       auto encoded = codec.encodeRaw(task.getInput());
       t.input_json.assign(encoded.cStr(), encoded.size());
+      t.has_input = true;
     }
     if (task.hasTimeouts()) t.timeouts = b.timeouts(task.getTimeouts(), path + ".timeouts");
     if (task.hasRetry()) t.retry = b.retry(task.getRetry(), t.timeouts, path + ".retry");
@@ -508,8 +511,19 @@ std::optional<uint32_t> WorkflowSpec::find_task(std::string_view name) const {
 
 DefinitionCheck check_definition(std::string_view json) {
   DefinitionCheck check;
+  // The codec says neither where a syntax error is nor what a non-object is: ask first.
+  constexpr size_t max_depth = 64;
+  if (auto syntax = json_syntax_error(json, max_depth)) {
+    check.problems.push_back({"$", "is not valid JSON: " + syntax->to_string()});
+    return check;
+  }
+  if (const char* kind = json_kind_of(json); std::string_view(kind) != "an object") {
+    check.problems.push_back({"$", std::string("a workflow definition is a JSON object; this is ") + kind});
+    return check;
+  }
   RawJsonHandler raw_json;  // outlives the codec
   capnp::JsonCodec codec;
+  codec.setMaxNestingDepth(max_depth);
   codec.setRejectUnknownFields(true);
   codec.addTypeHandler(raw_json);
   capnp::MallocMessageBuilder raw_message;

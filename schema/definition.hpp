@@ -61,7 +61,10 @@ struct TaskSpec {
   std::string task_list = "default";
   int32_t priority = 0;
   TaskBody body;
+  /// The task's own input: its TROUPE_INPUT instead of the workflow's input. "null" when the
+  /// definition gives none (then has_input is false).
   std::string input_json = "null";
+  bool has_input = false;
   TimeoutsSpec timeouts;
   std::optional<RetrySpec> retry;  ///< nullopt: one attempt, no retry
   std::optional<uint32_t> session;  ///< index into WorkflowSpec::sessions

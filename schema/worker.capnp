@@ -74,11 +74,14 @@ struct InvocationSpec {
     }
     handler @8 :Text;                # a handler registered in the worker
   }
-  input @9 :Text;                    # JSON
+  input @9 :Text;                    # JSON: the task's input (TROUPE_INPUT), its own or else the workflow's
   progress @10 :Data;                # the last progress of an earlier attempt
   heartbeatTimeoutMs @11 :UInt32;    # the task's heartbeat timeout (0: none): report more often
   taskToken @12 :Text;               # names this invocation to completeTask/failTask
   asyncCompletion @13 :Bool;         # a successful end hands the task off (Outcome.handedOff)
+  workflowInput @14 :Text;           # JSON: the workflow's input (TROUPE_WORKFLOW_INPUT). Empty when
+                                     # it is `input`: a task without an input of its own is given
+                                     # the workflow's as `input`, which is then not sent twice
 }
 
 struct Outcome {

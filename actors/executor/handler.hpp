@@ -21,7 +21,11 @@ class TaskContext {
   virtual ~TaskContext() = default;
 
   virtual const std::string& invocation_id() const = 0;
+  /// The task's input (JSON): its own `input` from the definition when it has one, else the
+  /// workflow's input (`{}` when the workflow was given none). A shell task's TROUPE_INPUT.
   virtual const std::string& input_json() const = 0;
+  /// The workflow's input (JSON), whatever the task's own: a shell task's TROUPE_WORKFLOW_INPUT.
+  virtual const std::string& workflow_input_json() const = 0;
   /// The progress last reported by an earlier attempt of this task ("" if none).
   virtual const std::string& progress() const = 0;
   /// The attempt, from 1.

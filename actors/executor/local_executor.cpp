@@ -33,6 +33,9 @@ class LocalContext final : public TaskContext {
 
   const std::string& invocation_id() const override { return invocation_.invocation_id; }
   const std::string& input_json() const override { return invocation_.input_json; }
+  const std::string& workflow_input_json() const override {
+    return invocation_.workflow_input_json.empty() ? invocation_.input_json : invocation_.workflow_input_json;
+  }
   const std::string& progress() const override { return invocation_.progress; }
   uint32_t attempt() const override { return invocation_.attempt; }
   const std::string& task_token() const override { return invocation_.task_token; }

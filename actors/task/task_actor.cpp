@@ -24,6 +24,7 @@ struct TaskActorState {
   TaskModel model;
   task_owner_port owner;
   std::shared_ptr<const Wiring> wiring;
+  std::shared_ptr<const std::string> workflow_input;  ///< shared with the workflow; null: {}
   EffectPipeline pipeline;
   std::array<uint64_t, timer_kinds> generation{};
   bool ended = false;
@@ -102,7 +103,15 @@ Invocation make_invocation(Self self) {
   inv.task_list = st.task().task_list;
   inv.executor = st.model.executor;
   inv.attempt = st.model.attempt;
-  inv.input_json = st.model.input_json;
+  // TROUPE_INPUT is the task's own input when its definition gives one, else the workflow's;
+  // the workflow's travels a second time only when it differs.
+  std::string workflow_input = st.workflow_input && !st.workflow_input->empty() ? *st.workflow_input : "{}";
+  if (st.task().has_input) {
+    inv.input_json = st.model.input_json;
+    inv.workflow_input_json = std::move(workflow_input);
+  } else {
+    inv.input_json = std::move(workflow_input);
+  }
   inv.progress = st.model.progress;
   if (st.task().timeouts.heartbeat) inv.heartbeat_timeout_us = st.task().timeouts.heartbeat->count();
   inv.async_completion = st.task().async_completion;
@@ -626,6 +635,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
   st.model = std::move(setup.model);
   st.owner = std::move(setup.owner);
   st.wiring = std::move(setup.wiring);
+  st.workflow_input = std::move(setup.workflow_input);
   return {
       [=](persisted_atom, uint64_t ticket, bool ok, const storage::AppendReceipt&, const std::string& error,
           uint8_t code) {

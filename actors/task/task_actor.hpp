@@ -45,6 +45,8 @@ struct TaskSetup {
   TaskModel model;  ///< with taskScheduled applied (or a replayed history)
   task_owner_port owner;
   std::shared_ptr<const Wiring> wiring;  ///< shared by every actor of the system
+  /// The workflow's input (JSON), shared by the workflow and all its tasks; null reads as {}.
+  std::shared_ptr<const std::string> workflow_input;
 };
 
 /// Spawns a task actor from another actor (its workflow) or from the system (tests, replay).

@@ -155,7 +155,7 @@ void schedule_ready_tasks(Self self, Batch& batch) {
     batch.eager.push_back([self, index, initial = std::move(initial)]() mutable {
       auto& s = self->state;
       TaskSetup setup{s.model.id, s.model.spec, index, std::move(initial),
-                      caf::actor_cast<task_owner_port>(self), s.setup.wiring};
+                      caf::actor_cast<task_owner_port>(self), s.setup.wiring, s.model.input};
       auto task = spawn_task(self, std::move(setup));
       s.tasks[index] = task;
       self->send(task, start_atom::value);
@@ -482,7 +482,7 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
     auto& s = self->state;
     for (auto& [index, model] : revived) {
       TaskSetup setup{s.model.id, s.model.spec, index, std::move(model),
-                      caf::actor_cast<task_owner_port>(self), s.setup.wiring};
+                      caf::actor_cast<task_owner_port>(self), s.setup.wiring, s.model.input};
       auto task = spawn_task(self, std::move(setup));
       s.tasks[index] = task;
       if (awakened) {

@@ -97,7 +97,7 @@ Result<void> WorkflowModel::apply(const EventView& event) {
     auto submitted = body.getWorkflowSubmitted();
     submitted_us = event.timestamp_us;
     auto text = submitted.getDefinitionJson();
-    input = to_string(submitted.getInput());
+    input = std::make_shared<const std::string>(to_string(submitted.getInput()));
     run_from = to_string(submitted.getRunFrom());
     if (definitions != nullptr) {
       auto shared = definitions->get(std::string_view(text.cStr(), text.size()));
@@ -202,7 +202,8 @@ Result<void> WorkflowModel::apply(const EventView& event) {
 std::string WorkflowModel::canonical() const {
   std::string out = "id=" + id + ";state=" + std::string(WorkflowMachineTraits::name(state)) +
                     ";definition=" + (definition_json ? *definition_json : std::string()) +
-                    ";input=" + std::to_string(input.size()) + ":" + input + ";run_from=" + run_from +
+                    ";input=" + (input ? std::to_string(input->size()) + ":" + *input : std::string("0:")) +
+                    ";run_from=" + run_from +
                     ";failure=" + failure_reason + ";first_task_failure=" + first_task_failure +
                     ";submitted=" + std::to_string(submitted_us) + ";finalized=" + (finalized ? "1" : "0") +
                     ";stop_immediate=" + (stop_immediate ? "1" : "0") +

@@ -23,7 +23,8 @@ struct WorkflowModel {
   WorkflowState state = WorkflowState::SUBMITTED;
   std::shared_ptr<const WorkflowSpec> spec;  ///< immutable once submitted; shared with tasks
   std::shared_ptr<const std::string> definition_json;  ///< shared by instances of one definition
-  std::string input;
+  /// The workflow's input (JSON), shared with its task actors, which hand it to every task.
+  std::shared_ptr<const std::string> input;
   std::string run_from;
   std::optional<ExecutionGraph> graph;
   std::string failure_reason;

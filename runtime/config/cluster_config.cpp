@@ -1,7 +1,7 @@
 // Cluster config TOML -> ClusterConfig. toml++ parses the text (a syntax error ends the check
 // there); then the document is walked against the format, collecting every problem with its key
 // path and line; last come the rules across keys (heartbeat ordering, duplicate node names,
-// what each role requires). The only file that includes toml++.
+// what each role requires). The only file that reads TOML (`troupe dev` writes it with toml++).
 #include "runtime/config/cluster_config.hpp"
 
 #include <arpa/inet.h>

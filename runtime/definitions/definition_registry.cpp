@@ -25,9 +25,10 @@ Result<std::string> read_file(const std::string& path) {
 }  // namespace
 
 bool is_definition_name(std::string_view text) {
-  // A definition's JSON is an object; a name is never blank and never starts with '{'.
+  // A name is never blank. Text that opens an object, an array or a string is JSON, so that
+  // JSON which is no definition (a file holding []) is refused as such, not looked up.
   const auto first = text.find_first_not_of(" \t\r\n");
-  return first != std::string_view::npos && text[first] != '{';
+  return first != std::string_view::npos && text[first] != '{' && text[first] != '[' && text[first] != '"';
 }
 
 DefinitionRegistry::DefinitionRegistry(std::string dir) : dir_(std::move(dir)) {}

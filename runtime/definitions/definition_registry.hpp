@@ -14,7 +14,8 @@
 
 namespace troupe::runtime {
 
-/// Whether `text` names a registered definition rather than holding the JSON of one.
+/// Whether `text` names a registered definition rather than holding JSON: it is not blank and
+/// does not start (after whitespace) with '{', '[' or '"'.
 bool is_definition_name(std::string_view text);
 
 class DefinitionRegistry {

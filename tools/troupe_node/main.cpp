@@ -12,7 +12,8 @@ constexpr const char* usage = R"(usage: troupe-node --config CLUSTER.toml --node
 
 Runs node NAME of the cluster described by CLUSTER.toml: a scheduler, a worker, or both,
 as its roles say. Stops cleanly on SIGINT or SIGTERM.
-Exit codes: 0 stopped, 1 a worker had to die, 2 usage or config error, 3 could not start,
+Exit codes: 0 stopped, 1 a worker had to die, 2 usage or config error, 3 could not start
+(its listen address in use, its data directory unusable: the message says which),
 4 the scheduler's history store failed a write (a full disk: the message says what to do).
 )";
 

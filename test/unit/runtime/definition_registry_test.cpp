@@ -23,13 +23,17 @@ void write(const std::string& path, const std::string& text) { std::ofstream(pat
 }  // namespace
 
 TEST_SUITE("runtime.definition_registry") {
-  TEST_CASE("a name is anything that is not a JSON object") {
+  TEST_CASE("a name is any text that does not open a JSON object, array or string") {
     CHECK(is_definition_name("nightly"));
     CHECK(is_definition_name(" nightly-2.v1"));
     CHECK_FALSE(is_definition_name(R"({"name": "x"})"));
     CHECK_FALSE(is_definition_name("  \n{"));
     CHECK_FALSE(is_definition_name(""));
     CHECK_FALSE(is_definition_name("   "));
+    // JSON that is no definition is refused as such by the definition checker, not looked up.
+    CHECK_FALSE(is_definition_name("[]"));
+    CHECK_FALSE(is_definition_name("\n [{\"name\": \"x\"}]"));
+    CHECK_FALSE(is_definition_name("\"nightly\""));
   }
 
   TEST_CASE("definitions are found by the name inside them, read afresh each time") {
