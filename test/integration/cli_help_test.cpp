@@ -121,6 +121,10 @@ TEST_SUITE("integration.cli_help") {
       CHECK(run.output.starts_with("usage: troupe " + words[0]));
       CHECK_FALSE(contains(run.output, "cannot reach"));
     }
+    // A workflow id named like a command is an id.
+    auto named_like_a_command = troupe_cli({"status", "submit", "--address", nowhere});
+    CHECK(named_like_a_command.code == 3);
+    CHECK(contains(named_like_a_command.output, "cannot reach the scheduler"));
     // After --, -h is an argument like any other: here the name of a registered definition.
     auto literal = troupe_cli({"submit", "--address", nowhere, "--", "-h"});
     CHECK(literal.code == 3);

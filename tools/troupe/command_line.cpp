@@ -31,7 +31,8 @@ CommandSpec help_spec() {
   };
 }
 
-/// The words of a command path, and the path of its group ("" for a top-level command).
+/// The group of a command path ("bench" for "bench chain", "" for a top-level command), and
+/// the command's own word.
 std::string parent_of(const std::string& path) {
   const auto space = path.rfind(' ');
   return space == std::string::npos ? "" : path.substr(0, space);
@@ -54,8 +55,12 @@ class CommandLine {
     auto help = help_spec();
     help.run = [this](const Args& args) { return help_command(args); };
     table_.push_back(std::move(help));
+    // Words CLI11 cannot place are kept, not refused, so that leftover() names them with the
+    // nearest option or command instead of CLI11's "The following arguments were not expected".
     root_.allow_extras(true);
-    root_.require_subcommand(0, 1);  // a command's argument named like another command stays an argument
+    // One command per line: an argument named like another command ("troupe status list")
+    // stays an argument.
+    root_.require_subcommand(0, 1);
     root_.set_help_flag("-h,--help");
     version_ = root_.add_flag("--version");
     apps_[""] = &root_;
@@ -206,6 +211,7 @@ class CommandLine {
     const CLI::App* app = deepest();
     const std::string path = app == &root_ ? "" : parsed_.at(app).spec->path;
     const std::string what = e.what();
+    // CLI11 says "--timeout: 1 required TEXT missing" for an option given no value.
     if (e.get_name() == "ArgumentMismatch" && what.starts_with("--")) {
       return usage_error(path, what.substr(0, what.find(':')) + " needs a value");
     }

@@ -259,7 +259,7 @@ std::vector<CommandSpec> command_table() {
                        "troupe dev --listen 127.0.0.1:7800 --dir /tmp/t --task-lists default=4,gpu=1 --sync false",
                        "troupe dev --definitions examples/workflows  # then 'troupe submit diamond'"},
           .exits = {{exit_ok, "stopped cleanly by a signal"},
-                    {exit_failed, "a worker had to stop"},
+                    {exit_failed, "its worker had to die (the scheduler told it to)"},
                     usage_exit(),
                     {exit_unreachable, "the node could not start (its port in use, its data directory locked)"},
                     {exit_store_failed, "the history store failed a write (a full disk) and the node stopped"}},
