@@ -124,6 +124,33 @@ class StateTable {
     return out;
   }
 
+  /// The table as one JSON object: {"states": [...], "events": [...], "transitions": [{"from",
+  /// "event", "to", "actions": [...], "ignored", "note"}]}; every pair not listed is rejected.
+  std::string json() const {
+    std::string out = "{\"states\":[";
+    for (size_t i = 0; i < Traits::states; ++i) {
+      out += (i ? "," : "") + json_string(Traits::name(static_cast<State>(i)));
+    }
+    out += "],\"events\":[";
+    for (size_t i = 0; i < Traits::events; ++i) {
+      out += (i ? "," : "") + json_string(Traits::name(static_cast<Event>(i)));
+    }
+    out += "],\"transitions\":[";
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      const auto& row = rows_[r];
+      out += std::string(r ? "," : "") + "{\"from\":" + json_string(Traits::name(row.from)) +
+             ",\"event\":" + json_string(Traits::name(row.event)) + ",\"to\":" + json_string(Traits::name(row.to)) +
+             ",\"actions\":[";
+      bool first = true;
+      for (Action a : row.actions) {
+        out += (first ? "" : ",") + json_string(Traits::name(a));
+        first = false;
+      }
+      out += std::string("],\"ignored\":") + (row.ignored ? "true" : "false") + ",\"note\":" + json_string(row.note) + "}";
+    }
+    return out + "]}";
+  }
+
   static std::string action_text(const ActionList<Action>& actions) {
     std::string out;
     for (Action a : actions) out += (out.empty() ? "" : ", ") + std::string(Traits::name(a));
@@ -131,6 +158,24 @@ class StateTable {
   }
 
  private:
+  /// `text` as a JSON string (names and notes are printable ASCII; anything else is escaped).
+  static std::string json_string(std::string_view text) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out = "\"";
+    for (unsigned char c : text) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += static_cast<char>(c);
+      } else if (c < 0x20) {
+        out += "\\u00";
+        out += hex[c >> 4];
+        out += hex[c & 15];
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+    return out + "\"";
+  }
   static size_t index(State s, Event e) {
     return static_cast<size_t>(s) * Traits::events + static_cast<size_t>(e);
   }

@@ -33,6 +33,9 @@ struct WorkflowActorState {
   /// Client requests not answered yet (answered by effects once durable, or by fail_stop).
   /// Shared with the effects that answer them, so that an answered one reads as such.
   std::vector<std::shared_ptr<caf::typed_response_promise<std::string>>> replies;
+  /// Kills accepted and not answered yet: a kill answers with the state it ends in (STOPPED)
+  /// once that is durable, which follows at once since its tasks' kills need no worker.
+  std::vector<std::shared_ptr<caf::typed_response_promise<std::string>>> kills;
   EffectPipeline pipeline;
   /// A passivation under way: the tasks asked, the answers still awaited.
   struct Passivation {
@@ -268,6 +271,8 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
           auto& s = self->state;
           for (auto& waiter : s.waiters) waiter.deliver(outcome);
           s.waiters.clear();
+          for (auto& kill : s.kills) kill->deliver(outcome.state);
+          s.kills.clear();
           if (s.setup.closed_to) {
             self->send(s.setup.closed_to, closed_atom::value, s.model.id, outcome, s.model.finalized);
           }
@@ -614,7 +619,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
                  });
         return promise;
       },
-      [=](kill_atom) {
+      [=](kill_atom) -> caf::result<std::string> {
         call_off_passivation(self);
         // A stop already under way is escalated task by task: each active task records its
         // own immediate kill (the workflow's STOP is not recorded twice).
@@ -625,11 +630,27 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
             }
           }
         }
-        return request_event(self, WorkflowEvent::STOP, [](Body b) {
+        auto reply = new_reply(self);
+        if (auto allowed = WorkflowMachine::transition(self->state.model.state, WorkflowEvent::STOP); !allowed) {
+          reply->deliver(to_caf(allowed.error()));
+          return *reply;
+        }
+        const bool closed = WorkflowMachine::is_terminal(self->state.model.state);
+        Batch batch;
+        const bool decided = decide(self, batch, WorkflowEvent::STOP, [](Body b) {
           auto reason = b.initWorkflowStopRequested();
           reason.setText("killed by a client");
           reason.setImmediate(true);
         });
+        if (!decided) return *reply;  // the history failed: fail_stop answered it
+        // Not the READY_STOP a stop answers: the close answers once STOPPED is durable.
+        if (closed) {
+          batch.effects.push_back([reply, state = outcome_of(self->state.model).state] { reply->deliver(state); });
+        } else {
+          self->state.kills.push_back(reply);
+        }
+        commit(self, std::move(batch));
+        return *reply;
       },
       [=](finished_atom, uint32_t index, uint8_t raw_state, const std::string& detail) {
         call_off_passivation(self);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 using namespace std::chrono_literals;
 using troupe::test::Cluster;
 using troupe::test::contains;
+using troupe::test::is_json;
 using troupe::test::troupe_cli;
 
 namespace {
@@ -57,6 +59,16 @@ void start(Cluster& cluster) {
   cluster.start("scheduler");
   cluster.start("worker-a");
   troupe::test::connect(cluster.port);
+}
+
+/// The first line of `path`, once the file has one (polled up to 30 s); empty if it never does.
+std::string first_line_of(const std::string& path) {
+  std::string line;
+  troupe::test::eventually([&] {
+    std::ifstream in(path);
+    return static_cast<bool>(std::getline(in, line)) && !line.empty();
+  }, std::chrono::seconds(30));
+  return line;
 }
 
 }  // namespace
@@ -295,5 +307,134 @@ TEST_SUITE("integration.cli") {
     auto missing = troupe_cli({"submit", dir + "/nowhere.json", "--address", address});
     CHECK(missing.code == 2);
     CHECK(contains(missing.output, "cannot read"));
+  }
+
+  TEST_CASE("a wait that times out exits 5, not the 1 of a failed workflow; kill answers STOPPED") {
+    Cluster cluster(one_worker());
+    start(cluster);
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+    const std::string dir = cluster.dir.path();
+    std::ofstream(dir + "/long.json") << R"({"name": "long", "tasks": [
+        {"name": "t", "shell": {"command": ["sleep", "60"]}}]})";
+    REQUIRE(troupe_cli({"submit", dir + "/long.json", "--id", "slow-1", "--address", address}).code == 0);
+
+    auto waited = troupe_cli({"result", "slow-1", "--timeout", "1s", "--address", address});
+    CHECK(waited.code == 5);
+    CHECK(contains(waited.output, "did not end within"));
+    auto submitted = troupe_cli({"submit", dir + "/long.json", "--id", "slow-2", "--wait", "--timeout=1s",
+                                 "--address", address});
+    CHECK(submitted.code == 5);
+    // Still running: the timeout gave up the wait, not the workflow.
+    auto status = troupe_cli({"status", "slow-2", "--json", "--address", address});
+    CHECK(contains(status.output, R"("workflowId":"slow-2","state":"RUNNING")"));
+
+    auto killed = troupe_cli({"kill", "slow-1", "--address", address});
+    CHECK(killed.code == 0);
+    CHECK(killed.output == "slow-1 STOPPED\n");
+    auto killed_json = troupe_cli({"kill", "slow-2", "--json", "--address", address});
+    CHECK(killed_json.code == 0);
+    CHECK(is_json(killed_json.output));
+    CHECK(killed_json.output == "{\"workflowId\":\"slow-2\",\"state\":\"STOPPED\"}\n");
+    auto ended = troupe_cli({"result", "slow-1", "--timeout", "10s", "--address", address});
+    CHECK(ended.code == 1);
+    CHECK(contains(ended.output, "slow-1 STOPPED"));
+  }
+
+  TEST_CASE("complete and fail confirm; RESULT, --input and a definition are checked as JSON first") {
+    Cluster cluster(one_worker());
+    start(cluster);
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+    const std::string dir = cluster.dir.path();
+    // Three tasks that hand their token out through a file and wait for it.
+    auto handing = [&](const std::string& name) {
+      return R"({"name": ")" + name + R"(", "asyncCompletion": true, "retry": {"maximumAttempts": 1},
+          "shell": {"command": ["sh", "-c", "printf '%s\\n' \"$TROUPE_TASK_TOKEN\" > )" + dir + "/" + name +
+             R"(.token"]}})";
+    };
+    std::ofstream(dir + "/async.json") << R"({"name": "async", "tasks": [)" << handing("a") << ", " << handing("b")
+                                       << ", " << handing("c") << "]}";
+    std::ofstream(dir + "/ok.json") << R"({"name": "ok", "tasks": [{"name": "a", "handler": "noop"}]})";
+    std::ofstream(dir + "/bad.json") << "{\"name\": \"bad\",\n  \"tasks\": [\n    {\"name\": \"a\" \"handler\": \"noop\"}]}";
+
+    SUBCASE("complete and fail") {
+      REQUIRE(troupe_cli({"submit", dir + "/async.json", "--id", "async-1", "--address", address}).code == 0);
+      const std::string a = first_line_of(dir + "/a.token"), b = first_line_of(dir + "/b.token"),
+                        c = first_line_of(dir + "/c.token");
+      REQUIRE(!a.empty());
+      REQUIRE(!b.empty());
+      REQUIRE(!c.empty());
+
+      auto refused = troupe_cli({"complete", a, R"({"approved": tru})", "--address", address});
+      CHECK(refused.code == 2);
+      CHECK(contains(refused.output, "the task's result is not valid JSON: line 1, column 14: expected a value"));
+      CHECK(contains(refused.output, "found 'tru'"));
+      // Nothing was sent: the token still completes the task.
+      auto completed = troupe_cli({"complete", a, R"({"approved": true})", "--address", address});
+      CHECK_MESSAGE(completed.code == 0, completed.output);
+      CHECK(completed.output == "completed: the task's result is recorded\n");
+      auto completed_json = troupe_cli({"complete", b, "[1, 2]", "--json", "--address", address});
+      CHECK_MESSAGE(completed_json.code == 0, completed_json.output);
+      CHECK(is_json(completed_json.output));
+      CHECK(completed_json.output == "{\"outcome\":\"completed\"}\n");
+      auto failed = troupe_cli({"fail", c, "Rejected", "--details", "not this week", "--json", "--address", address});
+      CHECK_MESSAGE(failed.code == 0, failed.output);
+      CHECK(is_json(failed.output));
+      CHECK(failed.output == "{\"outcome\":\"failed\",\"reason\":\"Rejected\"}\n");
+      auto result = troupe_cli({"result", "async-1", "--timeout", "30s", "--address", address});
+      CHECK(result.code == 1);
+      CHECK(contains(result.output, "Rejected"));
+      auto again = troupe_cli({"fail", c, "Rejected", "--address", address});
+      CHECK(again.code == 2);  // its invocation has ended
+    }
+    SUBCASE("--input and the definition") {
+      auto bad_input = troupe_cli({"submit", dir + "/ok.json", "--id", "in-1", "--input", "notjson", "--address", address});
+      CHECK(bad_input.code == 2);
+      CHECK(contains(bad_input.output, "the workflow input is not valid JSON: line 1, column 1:"));
+      auto bad_definition = troupe_cli({"submit", dir + "/bad.json", "--id", "in-2", "--address", address});
+      CHECK(bad_definition.code == 2);
+      CHECK(contains(bad_definition.output, dir + "/bad.json:3:18: expected ',' or '}' after a member, found '\"'"));
+      // Neither reached the scheduler.
+      CHECK(troupe_cli({"status", "in-1", "--address", address}).code == 2);
+      CHECK(troupe_cli({"status", "in-2", "--address", address}).code == 2);
+      auto good = troupe_cli({"submit", dir + "/ok.json", "--id", "in-3", "--input", R"({"n": 3})", "--wait",
+                              "--json", "--address", address});
+      CHECK_MESSAGE(good.code == 0, good.output);
+      CHECK(is_json(good.output));
+    }
+  }
+
+  TEST_CASE("what every client command prints with --json is JSON") {
+    Cluster cluster(one_worker());
+    start(cluster);
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+    const std::string dir = cluster.dir.path();
+    std::ofstream(dir + "/ok.json") << R"({"name": "ok", "tasks": [{"name": "a", "handler": "noop"}]})";
+    std::ofstream(dir + "/long.json") << R"({"name": "long", "tasks": [
+        {"name": "t", "shell": {"command": ["sleep", "60"]}}]})";
+    REQUIRE(troupe_cli({"submit", dir + "/long.json", "--id", "j-long", "--address", address}).code == 0);
+    const std::vector<std::vector<std::string>> commands = {
+        {"submit", dir + "/ok.json", "--id", "j-1", "--json"},
+        {"submit", dir + "/ok.json", "--id", "j-2", "--wait", "--json"},
+        {"result", "j-1", "--json"},
+        {"status", "j-1", "--json"},
+        {"list", "--json"},
+        {"pause", "j-long", "--json"},
+        {"resume", "j-long", "--json"},
+        {"stop", "j-long", "--json"},
+        {"rerun", "j-1", "--from", "a", "--wait", "--json"},
+        {"watch", "j-1", "--json"},
+    };
+    for (auto words : commands) {
+      words.insert(words.end(), {"--address", address});
+      CAPTURE(words[0]);
+      auto run = troupe_cli(words);
+      CHECK_MESSAGE(run.code == 0, run.output);
+      // watch prints one object per line; the others one object.
+      std::istringstream lines(run.output);
+      size_t objects = 0;
+      for (std::string line; std::getline(lines, line); ++objects) CHECK_MESSAGE(is_json(line), line);
+      CHECK(objects >= 1);
+      if (words[0] != "watch") CHECK(objects == 1);
+    }
   }
 }

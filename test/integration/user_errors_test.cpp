@@ -168,9 +168,14 @@ TEST_SUITE("integration.user_errors") {
                                                          "    {\"name\": \"a\", \"handler\": \"noop\",}]}\n");
     auto refused = troupe_cli({"submit", path, "--address", running.address});
     CHECK(refused.code == 2);
-    CHECK_MESSAGE(contains(refused.output, "$: is not valid JSON: line 3, column 37: a comma must be followed by "
-                                           "another member"),
-                  refused.output);
+    // Checked by the CLI before it is sent: FILE:LINE:COLUMN, as compilers say it.
+    CHECK_MESSAGE(contains(refused.output, path + ":3:37: a comma must be followed by another member"), refused.output);
+    // The scheduler says the same of definition text sent to it.
+    auto started = running.client->start(client::StartRequest{read_whole(path), "", "", ""});
+    REQUIRE_FALSE(started);
+    CHECK_MESSAGE(contains(started.error().message, "$: is not valid JSON: line 3, column 37: a comma must be followed by "
+                                                    "another member"),
+                  started.error().message);
   }
 
   TEST_CASE("a definition file holding JSON that is no object is refused as such, not looked up as a name") {

@@ -4,6 +4,10 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <capnp/compat/json.h>
+#include <capnp/message.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -32,6 +36,23 @@ CliRun troupe_cli(const std::vector<std::string>& args) {
   const int status = child.wait();
   run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
+}
+
+bool is_json(const std::string& text) {
+  capnp::JsonCodec codec;
+  capnp::MallocMessageBuilder message;
+  auto value = message.initRoot<capnp::JsonValue>();
+  try {
+    codec.decodeRaw(kj::arrayPtr(text.data(), text.size()), value);
+  } catch (const kj::Exception&) {
+    return false;
+  }
+  return true;
+}
+
+size_t line_count(const std::string& text) {
+  const auto newlines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  return newlines + (text.empty() || text.back() == '\n' ? 0 : 1);
 }
 
 }  // namespace troupe::test

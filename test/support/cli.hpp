@@ -23,4 +23,11 @@ inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+/// True when `text` is one JSON value (and whitespace), as Cap'n Proto's JSON codec reads it:
+/// a parser the CLI does not use, so `--json` output is checked independently.
+bool is_json(const std::string& text);
+
+/// The number of lines of `text` (a last line without '\n' counts).
+size_t line_count(const std::string& text);
+
 }  // namespace troupe::test

@@ -1,4 +1,4 @@
-// Command-line parsing for the troupe CLI.
+// Reading a command's parsed options.
 #include "tools/troupe/args.hpp"
 
 #include <algorithm>
@@ -6,32 +6,14 @@
 
 namespace troupe::cli {
 
-Result<Args> Args::parse(const std::vector<std::string>& argv,
-                         const std::vector<std::string>& flags) {
-  Args args;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& word = argv[i];
-    if (!word.starts_with("--") || word == "--") {
-      args.positionals_.push_back(word);
-      continue;
-    }
-    std::string name = word.substr(2);
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      args.options_[name.substr(0, eq)] = name.substr(eq + 1);
-    } else if (std::find(flags.begin(), flags.end(), name) != flags.end()) {
-      args.options_[name] = "true";
-    } else if (i + 1 < argv.size()) {
-      args.options_[name] = argv[++i];
-    } else {
-      return fail(Errc::INVALID_ARGUMENT, "option --" + name + " needs a value");
-    }
-  }
-  return args;
+std::optional<std::string> Args::get(const std::string& name) const {
+  if (auto it = options_.find(name); it != options_.end() && !it->second.empty()) return it->second.back();
+  return std::nullopt;
 }
 
-std::optional<std::string> Args::get(const std::string& name) const {
+std::vector<std::string> Args::all(const std::string& name) const {
   if (auto it = options_.find(name); it != options_.end()) return it->second;
-  return std::nullopt;
+  return {};
 }
 
 Result<double> Args::number(const std::string& name, double fallback) const {
@@ -40,8 +22,7 @@ Result<double> Args::number(const std::string& name, double fallback) const {
   double parsed = 0;
   auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), parsed);
   if (ec != std::errc() || end != value->data() + value->size() || parsed < 0) {
-    return fail(Errc::INVALID_ARGUMENT,
-                "--" + name + " takes a non-negative number, not '" + *value + "'");
+    return fail(Errc::INVALID_ARGUMENT, "--" + name + " takes a non-negative number, not '" + *value + "'");
   }
   return parsed;
 }
@@ -75,7 +56,7 @@ Result<bool> Args::boolean(const std::string& name, bool fallback) const {
 }
 
 Result<void> Args::only(const std::vector<std::string>& known) const {
-  for (const auto& [name, value] : options_) {
+  for (const auto& [name, values] : options_) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       return fail(Errc::INVALID_ARGUMENT, "unknown option --" + name);
     }

@@ -1,5 +1,5 @@
-// submit and result: thin wrappers around GatewayClient that turn its answers into output and
-// exit codes.
+// The client commands: thin wrappers around GatewayClient that turn its answers into output
+// and exit codes. The command line has checked the options and the number of arguments.
 #include "tools/troupe/client_commands.hpp"
 
 #include <unistd.h>
@@ -19,36 +19,16 @@
 #include "runtime/client/gateway_client.hpp"
 #include "runtime/config/cluster_config.hpp"
 #include "schema/duration.hpp"
+#include "schema/json_syntax.hpp"
+#include "tools/troupe/exit_codes.hpp"
 #include "tools/troupe/json.hpp"
 #include "tools/troupe/task_table.hpp"
 
 namespace troupe::cli {
 namespace {
 
-constexpr int exit_failed = 1;
-constexpr int exit_usage = 2;
-constexpr int exit_unreachable = 3;
-
 /// A wait with no --timeout: long enough to mean "until it ends".
 constexpr Duration forever = std::chrono::hours(24 * 365);
-
-int complain(int code, const std::string& message) {
-  std::cerr << "troupe: " << message << "\n";
-  return code;
-}
-
-/// The exit code for an error the client or the scheduler returned.
-int exit_code_of(const Error& error) {
-  switch (error.code) {
-    case Errc::UNAVAILABLE: return exit_unreachable;
-    case Errc::TIMED_OUT: return exit_failed;
-    case Errc::INVALID_ARGUMENT:
-    case Errc::NOT_FOUND:
-    case Errc::ALREADY_EXISTS:
-    case Errc::NOT_ALLOWED_IN_STATE: return exit_usage;
-    default: return exit_failed;
-  }
-}
 
 /// The scheduler's address: --address, else --config's scheduler node, else $TROUPE_ADDRESS,
 /// else 127.0.0.1:7700.
@@ -126,7 +106,7 @@ int print_result(const client::WorkflowResult& result, bool json) {
     std::cout << result.workflow_id << " " << result.state << (result.detail.empty() ? "" : ": " + result.detail)
               << "\n";
   }
-  return result.state == "SUCCESS" ? 0 : exit_failed;
+  return result.state == "SUCCESS" ? exit_ok : exit_failed;
 }
 
 /// "2026-11-22 10:04:05" (UTC) for microseconds since the epoch.
@@ -165,34 +145,38 @@ void print_state(const std::string& id, const std::string& state, bool json) {
 }
 
 /// What `submit WHAT` sends: the file's text, stdin's for -, else WHAT as the name of a
-/// definition registered with the scheduler (a word that names no file and is no path).
+/// definition registered with the scheduler (a word that names no file and is no path). A
+/// definition read here is checked as JSON first, its syntax errors given as FILE:LINE:COLUMN.
 Result<std::string> definition_argument(const std::string& what) {
   std::error_code ec;
   const bool path_like = what.find('/') != std::string::npos || what.ends_with(".json");
-  if (what == "-" || path_like || std::filesystem::exists(what, ec)) return read_file(what);
-  return what;
+  if (what != "-" && !path_like && !std::filesystem::exists(what, ec)) return what;
+  auto text = read_file(what);
+  if (!text) return text.error();
+  if (auto error = json_syntax_error(*text)) {
+    return fail(Errc::INVALID_ARGUMENT, (what == "-" ? std::string("<stdin>") : what) + ":" +
+                                            std::to_string(error->line) + ":" + std::to_string(error->column) +
+                                            ": " + error->message);
+  }
+  return text;
 }
 
 }  // namespace
 
 int submit_command(const Args& args) {
-  if (auto known = args.only({"id", "input", "wait", "timeout", "json", "address", "config", "token-file"}); !known) {
-    return complain(exit_usage, known.error().message);
-  }
-  const auto& words = args.positionals();
-  if (words.size() != 1) {
-    return complain(exit_usage, "submit takes one definition: a file, - for stdin, or a registered name");
-  }
-  auto definition = definition_argument(words[0]);
-  if (!definition) return complain(exit_usage, definition.error().message);
   auto options = wait_options(args);
-  if (!options) return complain(exit_usage, options.error().message);
+  if (!options) return usage_error(args, options.error().message);
+  const std::string input = args.get("input").value_or("");
+  if (!input.empty()) {
+    if (auto checked = check_json(input, "the workflow input"); !checked) return failed(checked.error());
+  }
+  auto definition = definition_argument(args.positionals().at(0));
+  if (!definition) return failed(definition.error());
 
   auto client = connect(args);
-  if (!client) return complain(exit_code_of(client.error()), client.error().message);
-  auto id = (*client)->start(client::StartRequest{*definition, args.get("input").value_or(""),
-                                                  args.get("id").value_or(""), ""});
-  if (!id) return complain(exit_code_of(id.error()), id.error().message);
+  if (!client) return failed(client.error());
+  auto id = (*client)->start(client::StartRequest{*definition, input, args.get("id").value_or(""), ""});
+  if (!id) return failed(id.error());
   if (!options->wait) {
     if (options->json) {
       Json out = Json::object();
@@ -201,79 +185,66 @@ int submit_command(const Args& args) {
     } else {
       std::cout << *id << "\n";
     }
-    return 0;
+    return exit_ok;
   }
   auto result = (*client)->result(*id, options->timeout);
-  if (!result) return complain(exit_code_of(result.error()), result.error().message);
+  if (!result) return failed(result.error());
   return print_result(*result, options->json);
 }
 
 int result_command(const Args& args) {
-  if (auto known = args.only({"timeout", "json", "address", "config", "token-file"}); !known) {
-    return complain(exit_usage, known.error().message);
-  }
-  const auto& words = args.positionals();
-  if (words.size() != 1) return complain(exit_usage, "result takes one workflow id");
   auto json = args.boolean("json", false);
   auto timeout = timeout_option(args);
-  if (!json) return complain(exit_usage, json.error().message);
-  if (!timeout) return complain(exit_usage, timeout.error().message);
+  if (!json) return usage_error(args, json.error().message);
+  if (!timeout) return usage_error(args, timeout.error().message);
   auto client = connect(args);
-  if (!client) return complain(exit_code_of(client.error()), client.error().message);
-  auto result = (*client)->result(words[0], *timeout);
-  if (!result) return complain(exit_code_of(result.error()), result.error().message);
+  if (!client) return failed(client.error());
+  auto result = (*client)->result(args.positionals().at(0), *timeout);
+  if (!result) return failed(result.error());
   return print_result(*result, *json);
 }
 
 int control_command(const std::string& action, const Args& args) {
-  if (auto known = args.only({"json", "address", "config", "token-file"}); !known) return complain(exit_usage, known.error().message);
   const auto& words = args.positionals();
-  if (words.size() != 1) return complain(exit_usage, action + " takes one workflow id");
   auto json = args.boolean("json", false);
-  if (!json) return complain(exit_usage, json.error().message);
+  if (!json) return usage_error(args, json.error().message);
   const auto which = action == "pause"    ? client::GatewayClient::Control::PAUSE
                      : action == "resume" ? client::GatewayClient::Control::RESUME
                      : action == "kill"   ? client::GatewayClient::Control::KILL
                                           : client::GatewayClient::Control::STOP;
   auto client = connect(args);
-  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  if (!client) return failed(client.error());
   auto state = (*client)->control(words[0], which);
-  if (!state) return complain(exit_code_of(state.error()), state.error().message);
+  if (!state) return failed(state.error());
   print_state(words[0], *state, *json);
-  return 0;
+  return exit_ok;
 }
 
 int rerun_command(const Args& args) {
-  if (auto known = args.only({"from", "wait", "timeout", "json", "address", "config", "token-file"}); !known) {
-    return complain(exit_usage, known.error().message);
-  }
   const auto& words = args.positionals();
-  if (words.size() != 1) return complain(exit_usage, "rerun takes one workflow id");
   auto options = wait_options(args);
-  if (!options) return complain(exit_usage, options.error().message);
+  if (!options) return usage_error(args, options.error().message);
   auto client = connect(args);
-  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  if (!client) return failed(client.error());
   auto state = (*client)->rerun(words[0], args.get("from").value_or(""));
-  if (!state) return complain(exit_code_of(state.error()), state.error().message);
+  if (!state) return failed(state.error());
   if (options->wait) {
     auto result = (*client)->result(words[0], options->timeout);
-    if (!result) return complain(exit_code_of(result.error()), result.error().message);
+    if (!result) return failed(result.error());
     return print_result(*result, options->json);
   }
   print_state(words[0], *state, options->json);
-  return 0;
+  return exit_ok;
 }
 
 int status_command(const Args& args) {
-  if (auto known = args.only({"json", "address", "config", "token-file"}); !known) return complain(exit_usage, known.error().message);
   const auto& words = args.positionals();
-  if (words.size() != 1) return complain(exit_usage, "status takes one workflow id");
   auto json = args.boolean("json", false);
-  if (!json) return complain(exit_usage, json.error().message);
+  if (!json) return usage_error(args, json.error().message);
   auto client = connect(args);
-  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  if (!client) return failed(client.error());
   auto status = (*client)->describe(words[0]);
-  if (!status) return complain(exit_code_of(status.error()), status.error().message);
+  if (!status) return failed(status.error());
   if (*json) {
     Json out = Json::object();
     out.set("workflowId", status->workflow_id);
@@ -293,24 +264,18 @@ int status_command(const Args& args) {
     }
     out.set("tasks", std::move(tasks));
     std::cout << out.dump() << "\n";
-    return 0;
+    return exit_ok;
   }
   std::cout << render_task_table(*status);
-  return 0;
+  return exit_ok;
 }
 
 int list_command(const Args& args) {
-  if (auto known = args.only({"state", "name", "since", "until", "limit", "after", "json", "address", "config",
-                              "token-file"});
-      !known) {
-    return complain(exit_usage, known.error().message);
-  }
-  if (!args.positionals().empty()) return complain(exit_usage, "list takes no arguments");
   auto json = args.boolean("json", false);
-  if (!json) return complain(exit_usage, json.error().message);
+  if (!json) return usage_error(args, json.error().message);
   auto limit = args.number("limit", 20);
   if (!limit || *limit < 1 || *limit != static_cast<uint64_t>(*limit)) {
-    return complain(exit_usage, "--limit takes a whole number of workflows, at least 1");
+    return usage_error(args, "--limit takes a whole number of workflows, at least 1");
   }
   client::ListQuery query;
   query.state = args.get("state").value_or("");
@@ -324,12 +289,12 @@ int list_command(const Args& args) {
   for (const char* option : {"since", "until"}) {
     if (auto text = args.get(option)) {
       auto ago = parse_duration(*text);
-      if (!ago) return complain(exit_usage, std::string("--") + option + ": " + ago.error().message);
+      if (!ago) return usage_error(args, std::string("--") + option + ": " + ago.error().message);
       (std::string(option) == "since" ? query.created_from_us : query.created_to_us) = now_us - ago->count();
     }
   }
   auto client = connect(args);
-  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  if (!client) return failed(client.error());
   // Pages until `limit` workflows were found or the index ends: a page may hold few matches.
   const auto wanted = static_cast<size_t>(*limit);
   std::vector<client::WorkflowSummary> found;
@@ -338,7 +303,7 @@ int list_command(const Args& args) {
     query.after = cursor;
     query.limit = static_cast<uint32_t>(std::min<size_t>(wanted - found.size(), 1000));
     auto page = (*client)->list(query);
-    if (!page) return complain(exit_code_of(page.error()), page.error().message);
+    if (!page) return failed(page.error());
     for (auto& w : page->workflows) found.push_back(std::move(w));
     cursor = page->next_cursor;
   } while (!cursor.empty() && found.size() < wanted);
@@ -357,7 +322,7 @@ int list_command(const Args& args) {
     out.set("workflows", std::move(list));
     out.set("nextCursor", cursor);
     std::cout << out.dump() << "\n";
-    return 0;
+    return exit_ok;
   }
   size_t id_width = 11;
   for (const auto& w : found) id_width = std::max(id_width, w.workflow_id.size());
@@ -367,38 +332,54 @@ int list_command(const Args& args) {
                 utc_time(w.created_us).c_str(), w.definition_name.c_str());
   }
   if (!cursor.empty()) std::printf("more: troupe list --after %s\n", cursor.c_str());
-  return 0;
+  return exit_ok;
 }
 
-int task_completion_command(const std::string& action, const Args& args) {
-  if (auto known = args.only({"details", "address", "config", "token-file"}); !known) {
-    return complain(exit_usage, known.error().message);
-  }
+int complete_command(const Args& args) {
   const auto& words = args.positionals();
-  if (words.size() != 2) {
-    return complain(exit_usage, action == "complete" ? "complete takes a task token and a result (JSON text)"
-                                                     : "fail takes a task token and a reason");
-  }
+  auto json = args.boolean("json", false);
+  if (!json) return usage_error(args, json.error().message);
+  if (auto checked = check_json(words.at(1), "the task's result"); !checked) return failed(checked.error());
   auto client = connect(args);
-  if (!client) return complain(exit_code_of(client.error()), client.error().message);
-  auto done = action == "complete" ? (*client)->complete_task(words[0], words[1])
-                                   : (*client)->fail_task(words[0], words[1], args.get("details").value_or(""));
-  if (!done) return complain(exit_code_of(done.error()), done.error().message);
-  return 0;
+  if (!client) return failed(client.error());
+  if (auto done = (*client)->complete_task(words.at(0), words.at(1)); !done) return failed(done.error());
+  if (*json) {
+    Json out = Json::object();
+    out.set("outcome", "completed");
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << "completed: the task's result is recorded\n";
+  }
+  return exit_ok;
+}
+
+int fail_command(const Args& args) {
+  const auto& words = args.positionals();
+  auto json = args.boolean("json", false);
+  if (!json) return usage_error(args, json.error().message);
+  auto client = connect(args);
+  if (!client) return failed(client.error());
+  auto done = (*client)->fail_task(words.at(0), words.at(1), args.get("details").value_or(""));
+  if (!done) return failed(done.error());
+  if (*json) {
+    Json out = Json::object();
+    out.set("outcome", "failed");
+    out.set("reason", words.at(1));
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << "failed: " << words.at(1) << " is recorded; the task is retried per its retry policy\n";
+  }
+  return exit_ok;
 }
 
 int watch_command(const Args& args) {
-  if (auto known = args.only({"from", "json", "address", "config", "token-file"}); !known) {
-    return complain(exit_usage, known.error().message);
-  }
   const auto& words = args.positionals();
-  if (words.size() != 1) return complain(exit_usage, "watch takes one workflow id");
   auto json = args.boolean("json", false);
-  if (!json) return complain(exit_usage, json.error().message);
+  if (!json) return usage_error(args, json.error().message);
   auto from = args.number("from", 1);
-  if (!from || *from < 1) return complain(exit_usage, "--from takes a sequence number, at least 1");
+  if (!from || *from < 1) return usage_error(args, "--from takes a sequence number, at least 1");
   auto client = connect(args);
-  if (!client) return complain(exit_code_of(client.error()), client.error().message);
+  if (!client) return failed(client.error());
   const std::string& id = words[0];
 
   // The table is the history folded by the same replay the scheduler runs, redrawn in place on
@@ -441,7 +422,7 @@ int watch_command(const Args& args) {
     return true;
   });
   if (live) draw();
-  if (!watched) return complain(exit_code_of(watched.error()), watched.error().message);
+  if (!watched) return failed(watched.error());
   // How it ended, from the history watched (from the start) or, when it began later, asked.
   std::string state;
   if (*from <= 1) {
@@ -449,7 +430,7 @@ int watch_command(const Args& args) {
   } else if (auto status = (*client)->describe(id)) {
     state = status->state;
   }
-  return state == "SUCCESS" ? 0 : exit_failed;
+  return state == "SUCCESS" ? exit_ok : exit_failed;
 }
 
 }  // namespace troupe::cli

@@ -1,0 +1,410 @@
+// Every command of the troupe CLI: its arguments, options, help and examples, and the function
+// that runs it. The parser, `troupe help` and the README's CLI reference all come from here.
+#include "tools/troupe/client_commands.hpp"
+#include "tools/troupe/command.hpp"
+#include "tools/troupe/dev_command.hpp"
+#include "tools/troupe/local_commands.hpp"
+
+namespace troupe::cli {
+namespace {
+
+const std::string workflows = "Workflows";
+const std::string async_tasks = "Tasks that complete asynchronously";
+const std::string clusters = "Clusters";
+const std::string tools = "Tools";
+
+ExitStatus usage_exit(const std::string& also = "") {
+  return {exit_usage, "a usage error" + (also.empty() ? "" : ", " + also)};
+}
+const ExitStatus unreachable_exit{exit_unreachable, "the scheduler cannot be reached"};
+
+/// The exit codes of a command that waits for a workflow to end.
+std::vector<ExitStatus> waiting_exits(const std::string& prefix = "") {
+  return {{exit_ok, prefix + "the workflow succeeded"},
+          {exit_failed, prefix + "the workflow failed or was stopped"},
+          usage_exit("or no workflow with this id"),
+          unreachable_exit,
+          {exit_timed_out, prefix + "--timeout ran out before the workflow ended (it goes on)"}};
+}
+
+/// `troupe pause|resume|stop|kill ID`: the same arguments and options, its own words.
+CommandSpec control(const std::string& action, const std::string& summary, const std::string& description,
+                    const std::string& example) {
+  return {
+      .path = action,
+      .section = workflows,
+      .summary = summary,
+      .arguments = {{"ID"}},
+      .description = description,
+      .options = {{"json", "", "print {\"workflowId\", \"state\"}"}},
+      .connects = true,
+      .examples = {example},
+      .exits = {{exit_ok, "the request is recorded; the state printed is durable"},
+                usage_exit("no workflow with this id, or one whose state does not allow it (a finished one)"),
+                unreachable_exit},
+      .run = [action](const Args& args) { return control_command(action, args); },
+  };
+}
+
+std::vector<ExitStatus> bench_exits() {
+  return {{exit_ok, "the report was printed"}, {exit_failed, "the benchmark failed"}, usage_exit()};
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& connection_options() {
+  static const std::vector<OptionSpec> options = {
+      {"address", "HOST:PORT", "the scheduler (default: $TROUPE_ADDRESS, else 127.0.0.1:7700)"},
+      {"config", "CLUSTER.toml", "take the address from the config's scheduler node, and the token from its token_file"},
+      {"token-file", "F", "the cluster's token, when its config names a token_file"},
+  };
+  return options;
+}
+
+std::vector<CommandSpec> command_table() {
+  return {
+      {
+          .path = "submit",
+          .section = workflows,
+          .summary = "start a workflow from a definition file, stdin or a registered name",
+          .arguments = {{"FILE.json|NAME"}},
+          .description =
+              "Starts the workflow defined in FILE.json (- reads stdin), or the definition registered with the "
+              "scheduler as NAME (a file in its definitions directory: a word that names no file here), and prints "
+              "its id once the submission is durable. A definition read here is checked as JSON first, a syntax "
+              "error given as FILE:LINE:COLUMN; the scheduler lists every other problem with its JSON path.\n\n"
+              "Submitting the --id of a workflow that is still open returns that run instead of starting another, "
+              "so a client that lost the answer can submit again; the id of a finished workflow is refused (run it "
+              "again with 'troupe rerun').",
+          .options = {{"id", "ID", "the workflow's id (default: the scheduler makes one up)"},
+                      {"input", "JSON", "the workflow's input, checked as JSON here (default {})"},
+                      {"wait", "", "wait for the workflow to end and print how, as 'troupe result' does"},
+                      {"timeout", "D", "with --wait: give up waiting after D (e.g. 30s, 10m) and exit 5"},
+                      {"json", "", "print {\"workflowId\"}, or with --wait what 'troupe result --json' prints"}},
+          .connects = true,
+          .examples = {"troupe submit examples/workflows/diamond.json --id diamond-1 --wait  # prints "
+                       "\"diamond-1 SUCCESS\"",
+                       "troupe submit flow.json --input '{\"n\": 3}'  # prints the new id",
+                       "troupe submit diamond --id diamond-2  # the definition registered as diamond"},
+          .exits = {{exit_ok, "submitted (with --wait: the workflow succeeded)"},
+                    {exit_failed, "with --wait: the workflow failed or was stopped"},
+                    usage_exit("a definition's problems (each with its JSON path or line and column), or bad "
+                               "--input JSON"),
+                    unreachable_exit,
+                    {exit_timed_out, "with --wait: --timeout ran out before the workflow ended (it goes on)"}},
+          .run = submit_command,
+      },
+      {
+          .path = "result",
+          .section = workflows,
+          .summary = "wait for a workflow to end and print how it ended",
+          .arguments = {{"ID"}},
+          .description = "Waits for workflow ID to end and prints \"ID STATE\", with the reason when it did not "
+                         "succeed: \"wf-1 FAILED: task 'b' failed: ExitCode:1\". The exit code says how it ended.",
+          .options = {{"timeout", "D",
+                       "give up after D (e.g. 30s, 10m) and exit 5; the workflow goes on (default: wait until it "
+                       "ends)"},
+                      {"json", "", "print {\"workflowId\", \"state\", \"detail\"}"}},
+          .connects = true,
+          .examples = {"troupe result diamond-1", "troupe result nightly-7 --timeout 10m --json"},
+          .exits = waiting_exits(),
+          .run = result_command,
+      },
+      {
+          .path = "status",
+          .section = workflows,
+          .summary = "a workflow's state and a table of its tasks",
+          .arguments = {{"ID"}},
+          .description = "Prints workflow ID's state and a table of its tasks as its history records them: each "
+                         "task's state (WAITING before it is scheduled), attempt, worker, and its last progress or "
+                         "failure.",
+          .options = {{"json", "", "print the same as one object: {\"workflowId\", \"state\", \"detail\", \"tasks\"}"}},
+          .connects = true,
+          .examples = {"troupe status diamond-1", "troupe status diamond-1 --json"},
+          .exits = {{exit_ok, "the status was printed"}, usage_exit("or no workflow with this id"), unreachable_exit},
+          .run = status_command,
+      },
+      {
+          .path = "watch",
+          .section = workflows,
+          .summary = "follow a workflow live until it ends",
+          .arguments = {{"ID"}},
+          .description = "Follows workflow ID's history as it is recorded, until the workflow ends. On a terminal "
+                         "the task table is redrawn in place (a progress of 0.4, 40% or 4/10 is drawn as a bar); "
+                         "elsewhere each event is a line, and with --json a JSON object.",
+          .options = {{"from", "SEQ",
+                       "start at this history sequence, to carry on after a lost connection without gaps or "
+                       "repeats (default 1)"},
+                      {"json", "", "one JSON object per event"}},
+          .connects = true,
+          .examples = {"troupe watch diamond-1", "troupe watch diamond-1 --json --from 12"},
+          .exits = {{exit_ok, "the workflow succeeded"},
+                    {exit_failed, "the workflow failed or was stopped"},
+                    usage_exit("or no workflow with this id"),
+                    unreachable_exit},
+          .run = watch_command,
+      },
+      {
+          .path = "list",
+          .section = workflows,
+          .summary = "the scheduler's workflows, a page at a time",
+          .description = "Lists workflows from the scheduler's index, in id order, without loading any of them: "
+                         "WORKFLOW ID, STATE, CREATED (UTC) and NAME. When more match than --limit, a last line "
+                         "gives the command for the next page.",
+          .options = {{"state", "S", "only workflows in state S: OPEN, CLOSED, SUCCESS, FAILED or STOPPED"},
+                      {"name", "N", "only workflows of the definition named N"},
+                      {"since", "D", "only workflows created within the last D (e.g. 1h)"},
+                      {"until", "D", "only workflows created more than D ago"},
+                      {"limit", "N", "how many (default 20)"},
+                      {"after", "CURSOR", "the page after CURSOR, as the previous page gave it"},
+                      {"json", "", "print {\"workflows\": [...], \"nextCursor\"}"}},
+          .connects = true,
+          .examples = {"troupe list --state FAILED --since 1h", "troupe list --limit 100 --json"},
+          .exits = {{exit_ok, "the list was printed"}, usage_exit(), unreachable_exit},
+          .run = list_command,
+      },
+      control("pause", "start no new task of a workflow; running ones finish",
+              "Pauses workflow ID: no new task starts, and running ones finish. Prints \"ID STATE\" once the "
+              "pause is durable: READY_PAUSE while tasks still run, PAUSED once none does (pausing a paused "
+              "workflow just says PAUSED).",
+              "troupe pause diamond-1  # \"diamond-1 READY_PAUSE\""),
+      control("resume", "carry on with a paused workflow",
+              "Resumes paused workflow ID: its waiting tasks start again. Prints \"ID RUNNING\" once that is "
+              "durable.",
+              "troupe resume diamond-1"),
+      control("stop", "cancel a workflow's tasks, each with a grace period",
+              "Stops workflow ID: nothing new starts, and its running tasks are cancelled (SIGTERM, then SIGKILL "
+              "after the cluster's kill_grace). Prints \"ID READY_STOP\" once the stop is durable; the workflow is "
+              "STOPPED once each task has stopped or its grace ran out ('troupe result ID' waits for that).",
+              "troupe stop diamond-1  # \"diamond-1 READY_STOP\""),
+      control("kill", "stop a workflow at once",
+              "Stops workflow ID at once: its running tasks get SIGKILL and count as KILLED without waiting for "
+              "their workers to confirm. Prints \"ID STOPPED\" once that is durable. A kill also cuts short a "
+              "stop that is waiting out its grace.",
+              "troupe kill diamond-1  # \"diamond-1 STOPPED\""),
+      {
+          .path = "rerun",
+          .section = workflows,
+          .summary = "run tasks of a finished workflow again",
+          .arguments = {{"ID"}},
+          .description =
+              "Reopens finished workflow ID (SUCCESS, FAILED or STOPPED) and runs tasks again, as fresh instances "
+              "with their own attempts; the other tasks keep their outcome and results. With --from, TASK and every "
+              "task downstream of it; without, every task that did not succeed (failed, killed or never run). "
+              "Prints \"ID RUNNING\" once that is durable.\n\n"
+              "A rerun is refused, with nothing recorded, while the workflow is open, for a task the definition "
+              "lacks, when nothing is left to rerun, and when a task of the rerun depends on one outside it that "
+              "did not succeed (the message says where to start instead).",
+          .options = {{"from", "TASK", "TASK and every task downstream of it (default: every task that did not succeed)"},
+                      {"wait", "", "wait for the workflow to end and print how, as 'troupe result' does"},
+                      {"timeout", "D", "with --wait: give up waiting after D and exit 5"},
+                      {"json", "", "print {\"workflowId\", \"state\"}, or with --wait what 'troupe result --json' prints"}},
+          .connects = true,
+          .examples = {"troupe rerun diamond-1 --from left --wait  # left and join run again",
+                       "troupe rerun diamond-1  # every task that did not succeed"},
+          .exits = waiting_exits("with --wait: "),
+          .run = rerun_command,
+      },
+      {
+          .path = "complete",
+          .section = async_tasks,
+          .summary = "end an asyncCompletion task's invocation with a result",
+          .arguments = {{"TOKEN"}, {"RESULT"}},
+          .description = "Ends the invocation of an asyncCompletion task with RESULT, a JSON value, checked here "
+                         "(a syntax error is given with its line and column). TOKEN is what the task was given in "
+                         "$TROUPE_TASK_TOKEN. Prints a confirmation once the scheduler has recorded it.",
+          .options = {{"json", "", "print {\"outcome\": \"completed\"}"}},
+          .connects = true,
+          .examples = {"troupe complete \"$(cat approval.token)\" '{\"approved\": true}'"},
+          .exits = {{exit_ok, "the result is recorded"},
+                    usage_exit("RESULT is not JSON, or the token is not valid or its invocation is no longer "
+                               "current"),
+                    unreachable_exit},
+          .run = complete_command,
+      },
+      {
+          .path = "fail",
+          .section = async_tasks,
+          .summary = "end an asyncCompletion task's invocation as failed",
+          .arguments = {{"TOKEN"}, {"REASON"}},
+          .description = "Ends the invocation of an asyncCompletion task as failed with REASON; the task is "
+                         "retried per its retry policy. TOKEN is what the task was given in $TROUPE_TASK_TOKEN. "
+                         "Prints a confirmation once the scheduler has recorded it.",
+          .options = {{"details", "TEXT", "more about the failure, kept in the history"},
+                      {"json", "", "print {\"outcome\": \"failed\", \"reason\"}"}},
+          .connects = true,
+          .examples = {"troupe fail \"$TOKEN\" Rejected --details 'not this week'"},
+          .exits = {{exit_ok, "the failure is recorded"},
+                    usage_exit("or the token is not valid or its invocation is no longer current"),
+                    unreachable_exit},
+          .run = fail_command,
+      },
+      {
+          .path = "dev",
+          .section = clusters,
+          .summary = "a scheduler and a worker in this process, for trying troupe",
+          .description =
+              "Runs a node with both roles in the foreground until Ctrl-C (SIGINT or SIGTERM): histories in "
+              "DIR/history, task logs in DIR/logs, and the config it runs written to DIR/dev.toml (so the client "
+              "commands find it with --config DIR/dev.toml). Started again on the same directory it resumes the "
+              "open workflows from their histories; a task that was running is retried per its retry policy.",
+          .options = {{"listen", "HOST:PORT", "where clients connect (default 127.0.0.1:7700)"},
+                      {"dir", "D", "the data directory (default ./.troupe)"},
+                      {"task-lists", "LIST",
+                       "the task lists served and their slots (default default=8,io=2: the lists the examples use)"},
+                      {"sync", "BOOL", "sync the history before acknowledging (default true)"},
+                      {"token-file", "F", "require clients and workers to present this file's secret"},
+                      {"definitions", "DIR", "definitions (*.json) that clients may submit by name"}},
+          .examples = {"troupe dev  # on 127.0.0.1:7700, data in ./.troupe",
+                       "troupe dev --listen 127.0.0.1:7800 --dir /tmp/t --task-lists default=4,gpu=1 --sync false",
+                       "troupe dev --definitions examples/workflows  # then 'troupe submit diamond'"},
+          .exits = {{exit_ok, "stopped cleanly by a signal"},
+                    {exit_failed, "its worker had to die (the scheduler told it to)"},
+                    usage_exit(),
+                    {exit_unreachable, "the node could not start (its port in use, its data directory locked)"},
+                    {exit_store_failed, "the history store failed a write (a full disk) and the node stopped"}},
+          .run = dev_command,
+      },
+      {
+          .path = "up",
+          .section = clusters,
+          .summary = "start the nodes of a cluster config on this machine",
+          .arguments = {{"CLUSTER.toml"}},
+          .description =
+              "Starts the nodes of the config (or those named by --node) that are not running yet, each a detached "
+              "troupe-node: schedulers first, awaited until they accept connections, then workers, awaited until "
+              "they report ready. Their pid files and logs go to .troupe-run/CLUSTER/ beside the config; nodes "
+              "already running are left alone. Prints a table of the nodes (roles, pid, address, log, status) and, "
+              "for a node that did not come up, the end of its log.",
+          .options = {{"node", "NAME", "only this node", true},
+                      {"timeout", "D", "how long a node may take to come up (default 30s)"},
+                      {"node-binary", "F", "the troupe-node to run (default: the one beside troupe)"},
+                      {"json", "", "print {\"nodes\": [{\"node\", \"roles\", \"pid\", \"address\", \"log\", \"status\", "
+                                   "\"ok\", \"logTail\"}]}"}},
+          .examples = {"troupe up examples/cluster.toml",
+                       "troupe up examples/cluster.toml --node scheduler --node worker-1"},
+          .exits = {{exit_ok, "every node is up"},
+                    {exit_failed, "a node did not come up (the end of its log is printed)"},
+                    usage_exit("or a bad config (every problem is listed)")},
+          .run = up_command,
+      },
+      {
+          .path = "down",
+          .section = clusters,
+          .summary = "stop the nodes that 'troupe up' started",
+          .arguments = {{"CLUSTER.toml"}},
+          .description = "Stops the nodes of the config that 'troupe up' started (or those named by --node), "
+                         "workers first: SIGTERM, then SIGKILL after the grace. Removes their pid files, and prints "
+                         "the table of nodes.",
+          .options = {{"node", "NAME", "only this node", true},
+                      {"grace", "D", "how long a node may take to stop before it gets SIGKILL (default 10s)"},
+                      {"json", "", "print {\"nodes\": [...]}, as 'troupe up --json' does"}},
+          .examples = {"troupe down examples/cluster.toml", "troupe down examples/cluster.toml --node worker-1 --grace 2s"},
+          .exits = {{exit_ok, "every node is stopped"},
+                    {exit_failed, "a node could not be stopped"},
+                    usage_exit("or a bad config")},
+          .run = down_command,
+      },
+      {
+          .path = "describe",
+          .section = tools,
+          .summary = "troupe's state machines, as tables, graphs or JSON",
+          .arguments = {{"WHAT"}},
+          .description = "Describes how troupe works inside: so far, its state machines.",
+      },
+      {
+          .path = "describe states",
+          .summary = "every transition of the workflow, task and worker health state machines",
+          .description = "Prints every transition of the workflow, task and worker health state machines with the "
+                         "actions it runs, in order: as Markdown tables (the default), Graphviz graphs or JSON. "
+                         "Every pair not listed is refused with \"EVENT is not allowed in state STATE\".",
+          .options = {{"format", "F", "markdown (the default), dot or json"},
+                      {"json", "", "the same as --format json"}},
+          .examples = {"troupe describe states", "troupe describe states --format dot | dot -Tsvg -o states.svg"},
+          .exits = {{exit_ok, "printed"}, usage_exit()},
+          .run = describe_states_command,
+      },
+      {
+          .path = "bench",
+          .section = tools,
+          .summary = "the benchmarks: store, chain, fanout and idle",
+          .arguments = {{"WORKLOAD"}},
+          .description = "Each benchmark prints one JSON object on stdout (with the build type, storage_sync, the "
+                         "core count and the git revision) and a summary for people on stderr. Build them in "
+                         "release.",
+      },
+      {
+          .path = "bench store",
+          .summary = "STORE: durable appends through the history store",
+          .description = "Durable 200-byte appends through the history store from 1, 8 and 64 concurrent "
+                         "appenders, against the raw rate of a 4 KiB write and fdatasync on the same file system.",
+          .options = {{"seconds", "S", "the length of each run (default 10)"},
+                      {"appenders", "LIST", "the appender counts (default 1,8,64)"},
+                      {"dir", "DIR", "where the stores go (default ./.troupe/bench-PID, removed after)"},
+                      {"sync", "BOOL", "sync every commit (default true)"},
+                      {"event-bytes", "N", "the stored size of each event (default 200)"}},
+          .examples = {"troupe bench store", "troupe bench store --seconds 3 --appenders 64 --dir /mnt/ssd/bench"},
+          .exits = bench_exits(),
+          .run = bench_store_command,
+      },
+      {
+          .path = "bench chain",
+          .summary = "CHAIN: workflows of chained noop tasks against real nodes",
+          .description = "W workflows of K chained noop tasks, the client keeping C in flight, against a scheduler "
+                         "process and a worker process (troupe-node, found beside troupe) started on 127.0.0.1 from "
+                         "a generated config; or, with --in-process, on the actor core in this process.",
+          .options = {{"workflows", "W", "how many workflows (default 5000)"},
+                      {"tasks", "K", "tasks per workflow (default 10)"},
+                      {"in-flight", "C", "workflows the client keeps running (default 64)"},
+                      {"slots", "N", "the worker's slots (default 256)"},
+                      {"dir", "DIR", "where the nodes' data goes (default ./.troupe/bench-PID, removed after)"},
+                      {"sync", "BOOL", "sync every commit (default true)"},
+                      {"node-binary", "F", "the troupe-node to run (default: the one beside troupe)"},
+                      {"in-process", "", "run on the actor core in this process instead (local executor, durable "
+                                         "history, no RPC)"}},
+          .examples = {"troupe bench chain", "troupe bench chain --workflows 1000 --tasks 5 --in-flight 16 --sync false",
+                       "troupe bench chain --in-process"},
+          .exits = bench_exits(),
+          .run = bench_chain_command,
+      },
+      {
+          .path = "bench fanout",
+          .summary = "FANOUT: root, N parallel noop tasks, join; against real nodes",
+          .description = "R runs, one after another, of root -> N parallel noop tasks -> join, on a scheduler and "
+                         "a worker process.",
+          .options = {{"width", "N", "the parallel tasks (default 1000)"},
+                      {"runs", "R", "how many runs (default 5)"},
+                      {"slots", "N", "the worker's slots (default 256)"},
+                      {"dir", "DIR", "where the nodes' data goes (default ./.troupe/bench-PID, removed after)"},
+                      {"sync", "BOOL", "sync every commit (default true)"},
+                      {"node-binary", "F", "the troupe-node to run (default: the one beside troupe)"}},
+          .examples = {"troupe bench fanout", "troupe bench fanout --width 100 --runs 3"},
+          .exits = bench_exits(),
+          .run = bench_fanout_command,
+      },
+      {
+          .path = "bench idle",
+          .summary = "IDLE: memory per running workflow, in process",
+          .description = "A workflows whose task sleeps 10 minutes, in this process: the memory (RSS) per running "
+                         "workflow and the start rate.",
+          .options = {{"workflows", "A", "how many workflows (default 100000)"},
+                      {"dir", "DIR", "where the history goes (default ./.troupe/bench-PID, removed after)"},
+                      {"sync", "BOOL", "sync every commit (default true)"}},
+          .examples = {"troupe bench idle --workflows 10000"},
+          .exits = bench_exits(),
+          .run = bench_idle_command,
+      },
+      {
+          .path = "version",
+          .section = tools,
+          .summary = "the build's git revision and type",
+          .description = "Prints the git revision troupe was built from and the build type. Also 'troupe --version'.",
+          .options = {{"json", "", "print {\"revision\", \"buildType\"}"}},
+          .examples = {"troupe version"},
+          .exits = {{exit_ok, "printed"}},
+          .run = version_command,
+      },
+  };
+}
+
+}  // namespace troupe::cli
