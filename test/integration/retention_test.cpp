@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "runtime/client/gateway_client.hpp"
+#include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
 
 using namespace std::chrono_literals;
@@ -114,5 +115,32 @@ TEST_SUITE("integration.retention") {
     auto again = gateway(cluster.port);
     CHECK(eventually([&] { return unknown(*again, "new-1"); }, 10s));
     CHECK(again->describe("open-1"));
+  }
+
+  TEST_CASE("troupe purge --before deletes what closed before then and says how many") {
+    ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = gateway(cluster.port);
+    run(*client, "done-1", quick, true);
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+    using troupe::test::contains;
+    using troupe::test::troupe_cli;
+
+    auto none = troupe_cli({"purge", "--before", "2000-01-01", "--address", address});
+    CHECK_MESSAGE(none.code == 0, none.output);
+    CHECK(contains(none.output, "purged 0 workflows closed before 2000-01-01 00:00:00 UTC"));
+    CHECK(client->describe("done-1"));
+
+    auto all = troupe_cli({"purge", "--before", "0s", "--json", "--address", address});
+    CHECK_MESSAGE(all.code == 0, all.output);
+    CHECK(contains(all.output, "{\"purged\":1,"));
+    CHECK(unknown(*client, "done-1"));
+
+    auto missing = troupe_cli({"purge", "--address", address});
+    CHECK(missing.code == 2);
+    CHECK(contains(missing.output, "purge needs --before"));
   }
 }

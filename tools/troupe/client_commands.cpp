@@ -270,6 +270,48 @@ int status_command(const Args& args) {
   return exit_ok;
 }
 
+namespace {
+
+/// --before of purge: a duration ago ("30d") or a UTC date, or date and time, in µs since the
+/// epoch.
+Result<int64_t> time_before(const std::string& text, int64_t now_us) {
+  if (auto ago = parse_duration(text)) return now_us - ago->count();
+  for (const char* format : {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"}) {
+    std::tm tm{};
+    const char* end = strptime(text.c_str(), format, &tm);
+    if (end != nullptr && *end == '\0') return static_cast<int64_t>(timegm(&tm)) * 1000000;
+  }
+  return fail(Errc::INVALID_ARGUMENT, "--before takes a duration ago (30d, 12h) or a UTC date or date and time "
+                                      "(2026-11-01, 2026-11-01T12:00:00), not '" + text + "'");
+}
+
+}  // namespace
+
+int purge_command(const Args& args) {
+  auto json = args.boolean("json", false);
+  if (!json) return usage_error(args, json.error().message);
+  auto text = args.get("before");
+  if (!text) return usage_error(args, "purge needs --before: which closed workflows to delete");
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  auto before = time_before(*text, now_us);
+  if (!before) return usage_error(args, before.error().message);
+  auto client = connect(args);
+  if (!client) return failed(client.error());
+  auto purged = (*client)->purge(*before);
+  if (!purged) return failed(purged.error());
+  if (*json) {
+    Json out = Json::object();
+    out.set("purged", *purged);
+    out.set("closedBeforeUs", *before);
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << "purged " << *purged << " workflows closed before " << utc_time(*before) << " UTC\n";
+  }
+  return 0;
+}
+
 int list_command(const Args& args) {
   auto json = args.boolean("json", false);
   if (!json) return usage_error(args, json.error().message);

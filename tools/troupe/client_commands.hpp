@@ -28,6 +28,9 @@ int rerun_command(const Args& args);
 /// `troupe list [--state S] [--name N] [--since D] [--until D] [--limit N] [--after CURSOR] [--json]`
 int list_command(const Args& args);
 
+/// `troupe purge --before D|TIME [--json]`: deletes the workflows closed before that time.
+int purge_command(const Args& args);
+
 /// `troupe watch ID [--from SEQ] [--json]`: the live task table until the workflow ends (a
 /// line per event when stdout is not a terminal, a JSON object per event with --json).
 int watch_command(const Args& args);

@@ -163,6 +163,26 @@ std::vector<CommandSpec> command_table() {
           .exits = {{exit_ok, "the list was printed"}, usage_exit(), unreachable_exit},
           .run = list_command,
       },
+      {
+          .path = "purge",
+          .section = workflows,
+          .summary = "delete workflows that closed before a time",
+          .description =
+              "Deletes every workflow that closed before the time --before names: its history and its index "
+              "record, as the cluster's `retention` does on its own. Open workflows are never purged. Prints how "
+              "many were purged once that is durable. A purged workflow is unknown to status, result and rerun "
+              "after, and its id can be used again.",
+          .options = {{"before", "D|TIME",
+                       "required: closed more than D ago (e.g. 30d), or before TIME, a UTC date or date and time "
+                       "(2026-11-01 or 2026-11-01T12:00:00)"},
+                      {"json", "", "print {\"purged\": N, \"closedBeforeUs\": T}"}},
+          .connects = true,
+          .examples = {"troupe purge --before 30d  # closed more than 30 days ago",
+                       "troupe purge --before 2026-11-01"},
+          .exits = {{exit_ok, "the purge is done and durable"}, usage_exit("--before missing or not a time"),
+                    unreachable_exit},
+          .run = purge_command,
+      },
       control("pause", "start no new task of a workflow; running ones finish",
               "Pauses workflow ID: no new task starts, and running ones finish. Prints \"ID STATE\" once the "
               "pause is durable: READY_PAUSE while tasks still run, PAUSED once none does (pausing a paused "
