@@ -1,12 +1,13 @@
 # The scheduler's bootstrap interface: everything talks to a scheduler through a Gateway.
 # Evolution: append fields and methods with the next @N; never renumber, retype or reuse one.
 #
-# JSON is Text. Every JSON value a client sends or receives travels in a Text field, as UTF-8.
-# The older fields that carry JSON or progress as Data (completeTask's `result`,
-# TaskDescription's `progress`, and the input, progress and result fields of history events,
-# history.capnp) hold the same UTF-8 bytes and are kept for compatibility: where a Text twin
-# exists (`resultJson`, `progressText`), prefer it; the scheduler accepts either. History
-# events are stored as written, so their Data fields have no twins.
+# JSON is Text; the older Data fields carry the same UTF-8 bytes and are kept for compatibility.
+# Every JSON value a client sends or receives has a Text field. Where an older field carries it
+# as Data (completeTask's `result`, TaskDescription's `progress`), a Text twin sits beside it
+# (`resultJson`, `progressText`): prefer the twin; the scheduler accepts either. History events
+# (history.capnp, what watch streams) are stored as written, so their Data fields (a
+# submission's and a task's input, a heartbeat's progress, a task's result) have no twins: read
+# them as UTF-8 text.
 #
 # States are enums. Each Text `state` field (kept for compatibility, spelled in capitals:
 # READY_PAUSE) has an enum twin beside it, WorkflowState or TaskState, listing every value.

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -297,6 +299,51 @@ TEST_SUITE("integration.client_api_states") {
     CHECK(contains(table.output, "RUNNING"));
     CHECK(contains(table.output, "PAUSED"));
     CHECK(table.output.find("w3-done") < table.output.find("w1-running"));
+  }
+
+  TEST_CASE("completeTask takes its result as resultJson (Text) or, from older clients, as result (Data)") {
+    auto cluster = start_cluster();
+    auto api = gateway(cluster->port);
+    const std::string dir = cluster->dir.path();
+    // The task hands its token to a file and waits for it to be presented.
+    auto token_of = [&](const std::string& id) {
+      const std::string file = dir + "/" + id + ".token";
+      start(*api, id, R"({"name": "handoff", "tasks": [{"name": "hand", "asyncCompletion": true,
+          "shell": {"command": ["sh", "-c", "printf %s \"$TROUPE_TASK_TOKEN\" > )" + file + R"("]}}]})");
+      std::string token;
+      REQUIRE(eventually([&] {
+        auto status = api->describe(id);
+        if (!status || !status->tasks[0].awaiting_completion) return false;
+        std::ifstream in(file);
+        std::ostringstream all;
+        all << in.rdbuf();
+        token = all.str();
+        return !token.empty();
+      }, 20s));
+      return token;
+    };
+    const std::string as_text = token_of("as-text");
+    const std::string as_data = token_of("as-data");
+    on_own_thread([port = cluster->port, as_text, as_data] {
+      auto raw = troupe::test::connect(port);
+      auto text = raw->service.completeTaskRequest();
+      text.setToken(as_text);
+      text.setResultJson(R"({"via":"text"})");
+      CHECK(text.send().wait(raw->rpc.getWaitScope()).getError().getCode() == troupe::schema::ErrorCode::NONE);
+      auto data = raw->service.completeTaskRequest();
+      data.setToken(as_data);
+      const std::string bytes = R"({"via":"data"})";
+      data.setResult(kj::arrayPtr(reinterpret_cast<const kj::byte*>(bytes.data()), bytes.size()));
+      CHECK(data.send().wait(raw->rpc.getWaitScope()).getError().getCode() == troupe::schema::ErrorCode::NONE);
+    });
+    for (const auto& [id, json] : {std::pair<std::string, std::string>{"as-text", R"({"via":"text"})"},
+                                   std::pair<std::string, std::string>{"as-data", R"({"via":"data"})"}}) {
+      CAPTURE(id);
+      auto result = api->result(id, 30s);
+      REQUIRE_MESSAGE(result, result.error().message);
+      CHECK(result->state_code == WorkflowStateCode::SUCCESS);
+      CHECK(result->outputs == std::vector<troupe::TaskOutput>{{"hand", json}});
+    }
   }
 
   TEST_CASE("a store written before open workflows' states and the creation-time index lists correctly") {
