@@ -23,6 +23,7 @@
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/json_syntax.hpp"
+#include "schema/wire_states.hpp"
 #include "schema/worker.capnp.h"
 
 namespace troupe::runtime {
@@ -411,19 +412,33 @@ Error wrong_token(const std::string& presented) {
                                           : "the token presented is not this cluster's token");
 }
 
-/// A client's list query as the store's. INVALID_ARGUMENT for a state or limit it cannot serve.
+/// A client's list query as the store's. INVALID_ARGUMENT for a state, sort or limit it cannot
+/// serve.
 Result<storage::ListQuery> store_query(schema::ListQuery::Reader in) {
   storage::ListQuery q;
   const std::string state = text(in.getState());
+  const auto code = workflow_state_code(state);
   if (state == "OPEN") {
     q.status = storage::WorkflowStatus::OPEN;
   } else if (state == "CLOSED") {
     q.status = storage::WorkflowStatus::CLOSED;
-  } else if (state == "SUCCESS" || state == "FAILED" || state == "STOPPED") {
+  } else if (code == WorkflowStateCode::SUCCESS || code == WorkflowStateCode::FAILED ||
+             code == WorkflowStateCode::STOPPED) {
     q.status = storage::WorkflowStatus::CLOSED;
     q.final_state = state;
+  } else if (code != WorkflowStateCode::UNKNOWN) {
+    q.status = storage::WorkflowStatus::OPEN;
+    q.live_state = state;
   } else if (!state.empty()) {
-    return fail(Errc::INVALID_ARGUMENT, "unknown state '" + state + "' (OPEN, CLOSED, SUCCESS, FAILED or STOPPED)");
+    return fail(Errc::INVALID_ARGUMENT,
+                "unknown state '" + state +
+                    "' (OPEN, CLOSED, SUBMITTED, RUNNING, READY_PAUSE, PAUSED, READY_STOP, FAILOVER, SUCCESS, "
+                    "FAILED or STOPPED)");
+  }
+  switch (in.getSort()) {
+    case schema::ListSort::CREATED: q.order = storage::ListOrder::NEWEST_FIRST; break;
+    case schema::ListSort::ID: q.order = storage::ListOrder::ID; break;
+    default: return fail(Errc::INVALID_ARGUMENT, "unknown sort order (created or id)");
   }
   q.definition_name = text(in.getDefinitionName());
   q.created_from_us = in.getCreatedFromUs();
@@ -434,6 +449,22 @@ Result<storage::ListQuery> store_query(schema::ListQuery::Reader in) {
   // Bounds the time one call holds the RPC thread when few records match; the client pages on.
   q.scan_budget = 20000;
   return q;
+}
+
+/// The state a listed workflow shows: its state as of its last change while open, how it ended
+/// once closed. A record written before the store kept open workflows' states has none: the
+/// history tells (the record gets one with the workflow's next change, at the latest when a
+/// restarted scheduler takes it back).
+std::string listed_state(storage::HistoryStore& store, const storage::WorkflowEntry& entry) {
+  const auto& record = entry.record;
+  if (record.status == storage::WorkflowStatus::CLOSED) {
+    return record.final_state.empty() ? "CLOSED" : record.final_state;  // closed before it was kept
+  }
+  if (!record.live_state.empty()) return record.live_state;
+  if (auto replayed = actors::replay(store, entry.id)) {
+    return std::string(actors::WorkflowMachineTraits::name(replayed->workflow.state));
+  }
+  return "OPEN";
 }
 
 /// One watch: pushes a workflow's history to the client's sink, a page per call (the next call
@@ -501,12 +532,15 @@ class ClientServiceImpl final : public schema::ClientService::Server {
 
   kj::Promise<void> completeTask(CompleteTaskContext context) override {
     auto params = context.getParams();
-    TaskReport report{{}, TaskReport::SUCCEEDED, bytes(params.getResult()), {}, {}, false};
+    // JSON is Text: resultJson when given, else the same bytes in the older Data field.
+    std::string result = params.hasResultJson() ? text(params.getResultJson()) : "";
+    if (result.empty()) result = bytes(params.getResult());
     // Empty: no result. Anything else is the task's result, JSON as a handler's would be.
-    if (auto valid = report.payload.empty() ? ok() : check_json(report.payload, "the task's result"); !valid) {
+    if (auto valid = result.empty() ? ok() : check_json(result, "the task's result"); !valid) {
       set_error(context.getResults().initError(), valid.error());
       return kj::READY_NOW;
     }
+    TaskReport report{{}, TaskReport::SUCCEEDED, std::move(result), {}, {}, false};
     return end_task(text(params.getToken()), std::move(report), context.getResults().initError());
   }
 
@@ -529,19 +563,24 @@ class ClientServiceImpl final : public schema::ClientService::Server {
       set_error(results.initError(), page.error());
       return kj::READY_NOW;
     }
-    auto out = results.initWorkflows(static_cast<unsigned>(page->entries.size()));
-    for (size_t i = 0; i < page->entries.size(); ++i) {
-      const auto& entry = page->entries[i];
+    std::vector<std::pair<const storage::WorkflowEntry*, std::string>> listed;
+    listed.reserve(page->entries.size());
+    for (const auto& entry : page->entries) {
+      std::string state = listed_state(*services_->store, entry);
+      // The store lets records without a state through a state filter: decided here.
+      if (!query->live_state.empty() && state != query->live_state) continue;
+      listed.emplace_back(&entry, std::move(state));
+    }
+    auto out = results.initWorkflows(static_cast<unsigned>(listed.size()));
+    for (size_t i = 0; i < listed.size(); ++i) {
+      const auto& [entry, state] = listed[i];
       auto w = out[static_cast<unsigned>(i)];
-      w.setWorkflowId(entry.id);
-      w.setDefinitionName(entry.record.definition_name);
-      // A workflow closed before the index recorded how it ended shows as CLOSED.
-      const auto& r = entry.record;
-      w.setState(r.status == storage::WorkflowStatus::OPEN ? "OPEN"
-                 : r.final_state.empty()                  ? "CLOSED"
-                                                          : r.final_state);
-      w.setCreatedUs(entry.record.created_us);
-      w.setClosedUs(entry.record.closed_us);
+      w.setWorkflowId(entry->id);
+      w.setDefinitionName(entry->record.definition_name);
+      w.setState(state);
+      w.setWorkflowState(to_wire(workflow_state_code(state)));
+      w.setCreatedUs(entry->record.created_us);
+      w.setClosedUs(entry->record.closed_us);
     }
     results.setNextCursor(page->next_cursor);
     return kj::READY_NOW;
@@ -597,17 +636,40 @@ class ClientServiceImpl final : public schema::ClientService::Server {
   kj::Promise<void> result(ResultContext context) override {
     auto b = bridge<actors::WorkflowOutcome>();
     std::string id = text(context.getParams().getWorkflowId());
+    const uint64_t timeout_ms = context.getParams().getTimeoutMs();
     caf::anon_send(services_->client_bridge, actors::result_atom::value, id,
                    Reply<actors::WorkflowOutcome>{b.resolve});
-    return b.promise.then([context, id](Result<actors::WorkflowOutcome> r) mutable {
-      auto results = context.getResults(message_size(id.size() + (r ? r->failure_reason.size() : r.error().message.size())));
+    kj::Promise<Result<actors::WorkflowOutcome>> answer = kj::mv(b.promise);
+    // Beyond what kj's timer can hold, a timeout is as good as none.
+    if (timeout_ms > 0 && timeout_ms < uint64_t{1} << 40) {
+      const Duration timeout = std::chrono::milliseconds(timeout_ms);
+      // The directory keeps the request until the workflow ends; its answer then goes nowhere.
+      answer = answer.exclusiveJoin(timer_.afterDelay(timeout_ms * kj::MILLISECONDS).then([id, timeout] {
+        return Result<actors::WorkflowOutcome>(
+            fail(Errc::TIMED_OUT, "workflow '" + id + "' did not end within " + format_duration(timeout)));
+      }));
+    }
+    return answer.then([context, id](Result<actors::WorkflowOutcome> r) mutable {
+      size_t bytes = id.size() + (r ? r->failure_reason.size() : r.error().message.size());
       if (r) {
-        auto out = results.initResult();
-        out.setWorkflowId(id);
-        out.setState(r->state);
-        out.setDetail(r->failure_reason);
-      } else {
+        for (const auto& output : r->outputs) bytes += output.task.size() + output.result_json.size() + 16;
+      }
+      auto results = context.getResults(message_size(bytes));
+      if (!r) {
         set_error(results.initError(), r.error());
+        return;
+      }
+      auto out = results.initResult();
+      out.setWorkflowId(id);
+      out.setState(r->state);
+      out.setWorkflowState(to_wire(workflow_state_code(r->state)));
+      out.setDetail(r->failure_reason);
+      if (!r->outputs.empty()) {
+        auto outputs = out.initOutputs(static_cast<unsigned>(r->outputs.size()));
+        for (size_t i = 0; i < r->outputs.size(); ++i) {
+          outputs[static_cast<unsigned>(i)].setTask(r->outputs[i].task);
+          outputs[static_cast<unsigned>(i)].setResultJson(r->outputs[i].result_json);
+        }
       }
     });
   }
@@ -625,18 +687,29 @@ class ClientServiceImpl final : public schema::ClientService::Server {
       auto out = results.initDescription();
       out.setWorkflowId(r->workflow_id);
       out.setState(r->state);
+      out.setWorkflowState(to_wire(r->state_code));
       out.setDetail(r->detail);
+      const int64_t now_us =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       auto tasks = out.initTasks(static_cast<unsigned>(r->tasks.size()));
       for (size_t i = 0; i < r->tasks.size(); ++i) {
         const auto& t = r->tasks[i];
         auto task = tasks[static_cast<unsigned>(i)];
         task.setName(t.name);
         task.setState(t.state);
+        task.setTaskState(to_wire(t.state_code));
         task.setAttempt(t.attempt);
         task.setWorker(t.worker);
         task.setFailure(t.failure);
+        task.setFailureDetails(t.failure_details);
         task.setProgress(as_data(t.progress));
+        task.setProgressText(t.progress);
+        task.setResultJson(t.result_json);
         task.setAwaitingCompletion(t.awaiting_completion);
+        task.setStartedUs(t.started_us);
+        task.setEndedUs(t.ended_us);
+        task.setDurationUs(t.duration_us(now_us));
       }
     });
   }
@@ -678,6 +751,7 @@ class ClientServiceImpl final : public schema::ClientService::Server {
       auto results = context.getResults();
       if (r) {
         results.setState(*r);
+        results.setWorkflowState(to_wire(workflow_state_code(*r)));
       } else {
         set_error(results.initError(), r.error());
       }

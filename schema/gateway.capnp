@@ -1,5 +1,17 @@
 # The scheduler's bootstrap interface: everything talks to a scheduler through a Gateway.
 # Evolution: append fields and methods with the next @N; never renumber, retype or reuse one.
+#
+# JSON is Text; the older Data fields carry the same UTF-8 bytes and are kept for compatibility.
+# Every JSON value a client sends or receives has a Text field. Where an older field carries it
+# as Data (completeTask's `result`, TaskDescription's `progress`), a Text twin sits beside it
+# (`resultJson`, `progressText`): prefer the twin; the scheduler accepts either. History events
+# (history.capnp, what watch streams) are stored as written, so their Data fields (a
+# submission's and a task's input, a heartbeat's progress, a task's result) have no twins: read
+# them as UTF-8 text.
+#
+# States are enums. Each Text `state` field (kept for compatibility, spelled in capitals:
+# READY_PAUSE) has an enum twin beside it, WorkflowState or TaskState, listing every value.
+# `unknown` (0) is what a scheduler older than the enum leaves there: read the Text then.
 @0xf6951f4dedf5cd52;
 
 using Cxx = import "/capnp/c++.capnp";
@@ -17,27 +29,81 @@ interface Gateway {
   # Refused (error set) while another live instance holds the shard id, or for a wrong token.
 }
 
+enum WorkflowState {
+  # A workflow's state; the Text twins spell it in capitals (READY_PAUSE).
+  unknown @0;                        # not filled in (an older scheduler): read the Text state
+  submitted @1;                      # accepted and durable, not started yet
+  running @2;                        # its tasks are scheduled as their dependencies succeed
+  readyPause @3;                     # pause asked: nothing new starts; PAUSED once none is active
+  paused @4;
+  readyStop @5;                      # stop or kill asked: active tasks are being cancelled
+  stopped @6;                        # ended by a stop or kill
+  success @7;                        # ended: every task of the run succeeded
+  failed @8;                         # ended: a task failed or was killed, and nothing else can run
+  failover @9;                       # being taken back by a restarted scheduler
+}
+
+enum TaskState {
+  # A task's state; the Text twins spell it in capitals (UPSTREAM_FAILED).
+  unknown @0;                        # not filled in (an older scheduler): read the Text state
+  waiting @1;                        # not scheduled: a task it depends on has not succeeded yet
+  upstreamFailed @2;                 # will not run in this run: a task it depends on (directly or
+                                     # not) failed or was killed, or the workflow failed (Airflow's
+                                     # upstream_failed). A rerun may run it again.
+  submitted @3;                      # scheduled, not started
+  delayExecution @4;                 # waiting out a retry backoff
+  dispatching @5;                    # in its task list, waiting for a worker slot
+  dispatched @6;                     # sent to a worker, not yet confirmed running
+  running @7;
+  paused @8;
+  killed @9;                         # ended: cancelled by a stop or kill
+  failure @10;                       # ended: failed, with no attempt left
+  success @11;                       # ended: succeeded
+  forcedSuccess @12;                 # ended: marked succeeded by an operator
+  failover @13;                      # its worker was lost; about to be retried or failed
+}
+
+struct TaskOutput {
+  task @0 :Text;                     # the task's name
+  resultJson @1 :Text;               # its result (JSON text as the task gave it; empty: none)
+}
+
 struct WorkflowResult {
   workflowId @0 :Text;
   state @1 :Text;                    # SUCCESS, FAILED, STOPPED, ...
-  detail @2 :Text;                   # the failure reason of a failed workflow
+  detail @2 :Text;                   # why a failed workflow failed: the task, the failure's
+                                     # reason and its details
+  workflowState @3 :WorkflowState;   # `state` as an enum
+  outputs @4 :List(TaskOutput);      # the results of its final tasks (those no other task depends
+                                     # on) that succeeded, in definition order
 }
 
 struct TaskDescription {
   name @0 :Text;
-  state @1 :Text;                    # a task state, or WAITING before the task was scheduled
-  attempt @2 :UInt32;
+  state @1 :Text;                    # a task state, WAITING before the task was scheduled, or
+                                     # UPSTREAM_FAILED (see TaskState)
+  attempt @2 :UInt32;                # its current or last attempt, from 1; 0: never started
   worker @3 :Text;                   # the shard of its current or last invocation
-  failure @4 :Text;                  # the reason of its last failure, if any
-  progress @5 :Data;                 # its last heartbeat's progress
+  failure @4 :Text;                  # the reason of its last failure, if any ("SpawnFailed")
+  progress @5 :Data;                 # its last heartbeat's progress (see progressText)
   awaitingCompletion @6 :Bool;       # asyncCompletion: handed off, waiting for its token
+  taskState @7 :TaskState;           # `state` as an enum
+  failureDetails @8 :Text;           # the details of its last failure, for people ("cannot run
+                                     # '/no/such/binary': No such file or directory")
+  resultJson @9 :Text;               # its result once it succeeded (JSON text; empty: none)
+  progressText @10 :Text;            # `progress` as Text: the same bytes
+  startedUs @11 :Int64;              # when it was first sent to a worker, µs since the epoch; 0: never
+  endedUs @12 :Int64;                # when it ended (succeeded, failed, was killed); 0: not yet
+  durationUs @13 :Int64;             # endedUs - startedUs, or up to now while it has not ended;
+                                     # 0 if it never started
 }
 
 struct WorkflowDescription {
   workflowId @0 :Text;
   state @1 :Text;
-  detail @2 :Text;                   # the failure reason of a failed workflow
+  detail @2 :Text;                   # why a failed workflow failed (as WorkflowResult.detail)
   tasks @3 :List(TaskDescription);        # in definition order
+  workflowState @4 :WorkflowState;   # `state` as an enum
 }
 
 enum ControlAction {
@@ -58,29 +124,35 @@ interface ClientService {
   # closed workflow is refused (alreadyExists): run it again with rerun.
   # definitionJson may instead be the name of a definition registered with the scheduler (a
   # file in its `definitions` directory): anything that is not a JSON object is taken as a name.
-  result @1 (workflowId :Text) -> (result :WorkflowResult, error :Common.Error);
-  # Waits for the workflow to end.
-  control @2 (workflowId :Text, action :ControlAction) -> (state :Text, error :Common.Error);
+  result @1 (workflowId :Text, timeoutMs :UInt64) -> (result :WorkflowResult, error :Common.Error);
+  # Waits for the workflow to end, for at most `timeoutMs` milliseconds (0: as long as it takes);
+  # timedOut when it has not ended by then (ask again to wait on). notFound for an unknown id.
+  control @2 (workflowId :Text, action :ControlAction)
+      -> (state :Text, error :Common.Error, workflowState :WorkflowState);
   # Pauses, resumes or stops a workflow; answers the state it leads to (READY_PAUSE, PAUSED,
   # RUNNING, READY_STOP, STOPPED, ...) once that is durable. notAllowedInState when the action
   # does not apply ("PAUSE is not allowed in state SUCCESS").
   describe @3 (workflowId :Text) -> (description :WorkflowDescription, error :Common.Error);
   # The workflow's and every task's state as durably recorded (its history replayed).
   list @4 (query :ListQuery) -> (workflows :List(WorkflowSummary), nextCursor :Text, error :Common.Error);
-  # One page of workflows in id order, from the store's index (no workflow is loaded). An empty
-  # nextCursor means the end; otherwise pass it as query.after for the next page (a page may
-  # hold fewer than query.limit workflows, even none, when few match a filter).
+  # One page of workflows, newest first or in id order (query.sort), from the store's index (no
+  # workflow is loaded). An empty nextCursor means the end; otherwise pass it as query.after,
+  # with the same sort, for the next page (a page may hold fewer than query.limit workflows,
+  # even none, when few match a filter).
   watch @5 (workflowId :Text, fromSequence :UInt64, sink :HistorySink) -> (lastSequence :UInt64, error :Common.Error);
   # Pushes the workflow's history from sequence `fromSequence` (1: from the start) to `sink`,
   # in order, each event once, live as it is recorded; returns once the workflow has closed and
   # its last event was delivered. A client that reconnects passes the sequence after the last
   # one it received and misses nothing.
-  completeTask @6 (token :Text, result :Data) -> (error :Common.Error);
+  completeTask @6 (token :Text, result :Data, resultJson :Text) -> (error :Common.Error);
   failTask @7 (token :Text, reason :Text, details :Text) -> (error :Common.Error);
   # Ends an invocation of a task with asyncCompletion, by the token it was given
   # ($TROUPE_TASK_TOKEN). A forged or altered token is refused (INVALID_ARGUMENT); so is one
   # whose invocation is no longer current (retried, timed out or already ended: NOT_FOUND).
-  rerun @8 (workflowId :Text, runFrom :Text) -> (state :Text, error :Common.Error);
+  # completeTask's result is JSON text: pass it in resultJson (`result`, the same bytes as Data,
+  # is read only when resultJson is empty).
+  rerun @8 (workflowId :Text, runFrom :Text)
+      -> (state :Text, error :Common.Error, workflowState :WorkflowState);
   # Reopens a closed workflow and runs `runFrom` and every task downstream of it again (empty:
   # every task that did not succeed); the other tasks keep their outcome. Answers RUNNING once
   # the rerun is durable. notAllowedInState while the workflow is open; invalidArgument for a
@@ -100,20 +172,29 @@ interface HistorySink {
   # ends the watch early.
 }
 
+enum ListSort {
+  created @0;                        # newest first: by creation time, then by id
+  id @1;                             # by workflow id
+}
+
 struct ListQuery {
-  state @0 :Text;                    # OPEN, CLOSED, or how closed ones ended: SUCCESS, FAILED,
-                                     # STOPPED; empty: all
+  state @0 :Text;                    # OPEN, CLOSED, an open workflow's state (SUBMITTED,
+                                     # RUNNING, READY_PAUSE, PAUSED, READY_STOP, FAILOVER), or
+                                     # how closed ones ended (SUCCESS, FAILED, STOPPED); empty: all
   definitionName @1 :Text;           # empty: any
   createdFromUs @2 :Int64;           # created at or after (0: no bound), µs since the epoch
   createdToUs @3 :Int64;             # created before (0: no bound)
-  after @4 :Text;                    # the cursor: a previous page's nextCursor
+  after @4 :Text;                    # the cursor: a previous page's nextCursor (of the same sort)
   limit @5 :UInt32;                  # most workflows in the page (0: 100; at most 1000)
+  sort @6 :ListSort;                 # the order of the pages; default: newest first
 }
 
 struct WorkflowSummary {
   workflowId @0 :Text;
   definitionName @1 :Text;
-  state @2 :Text;                    # OPEN, or how it ended (SUCCESS, FAILED, STOPPED)
+  state @2 :Text;                    # its state as of its last change (RUNNING, PAUSED, ...),
+                                     # or how it ended (SUCCESS, FAILED, STOPPED)
   createdUs @3 :Int64;
   closedUs @4 :Int64;                # 0 while open
+  workflowState @5 :WorkflowState;   # `state` as an enum
 }

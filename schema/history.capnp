@@ -228,6 +228,9 @@ struct WorkflowRecord {
   createdUs @3 :Int64;          # microseconds since the Unix epoch
   closedUs @4 :Int64;           # 0 while open
   finalState @5 :Text;          # how a closed workflow ended (SUCCESS, FAILED, STOPPED); empty while open
+  liveState @6 :Text;           # an open workflow's state as of its last change (RUNNING, PAUSED,
+                                # ...), written with the event that changed it; empty once closed,
+                                # and in records written before it was kept
 }
 
 struct WorkerRecord {

@@ -139,6 +139,7 @@ std::string encode_workflow_record(const WorkflowRecord& record) {
   root.setCreatedUs(record.created_us);
   root.setClosedUs(record.closed_us);
   root.setFinalState(record.final_state);
+  if (!record.live_state.empty()) root.setLiveState(record.live_state);
   return pack(message);
 }
 
@@ -152,6 +153,7 @@ Result<WorkflowRecord> decode_workflow_record(std::string_view bytes) {
     record.created_us = root.getCreatedUs();
     record.closed_us = root.getClosedUs();
     record.final_state = text(root.getFinalState());
+    record.live_state = text(root.getLiveState());
     return record;
   });
 }

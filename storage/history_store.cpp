@@ -2,6 +2,7 @@
 // and filters of ListQuery both stores share.
 #include "storage/history_store.hpp"
 
+#include <charconv>
 #include <future>
 #include <string>
 
@@ -17,6 +18,19 @@ Result<T> wait_for(Start&& start) {
 }
 
 }  // namespace
+
+std::string newest_first_cursor(int64_t created_us, std::string_view id) {
+  return std::to_string(created_us) + ":" + std::string(id);
+}
+
+std::optional<std::pair<int64_t, std::string>> parse_newest_first_cursor(std::string_view cursor) {
+  const auto colon = cursor.find(':');
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  int64_t created_us = 0;
+  auto [end, ec] = std::from_chars(cursor.data(), cursor.data() + colon, created_us);
+  if (ec != std::errc() || end != cursor.data() + colon) return std::nullopt;
+  return std::make_pair(created_us, std::string(cursor.substr(colon + 1)));
+}
 
 Result<void> ListQuery::check() const {
   if (limit == 0) {
@@ -39,6 +53,16 @@ Result<void> ListQuery::check() const {
                                             "' only matches closed workflows, but status asks "
                                             "for open ones; drop one of the two");
   }
+  if (!live_state.empty() && (status == WorkflowStatus::CLOSED || !final_state.empty())) {
+    return fail(Errc::INVALID_ARGUMENT, "listing workflows: live_state '" + live_state +
+                                            "' only matches open workflows, but the query asks "
+                                            "for closed ones; drop one of the two");
+  }
+  if (order == ListOrder::NEWEST_FIRST && !after.empty() && !parse_newest_first_cursor(after)) {
+    return fail(Errc::INVALID_ARGUMENT, "listing workflows newest first: '" + after +
+                                            "' is not a cursor of such a listing; pass the "
+                                            "next_cursor of its previous page");
+  }
   return ok();
 }
 
@@ -46,6 +70,10 @@ bool ListQuery::matches(const WorkflowRecord& record) const {
   if (status && record.status != *status) return false;
   if (!final_state.empty() &&
       (record.status != WorkflowStatus::CLOSED || record.final_state != final_state)) {
+    return false;
+  }
+  if (!live_state.empty() &&
+      (record.status != WorkflowStatus::OPEN || (!record.live_state.empty() && record.live_state != live_state))) {
     return false;
   }
   if (!definition_name.empty() && record.definition_name != definition_name) return false;

@@ -46,6 +46,10 @@ struct WorkflowRecord {
   int64_t closed_us = 0;  ///< 0 while open
   /// How a closed workflow ended (SUCCESS, FAILED, STOPPED); empty while open.
   std::string final_state;
+  /// An open workflow's state as of its last change (RUNNING, PAUSED...), written in the same
+  /// append as the event that changed it. Empty once closed, and in records written before the
+  /// store kept it (a listing then reads the state from the history).
+  std::string live_state;
 
   friend bool operator==(const WorkflowRecord&, const WorkflowRecord&) = default;
 };
@@ -55,14 +59,26 @@ struct WorkflowEntry {
   WorkflowRecord record;
 };
 
+/// The order of a listing.
+enum class ListOrder : uint8_t {
+  ID,            ///< by workflow id
+  NEWEST_FIRST,  ///< by creation time, newest first; equal times by id
+};
+
 /// Which workflows list_workflows() returns, and how much of the index one call may read.
 struct ListQuery {
   std::optional<WorkflowStatus> status;  ///< OPEN or CLOSED; none: both
   std::string final_state;      ///< only closed workflows that ended so ("SUCCESS"...); empty: any
+  /// Only open workflows in this state ("RUNNING"...); empty: any. A record without a live
+  /// state (written before the store kept it) matches too: the caller decides on it.
+  std::string live_state;
   std::string definition_name;  ///< exact match; empty: any
   int64_t created_from_us = 0;  ///< created_us >= this (0: no bound)
   int64_t created_to_us = 0;    ///< created_us < this (0: no bound)
-  std::string after;            ///< cursor: ids sorting after this; empty: from the start
+  ListOrder order = ListOrder::ID;
+  /// Cursor: a previous page's next_cursor, of the same order (for ID, also any id: the
+  /// page starts after it); empty: from the start.
+  std::string after;
   size_t limit = 100;           ///< most entries returned, >= 1
   size_t scan_budget = 100000;  ///< most index records examined in one call, >= 1
 
@@ -73,9 +89,15 @@ struct ListQuery {
 };
 
 struct ListPage {
-  std::vector<WorkflowEntry> entries;  ///< in id order
+  std::vector<WorkflowEntry> entries;  ///< in the query's order
   std::string next_cursor;             ///< pass as `after` for the next page; empty: no more
 };
+
+/// The cursor of a NEWEST_FIRST listing that resumes after (created_us, id): text, so that it
+/// travels in any client's string.
+std::string newest_first_cursor(int64_t created_us, std::string_view id);
+/// (created_us, id) of such a cursor; nullopt for any other text.
+std::optional<std::pair<int64_t, std::string>> parse_newest_first_cursor(std::string_view cursor);
 
 /// The persisted record of a worker, keyed by its shard id (column family `workers`).
 struct WorkerRecord {
@@ -152,13 +174,16 @@ class HistoryStore {
   /// id of a page as `after` to get the next.
   virtual Result<std::vector<WorkflowEntry>> scan_open(std::string_view after, size_t limit) = 0;
 
-  /// The workflows matching `query`, a page at a time, from the `workflows` index in id order
-  /// after `query.after`. A page ends after `limit` matches or after `scan_budget` records
-  /// were examined, whichever comes first, so a sparse filter over a huge index still answers
-  /// in bounded time: the page may then hold fewer than `limit` entries, even none, and the
-  /// caller pages on with `next_cursor` (the last id examined). `next_cursor` is empty only
-  /// once the end of the index was reached. Memory is bounded by the page, not the index.
-  /// Errors: INVALID_ARGUMENT (see ListQuery::check), CORRUPTION (names the damaged record).
+  /// The workflows matching `query`, a page at a time, in `query.order` after `query.after`:
+  /// from the `workflows` index (ID) or its creation-ordered twin (NEWEST_FIRST, which starts
+  /// at `created_to_us` and stops at `created_from_us` instead of filtering on them). A page
+  /// ends after `limit` matches or after `scan_budget` records were examined, whichever comes
+  /// first, so a sparse filter over a huge index still answers in bounded time: the page may
+  /// then hold fewer than `limit` entries, even none, and the caller pages on with
+  /// `next_cursor` (after the last record examined). `next_cursor` is empty only once the end
+  /// was reached. Memory is bounded by the page, not the index.
+  /// Errors: INVALID_ARGUMENT (see ListQuery::check; a cursor that is not one of the order),
+  /// CORRUPTION (names the damaged record).
   virtual Result<ListPage> list_workflows(const ListQuery& query) = 0;
 
   /// Deletes the histories and records of workflows closed before `closed_before_us`, a page

@@ -45,6 +45,36 @@ std::optional<EventKey> parse_event_key(std::string_view key) {
   return parsed;
 }
 
+namespace {
+
+/// `created_us` as 8 bytes that sort in descending time order: the sign bit flipped makes
+/// unsigned order signed order, and the complement reverses it.
+uint64_t newest_first(int64_t created_us) {
+  return ~(static_cast<uint64_t>(created_us) ^ (uint64_t{1} << 63));
+}
+
+}  // namespace
+
+std::string created_key(int64_t created_us, std::string_view workflow_id) {
+  std::string key;
+  key.reserve(8 + workflow_id.size());
+  const uint64_t order = newest_first(created_us);
+  for (int shift = 56; shift >= 0; shift -= 8) key.push_back(static_cast<char>((order >> shift) & 0xff));
+  key.append(workflow_id);
+  return key;
+}
+
+std::optional<CreatedKey> parse_created_key(std::string_view key) {
+  if (key.size() < 8 + 1) return std::nullopt;
+  uint64_t order = 0;
+  for (size_t i = 0; i < 8; ++i) order = (order << 8) | static_cast<unsigned char>(key[i]);
+  CreatedKey parsed;
+  parsed.created_us = static_cast<int64_t>(~order ^ (uint64_t{1} << 63));
+  parsed.workflow_id = key.substr(8);
+  if (parsed.workflow_id.find('\0') != std::string_view::npos) return std::nullopt;
+  return parsed;
+}
+
 std::string describe_event_key(std::string_view key) {
   if (auto parsed = parse_event_key(key)) {
     return "workflow '" + std::string(parsed->workflow_id) + "' sequence " +

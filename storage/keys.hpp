@@ -4,10 +4,12 @@
 //   events     workflow id, 0x00, sequence as 8 bytes big-endian  ->  packed HistoryEvent
 //   workflows  workflow id                                       ->  WorkflowRecord
 //   open       workflow id                                       ->  (empty) while open
+//   created    newest-first created time (8 bytes), workflow id  ->  WorkflowRecord (as `workflows`)
 //   workers    shard id                                          ->  WorkerRecord
 //   meta       "format_version"                                  ->  decimal text
 // Big-endian sequences make key order equal sequence order; the 0x00 separator (which ids
-// may not contain) keeps "wf1" from seeing the events of "wf10".
+// may not contain) keeps "wf1" from seeing the events of "wf10". A created key's time is
+// stored so that a later time sorts first (see created_key), then ids in order.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,19 @@ struct EventKey {
 
 /// Parses an events key; nullopt if it is not one.
 std::optional<EventKey> parse_event_key(std::string_view key);
+
+/// The `created` index key of a workflow created at `created_us`: keys sort newest first, and
+/// workflows created in the same microsecond by id.
+std::string created_key(int64_t created_us, std::string_view workflow_id);
+
+/// A parsed created key; `workflow_id` views into the parsed key.
+struct CreatedKey {
+  int64_t created_us = 0;
+  std::string_view workflow_id;
+};
+
+/// Parses a created key; nullopt if it is not one.
+std::optional<CreatedKey> parse_created_key(std::string_view key);
 
 /// "workflow 'x' sequence 7" for an events key, or its bytes in hex when it does not parse;
 /// used to name a damaged record in error messages.

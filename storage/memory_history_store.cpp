@@ -78,6 +78,7 @@ void MemoryHistoryStore::close(std::string workflow_id, int64_t closed_us, DoneC
     } else if (it->second.status == WorkflowStatus::OPEN) {
       it->second.status = WorkflowStatus::CLOSED;
       it->second.closed_us = closed_us;
+      it->second.live_state.clear();
     }
   }
   report([done = std::move(done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
@@ -160,6 +161,26 @@ Result<ListPage> MemoryHistoryStore::list_workflows(const ListQuery& query) {
   if (auto checked = query.check(); !checked) return checked.error();
   std::lock_guard lock(mutex_);
   ListPage page;
+  if (query.order == ListOrder::NEWEST_FIRST) {
+    // The creation order, as the on-disk index keeps it (a test double: sorted per call).
+    std::map<std::string, const std::pair<const std::string, WorkflowRecord>*> by_created;
+    for (const auto& entry : workflows_) by_created.emplace(created_key(entry.second.created_us, entry.first), &entry);
+    auto it = by_created.begin();
+    if (auto cursor = parse_newest_first_cursor(query.after)) {
+      it = by_created.upper_bound(created_key(cursor->first, cursor->second));
+    }
+    size_t examined = 0;
+    for (; it != by_created.end(); ++it) {
+      const auto& [id, record] = *it->second;
+      ++examined;
+      if (query.matches(record)) page.entries.push_back({id, record});
+      if (page.entries.size() == query.limit || examined == query.scan_budget) {
+        if (std::next(it) != by_created.end()) page.next_cursor = newest_first_cursor(record.created_us, id);
+        break;
+      }
+    }
+    return page;
+  }
   size_t examined = 0;
   for (auto it = workflows_.upper_bound(query.after); it != workflows_.end(); ++it) {
     ++examined;

@@ -42,7 +42,11 @@ constexpr const char* cf_workflows = "workflows";
 constexpr const char* cf_open = "open";
 constexpr const char* cf_workers = "workers";
 constexpr const char* cf_meta = "meta";
+constexpr const char* cf_created = "created";
 constexpr const char* format_version_key = "format_version";
+
+/// Records indexed per write while a store of format 1 gets its `created` index.
+constexpr size_t migration_page = 4096;
 
 /// Workflows examined per purge page: bounds the memory and the write batch of one page.
 constexpr size_t purge_page = 1024;
@@ -182,6 +186,7 @@ struct RocksHistoryStore::Impl {
   rocksdb::ColumnFamilyHandle* open_index = nullptr;
   rocksdb::ColumnFamilyHandle* workers = nullptr;
   rocksdb::ColumnFamilyHandle* meta = nullptr;
+  rocksdb::ColumnFamilyHandle* created = nullptr;  ///< the `workflows` records, newest first
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
 
   // Fail-stop: set once when a write or RocksDB's background work fails; never cleared.
@@ -304,6 +309,55 @@ struct RocksHistoryStore::Impl {
     return std::optional<WorkflowRecord>(std::move(*record));
   }
 
+  /// list_workflows() in the order of the `created` index, which starts at the query's
+  /// created_to_us and ends at its created_from_us (keys sort newest first).
+  Result<ListPage> list_newest_first(const ListQuery& query) {
+    ListPage page;
+    std::string upper;
+    rocksdb::Slice upper_bound;
+    rocksdb::ReadOptions read_options;
+    if (query.created_from_us != 0 && query.created_from_us != std::numeric_limits<int64_t>::min()) {
+      upper = created_key(query.created_from_us - 1, "");  // before every older workflow's key
+      upper_bound = slice(upper);
+      read_options.iterate_upper_bound = &upper_bound;
+    }
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read_options, created));
+    std::string start;
+    bool skip_start = false;
+    if (auto cursor = parse_newest_first_cursor(query.after)) {
+      start = created_key(cursor->first, cursor->second);
+      skip_start = true;
+    }
+    if (query.created_to_us != 0 && query.created_to_us != std::numeric_limits<int64_t>::min()) {
+      if (std::string to = created_key(query.created_to_us - 1, ""); to > start) {
+        start = std::move(to);
+        skip_start = false;
+      }
+    }
+    it->Seek(slice(start));
+    if (skip_start && it->Valid() && view(it->key()) == start) it->Next();
+    size_t examined = 0;
+    for (; it->Valid(); it->Next()) {
+      auto key = parse_created_key(view(it->key()));
+      if (!key) return fail(Errc::CORRUPTION, where() + " has a malformed created-index key");
+      auto record = decode_workflow_record(view(it->value()));
+      if (!record) {
+        return fail(Errc::CORRUPTION, "workflow '" + std::string(key->workflow_id) + "' in the created index of " +
+                                          where() + ": " + record.error().message);
+      }
+      ++examined;
+      if (query.matches(*record)) page.entries.push_back(WorkflowEntry{std::string(key->workflow_id), *record});
+      if (page.entries.size() == query.limit || examined == query.scan_budget) {
+        page.next_cursor = newest_first_cursor(key->created_us, key->workflow_id);
+        it->Next();  // only to learn whether anything is left
+        break;
+      }
+    }
+    if (!it->status().ok()) return to_error(it->status(), "listing workflows in " + where());
+    if (!it->Valid()) page.next_cursor.clear();  // the end of the index: no next page
+    return page;
+  }
+
   // --- the writer thread ---------------------------------------------------------------
 
   /// Index records written earlier in the batch being built (nullopt: deleted), so later
@@ -318,7 +372,10 @@ struct RocksHistoryStore::Impl {
 
   void put_record(rocksdb::WriteBatch& batch, PendingRecords& pending, const std::string& id,
                   const WorkflowRecord& record) {
-    (void)batch.Put(workflows, slice(id), slice(encode_workflow_record(record)));
+    const std::string value = encode_workflow_record(record);
+    (void)batch.Put(workflows, slice(id), slice(value));
+    // A record's creation time never changes, so its key in `created` stays the same.
+    (void)batch.Put(created, slice(created_key(record.created_us, id)), slice(value));
     if (record.status == WorkflowStatus::OPEN) {
       (void)batch.Put(open_index, slice(id), rocksdb::Slice());
     } else {
@@ -367,6 +424,7 @@ struct RocksHistoryStore::Impl {
     if (record.status == WorkflowStatus::CLOSED) return std::monostate{};  // already closed
     record.status = WorkflowStatus::CLOSED;
     record.closed_us = op.closed_us;
+    record.live_state.clear();
     put_record(batch, pending, op.workflow_id, record);
     return std::monostate{};
   }
@@ -378,18 +436,19 @@ struct RocksHistoryStore::Impl {
 
   Outcome prepare(PurgeOp& op, rocksdb::WriteBatch& batch, PendingRecords& pending) {
     // Check every candidate before deleting any, so a failed read leaves no partial purge.
-    std::vector<const std::string*> eligible;
+    std::vector<std::pair<const std::string*, int64_t /* created_us */>> eligible;
     for (const auto& id : op.workflow_ids) {
       auto current = effective_record(id, pending);
       if (!current) return current.error();
       if (*current && (*current)->status == WorkflowStatus::CLOSED &&
           (*current)->closed_us < op.closed_before_us) {
-        eligible.push_back(&id);  // not reopened or gone since it was picked
+        eligible.emplace_back(&id, (*current)->created_us);  // not reopened or gone since it was picked
       }
     }
     uint64_t purged = 0;
-    for (const std::string* candidate : eligible) {
+    for (const auto& [candidate, created_us] : eligible) {
       const std::string& id = *candidate;
+      (void)batch.Delete(created, slice(created_key(created_us, id)));
       std::string end = id;
       end.push_back('\x01');  // just past every key of event_prefix(id)
       (void)batch.DeleteRange(events, slice(event_prefix(id)), slice(end));
@@ -451,20 +510,56 @@ struct RocksHistoryStore::Impl {
 
 namespace {
 
+/// Records this build's format version, synced.
+Result<void> write_format_version(RocksHistoryStore::Impl& impl) {
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  auto status =
+      impl.db->Put(write_options, impl.meta, format_version_key, std::to_string(history_format_version));
+  if (!status.ok()) {
+    return status.IsNoSpace() ? write_error(status, "initialising " + impl.where(), impl.directory)
+                              : to_error(status, "initialising " + impl.where());
+  }
+  return ok();
+}
+
+/// Format 1 -> 2: the `created` index of every record of `workflows`, a page per synced write.
+/// The format version is raised only afterwards, so an interrupted run is done again at the next
+/// open (its puts are idempotent).
+Result<void> add_created_index(RocksHistoryStore::Impl& impl) {
+  const std::string context = "adding the creation-time index to " + impl.where();
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  rocksdb::WriteBatch batch;
+  auto write = [&]() -> Result<void> {
+    if (batch.Count() == 0) return ok();
+    auto status = impl.db->Write(write_options, &batch);
+    if (!status.ok()) {
+      return status.IsNoSpace() ? write_error(status, context, impl.directory) : to_error(status, context);
+    }
+    batch.Clear();
+    return ok();
+  };
+  std::unique_ptr<rocksdb::Iterator> it(impl.db->NewIterator(rocksdb::ReadOptions(), impl.workflows));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const std::string_view id = view(it->key());
+    auto record = decode_workflow_record(view(it->value()));
+    if (!record) {
+      return fail(Errc::CORRUPTION, context + ": workflow '" + std::string(id) + "': " + record.error().message);
+    }
+    (void)batch.Put(impl.created, slice(created_key(record->created_us, id)), it->value());
+    if (batch.Count() >= migration_page) {
+      if (auto written = write(); !written) return written.error();
+    }
+  }
+  if (!it->status().ok()) return to_error(it->status(), context);
+  return write();
+}
+
 Result<void> check_format(RocksHistoryStore::Impl& impl) {
   std::string value;
   auto status = impl.db->Get(rocksdb::ReadOptions(), impl.meta, format_version_key, &value);
-  if (status.IsNotFound()) {
-    rocksdb::WriteOptions write_options;
-    write_options.sync = true;
-    status = impl.db->Put(write_options, impl.meta, format_version_key,
-                          std::to_string(history_format_version));
-    if (!status.ok()) {
-      return status.IsNoSpace() ? write_error(status, "initialising " + impl.where(), impl.directory)
-                                : to_error(status, "initialising " + impl.where());
-    }
-    return ok();
-  }
+  if (status.IsNotFound()) return write_format_version(impl);
   if (!status.ok()) return to_error(status, "reading the format version of " + impl.where());
   int version = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), version);
@@ -478,6 +573,10 @@ Result<void> check_format(RocksHistoryStore::Impl& impl) {
                     ", but this troupe reads format " + std::to_string(history_format_version) +
                     " at most; run the newer troupe that wrote it");
   }
+  if (version < 2) {
+    if (auto added = add_created_index(impl); !added) return added.error();
+  }
+  if (version < history_format_version) return write_format_version(impl);
   return ok();
 }
 
@@ -599,7 +698,7 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
   // Open every column family that exists, so a store written by a newer build with more of
   // them still opens far enough to read its format version and refuse it clearly.
   std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName, cf_events, cf_workflows,
-                                    cf_open, cf_workers, cf_meta};
+                                    cf_open, cf_workers, cf_meta, cf_created};
   if (std::filesystem::exists(std::filesystem::path(directory) / "CURRENT")) {
     std::vector<std::string> existing;
     auto status = rocksdb::DB::ListColumnFamilies(db_options, directory, &existing);
@@ -634,6 +733,7 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
   impl->open_index = impl->handles[3];
   impl->workers = impl->handles[4];
   impl->meta = impl->handles[5];
+  impl->created = impl->handles[6];
 
   if (auto checked = check_format(*impl); !checked) return checked.error();
   {
@@ -803,6 +903,7 @@ Result<std::vector<WorkflowEntry>> RocksHistoryStore::scan_open(std::string_view
 
 Result<ListPage> RocksHistoryStore::list_workflows(const ListQuery& query) {
   if (auto checked = query.check(); !checked) return checked.error();
+  if (query.order == ListOrder::NEWEST_FIRST) return impl_->list_newest_first(query);
   ListPage page;
   // One iterator sees one consistent view; records are decoded one at a time and only the
   // matches kept, so memory follows the page, not the index.

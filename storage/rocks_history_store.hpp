@@ -14,8 +14,9 @@ class Env;
 
 namespace troupe::storage {
 
-/// The on-disk format this build writes and the newest it reads.
-inline constexpr int history_format_version = 1;
+/// The on-disk format this build writes and the newest it reads. 2 added the `created` index
+/// (a store of format 1 gets it when first opened, see open()).
+inline constexpr int history_format_version = 2;
 
 class RocksHistoryStore final : public HistoryStore {
  public:
@@ -23,7 +24,8 @@ class RocksHistoryStore final : public HistoryStore {
   /// replaces RocksDB's default environment; tests pass one that injects faults.
   /// Errors, each naming the directory: UNAVAILABLE (cannot create or write the directory,
   /// another process holds it, disk full), UNIMPLEMENTED (written by a newer troupe),
-  /// CORRUPTION (damaged files).
+  /// CORRUPTION (damaged files). A store of an older format is brought up to this one first
+  /// (format 1: the `created` index is built from the `workflows` index, a page per sync).
   static Result<std::unique_ptr<RocksHistoryStore>> open(const std::string& directory,
                                                          const StoreOptions& options = {},
                                                          std::shared_ptr<rocksdb::Env> env = {});

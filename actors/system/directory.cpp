@@ -269,8 +269,8 @@ Result<std::optional<WorkflowOutcome>> closed_outcome(storage::HistoryStore& sto
   if (!*record || (*record)->status != storage::WorkflowStatus::CLOSED) return std::optional<WorkflowOutcome>();
   auto replayed = replay(store, id);
   if (!replayed) return replayed.error();
-  return std::optional<WorkflowOutcome>(WorkflowOutcome{
-      std::string(WorkflowMachineTraits::name(replayed->workflow.state)), replayed->workflow.failure_reason});
+  return std::optional<WorkflowOutcome>(WorkflowOutcome{std::string(WorkflowMachineTraits::name(replayed->workflow.state)),
+                                                        replayed->workflow.failure_reason, final_outputs(*replayed)});
 }
 
 /// How workflow `id` ended: from its history once it has, else when its actor closes it. The

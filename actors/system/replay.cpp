@@ -33,28 +33,79 @@ Result<ReplayedWorkflow> replay(const std::string& workflow_id,
   return out;
 }
 
+// The client API's codes list the machines' states in the machines' order, after UNKNOWN (and,
+// for tasks, WAITING and UPSTREAM_FAILED); every name is checked in actors.replay's tests.
+static_assert(static_cast<uint8_t>(WorkflowStateCode::SUBMITTED) == static_cast<uint8_t>(WorkflowState::SUBMITTED) + 1);
+static_assert(static_cast<uint8_t>(WorkflowStateCode::FAILOVER) == static_cast<uint8_t>(WorkflowState::FAILOVER) + 1);
+static_assert(WorkflowMachineTraits::states == workflow_state_names.size() - 1);
+static_assert(static_cast<uint8_t>(TaskStateCode::SUBMITTED) == static_cast<uint8_t>(TaskState::SUBMITTED) + 3);
+static_assert(static_cast<uint8_t>(TaskStateCode::FAILOVER) == static_cast<uint8_t>(TaskState::FAILOVER) + 3);
+static_assert(TaskMachineTraits::states == task_state_names.size() - 3);
+
+WorkflowStateCode state_code(WorkflowState state) {
+  return static_cast<WorkflowStateCode>(static_cast<uint8_t>(state) + 1);
+}
+
+TaskStateCode state_code(TaskState state) { return static_cast<TaskStateCode>(static_cast<uint8_t>(state) + 3); }
+
+namespace {
+
+/// Whether a task without an instance will not run in this run: the graph blocked it behind a
+/// failed or killed task, or the workflow failed, which ends the run.
+bool upstream_failed(const WorkflowModel& workflow, uint32_t task) {
+  const NodeState node = workflow.graph->state(task);
+  if (node == NodeState::BLOCKED) return true;
+  return workflow.state == WorkflowState::FAILED && (node == NodeState::WAITING || node == NodeState::READY);
+}
+
+}  // namespace
+
 WorkflowStatus snapshot(const ReplayedWorkflow& replayed) {
+  const WorkflowModel& workflow = replayed.workflow;
   WorkflowStatus view;
-  view.workflow_id = replayed.workflow.id;
-  view.state = std::string(WorkflowMachineTraits::name(replayed.workflow.state));
-  view.detail = replayed.workflow.failure_reason;
-  if (!replayed.workflow.spec) return view;
-  for (const auto& spec : replayed.workflow.spec->tasks) {
+  view.workflow_id = workflow.id;
+  view.state = std::string(WorkflowMachineTraits::name(workflow.state));
+  view.state_code = state_code(workflow.state);
+  view.detail = workflow.failure_reason;
+  if (!workflow.spec || !workflow.graph) return view;
+  for (uint32_t index = 0; index < workflow.spec->tasks.size(); ++index) {
     TaskStatus task;
-    task.name = spec.name;
-    task.state = "WAITING";
-    if (auto it = replayed.tasks.find(spec.name); it != replayed.tasks.end()) {
+    task.name = workflow.spec->tasks[index].name;
+    if (auto it = replayed.tasks.find(task.name); it != replayed.tasks.end()) {
       const auto& model = it->second;
       task.state = std::string(TaskMachineTraits::name(model.state));
+      task.state_code = state_code(model.state);
       task.attempt = model.attempt;
       task.worker = model.executor;
       task.failure = model.failure_reason;
+      task.failure_details = model.failure_details;
       task.progress = model.progress;
       task.awaiting_completion = model.awaiting_completion;
+      if (TaskMachine::is_success(model.state)) task.result_json = model.result;
+      task.started_us = model.started_us;
+      task.ended_us = model.ended_us;
+    } else {
+      task.state_code = upstream_failed(workflow, index) ? TaskStateCode::UPSTREAM_FAILED : TaskStateCode::WAITING;
+      task.state = std::string(name_of(task.state_code));
     }
     view.tasks.push_back(std::move(task));
   }
   return view;
+}
+
+std::vector<TaskOutput> final_outputs(const ReplayedWorkflow& replayed) {
+  std::vector<TaskOutput> outputs;
+  const WorkflowModel& workflow = replayed.workflow;
+  if (!workflow.spec || !workflow.graph) return outputs;
+  for (uint32_t index = 0; index < workflow.spec->tasks.size(); ++index) {
+    if (!workflow.graph->is_final(index)) continue;
+    const auto& name = workflow.spec->tasks[index].name;
+    auto it = replayed.tasks.find(name);
+    if (it != replayed.tasks.end() && TaskMachine::is_success(it->second.state)) {
+      outputs.push_back(TaskOutput{name, it->second.result});
+    }
+  }
+  return outputs;
 }
 
 Result<ReplayedWorkflow> replay(storage::HistoryStore& store, const std::string& workflow_id,

@@ -18,8 +18,18 @@ struct ReplayedWorkflow {
   std::map<std::string, TaskModel> tasks;  ///< by task name
 };
 
-/// What describe shows of a replayed workflow (every task of its definition included).
+/// What describe shows of a replayed workflow (every task of its definition included). A task
+/// with no instance is WAITING, or UPSTREAM_FAILED when the execution graph says it will not
+/// run in this run (a task it depends on failed or was killed) or the workflow failed.
 WorkflowStatus snapshot(const ReplayedWorkflow& replayed);
+
+/// `state` as the client API's code.
+WorkflowStateCode state_code(WorkflowState state);
+TaskStateCode state_code(TaskState state);
+
+/// The results of the workflow's final tasks (those no other task depends on) that succeeded,
+/// in definition order.
+std::vector<TaskOutput> final_outputs(const ReplayedWorkflow& replayed);
 
 /// Applies `history` (in sequence order) to fresh models. CORRUPTION naming the sequence if an
 /// event does not decode or does not apply: a history troupe could not have written.

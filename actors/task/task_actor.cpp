@@ -202,7 +202,7 @@ void run_eager(Self self, const TaskTransition& t) {
   auto& st = self->state;
   for (TaskAction action : t.actions) {
     if (action == TaskAction::NOTIFY_WORKFLOW) {
-      std::string detail = TaskMachine::is_success(t.to) ? st.model.result : st.model.failure_reason;
+      std::string detail = TaskMachine::is_success(t.to) ? st.model.result : st.model.failure_message();
       self->send(st.owner, finished_atom::value, st.index, static_cast<uint8_t>(t.to), std::move(detail));
     } else if (action == TaskAction::WITHDRAW) {
       self->send(st.wiring->executor, withdraw_atom::value, caf::actor_cast<task_port>(self),

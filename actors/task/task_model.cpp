@@ -81,6 +81,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       previous_invocation.clear();
       previous_executor.clear();
       dispatched_us = now;
+      if (started_us == 0) started_us = now;
       ++dispatches;
       awaiting_completion = false;
       break;
@@ -159,6 +160,7 @@ Result<void> TaskModel::apply(const EventView& event) {
     banked_us += now - segment_start_us;
     segment_start_us = -1;
   }
+  if (TaskMachine::is_terminal(t->to)) ended_us = now;
   if (t->to == TaskState::KILLED || t->to == TaskState::PAUSED) invocation_id.clear();
   if (invocation_id.empty()) awaiting_completion = false;
   if (t->to == TaskState::PAUSED || TaskMachine::is_terminal(t->to)) pause_requested = false;
@@ -169,6 +171,11 @@ Result<void> TaskModel::apply(const EventView& event) {
 
 Duration TaskModel::elapsed(int64_t now_us) const {
   return Duration(banked_us + (segment_start_us >= 0 ? now_us - segment_start_us : 0));
+}
+
+std::string TaskModel::failure_message() const {
+  if (failure_details.empty()) return failure_reason;
+  return failure_reason + ": " + failure_details;
 }
 
 std::string TaskModel::canonical() const {
@@ -206,6 +213,8 @@ std::string TaskModel::canonical() const {
   field("never_started", std::to_string(never_started));
   field("previous_invocation", previous_invocation);
   field("previous_executor", previous_executor);
+  field("started", std::to_string(started_us));
+  field("ended", std::to_string(ended_us));
   field("applied", std::to_string(applied));
   return out;
 }

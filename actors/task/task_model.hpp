@@ -46,6 +46,8 @@ struct TaskModel {
   /// Invocations of the current attempt that never started, in a row: each is dispatched
   /// again after a backoff that grows with this count.
   uint32_t never_started = 0;
+  int64_t started_us = 0;         ///< when it was first dispatched (sent to an executor); 0: never
+  int64_t ended_us = 0;           ///< when it reached a terminal state; 0: not yet
   uint64_t applied = 0;           ///< events applied
 
   /// Applies one of this task's events. NOT_ALLOWED_IN_STATE if the table refuses it (a
@@ -55,6 +57,10 @@ struct TaskModel {
 
   /// Time since first start, pauses excluded.
   Duration elapsed(int64_t now_us) const;
+
+  /// The last failure for people: "SpawnFailed: cannot run 'x': No such file or directory"
+  /// (reason, then details when there are any).
+  std::string failure_message() const;
 
   /// Every field, in a fixed order: equal strings mean equal models.
   std::string canonical() const;

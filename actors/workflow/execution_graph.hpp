@@ -43,6 +43,8 @@ class ExecutionGraph {
 
   NodeState state(uint32_t task) const { return nodes_[task]; }
   size_t size() const { return nodes_.size(); }
+  /// Whether no task depends on `task`: its result is one of the workflow's outputs.
+  bool is_final(uint32_t task) const { return dependents_[task].empty(); }
 
   /// READY tasks in topological order.
   std::vector<uint32_t> ready() const;

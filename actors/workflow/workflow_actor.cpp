@@ -30,6 +30,9 @@ struct WorkflowActorState {
   /// A finished workflow adopted to answer a rerun; it ends if the rerun is refused.
   bool adopted_closed = false;
   std::vector<caf::typed_response_promise<WorkflowOutcome>> waiters;
+  /// The results of final tasks (no other task depends on them) that succeeded, by task index:
+  /// from their reports, or from the replayed history. Kept as long as the graph says succeeded.
+  std::map<uint32_t, std::string> outputs;
   /// Client requests not answered yet (answered by effects once durable, or by fail_stop).
   /// Shared with the effects that answer them, so that an answered one reads as such.
   std::vector<std::shared_ptr<caf::typed_response_promise<std::string>>> replies;
@@ -109,15 +112,24 @@ struct Batch {
   std::vector<std::function<void()>> eager;
 };
 
-WorkflowOutcome outcome_of(const WorkflowModel& model) {
-  return WorkflowOutcome{std::string(WorkflowMachineTraits::name(model.state)), model.failure_reason};
+WorkflowOutcome outcome_of(const WorkflowActorState& st) {
+  WorkflowOutcome outcome{std::string(WorkflowMachineTraits::name(st.model.state)), st.model.failure_reason, {}};
+  for (const auto& [index, result] : st.outputs) {
+    // A rerun resets what it runs again: only what still stands is an output.
+    if (st.model.graph->state(index) == NodeState::SUCCEEDED) {
+      outcome.outputs.push_back(TaskOutput{st.model.spec->tasks[index].name, result});
+    }
+  }
+  return outcome;
 }
 
 void fail_stop(Self self, const caf::error& error);
 
-/// The index record of an open workflow: written with its submission, and by a rerun.
+/// The index record of an open workflow, with its current state: written with its submission,
+/// by a rerun, and with each event that changes its state (see decide()).
 storage::WorkflowRecord open_record(const WorkflowModel& model) {
-  return storage::WorkflowRecord{storage::WorkflowStatus::OPEN, model.spec->name, "", model.submitted_us, 0, ""};
+  return storage::WorkflowRecord{storage::WorkflowStatus::OPEN, model.spec->name, "", model.submitted_us, 0, "",
+                                 std::string(WorkflowMachineTraits::name(model.state))};
 }
 
 /// Adds an event to `batch` and applies it to the model. False (and the actor fail-stops) if
@@ -225,7 +237,14 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
     return true;
   }
   const auto paused_before = st.model.graph->paused();
+  const WorkflowState before = st.model.state;
   if (!add_event(self, batch, workflow_event(self, fill))) return false;
+  if (st.model.state != before && !WorkflowMachine::is_terminal(st.model.state)) {
+    // The index keeps an open workflow's state, written with the event that changed it (a
+    // terminal state is written by CLOSE).
+    batch.events.has_record = true;
+    batch.events.record = open_record(st.model);
+  }
   for (WorkflowAction action : t->actions) {
     switch (action) {
       case WorkflowAction::PERSIST:
@@ -266,8 +285,8 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
         batch.events.has_record = true;
         batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::CLOSED, st.model.spec->name,
                                                       "", st.model.submitted_us, st.setup.wiring->now_us(),
-                                                      std::string(WorkflowMachineTraits::name(st.model.state))};
-        batch.effects.push_back([self, outcome = outcome_of(st.model)] {
+                                                      std::string(WorkflowMachineTraits::name(st.model.state)), ""};
+        batch.effects.push_back([self, outcome = outcome_of(st)] {
           auto& s = self->state;
           for (auto& waiter : s.waiters) waiter.deliver(outcome);
           s.waiters.clear();
@@ -436,8 +455,10 @@ void adopt(Self self, const ReplayedWorkflow& replayed) {
   st.model = replayed.workflow;
   st.model.definitions = st.setup.wiring->definitions.get();
   for (const auto& [name, task] : replayed.tasks) {
-    if (auto index = st.model.spec->find_task(name); index && task.dispatches > 0) {
-      st.prior_dispatches[*index] = task.dispatches;
+    auto index = st.model.spec->find_task(name);
+    if (index && task.dispatches > 0) st.prior_dispatches[*index] = task.dispatches;
+    if (index && st.model.graph->is_final(*index) && TaskMachine::is_success(task.state)) {
+      st.outputs[*index] = task.result;
     }
   }
 }
@@ -469,7 +490,7 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
         auto f = b.initWorkflowTaskFinished();
         f.setTaskName(name);
         f.setOutcome(wire_outcome(task.state));
-        f.setDetail(task.failure_reason);
+        f.setDetail(task.failure_message());
       });
     } else {
       revived.emplace_back(index, task);
@@ -645,7 +666,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         if (!decided) return *reply;  // the history failed: fail_stop answered it
         // Not the READY_STOP a stop answers: the close answers once STOPPED is durable.
         if (closed) {
-          batch.effects.push_back([reply, state = outcome_of(self->state.model).state] { reply->deliver(state); });
+          batch.effects.push_back([reply, state = outcome_of(self->state).state] { reply->deliver(state); });
         } else {
           self->state.kills.push_back(reply);
         }
@@ -659,6 +680,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         if (index >= st.model.spec->tasks.size()) return;
         const auto& name = st.model.spec->tasks[index].name;
         if (TaskMachine::is_terminal(task_state)) st.tasks.erase(index);
+        if (TaskMachine::is_success(task_state) && st.model.graph->is_final(index)) st.outputs[index] = detail;
         schema::TaskOutcome wire = schema::TaskOutcome::FAILED;
         switch (task_state) {
           case TaskState::SUCCESS: wire = schema::TaskOutcome::SUCCEEDED; break;
@@ -703,7 +725,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         auto& st = self->state;
         auto promise = self->make_response_promise<WorkflowOutcome>();
         if (st.model.finalized) {
-          promise.deliver(outcome_of(st.model));
+          promise.deliver(outcome_of(st));
         } else {
           st.waiters.push_back(promise);
         }

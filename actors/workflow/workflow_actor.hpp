@@ -4,11 +4,22 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 
 #include "actors/wiring.hpp"
 #include "actors/workflow/workflow_model.hpp"
+#include "schema/workflow_status.hpp"
+
+namespace troupe {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TaskOutput& x) {
+  return f(caf::meta::type_name("TaskOutput"), x.task, x.result_json);
+}
+
+}  // namespace troupe
 
 namespace troupe::actors {
 
@@ -16,11 +27,12 @@ namespace troupe::actors {
 struct WorkflowOutcome {
   std::string state;           ///< SUCCESS, FAILED or STOPPED
   std::string failure_reason;  ///< for FAILED: which task failed and why
+  std::vector<TaskOutput> outputs;  ///< the results of its final tasks that succeeded, in definition order
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, WorkflowOutcome& x) {
-  return f(caf::meta::type_name("WorkflowOutcome"), x.state, x.failure_reason);
+  return f(caf::meta::type_name("WorkflowOutcome"), x.state, x.failure_reason, x.outputs);
 }
 
 using workflow_actor = task_owner_port::extend_with<persisted_port>::extend<

@@ -14,6 +14,7 @@
 #include "runtime/net/buffered_stream.hpp"
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
+#include "schema/wire_states.hpp"
 
 namespace troupe::client {
 namespace {
@@ -192,14 +193,19 @@ struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
         [address = address](kj::Exception&& e) -> Result<std::string> { return lost(address, e); });
   }
 
-  kj::Promise<Result<WorkflowResult>> result(const std::string& workflow_id) {
+  /// `timeout_ms`: how long the scheduler waits (0: until the workflow ends).
+  kj::Promise<Result<WorkflowResult>> result(const std::string& workflow_id, uint64_t timeout_ms = 0) {
     auto call = service.resultRequest(message_size(workflow_id.size()));
     call.setWorkflowId(workflow_id);
+    call.setTimeoutMs(timeout_ms);
     return call.send().then(
         [](capnp::Response<schema::ClientService::ResultResults>&& response) -> Result<WorkflowResult> {
           if (has_error(response)) return error_of(response);
           auto r = response.getResult();
-          return WorkflowResult{text(r.getWorkflowId()), text(r.getState()), text(r.getDetail())};
+          WorkflowResult out{text(r.getWorkflowId()), text(r.getState()), text(r.getDetail()),
+                             from_wire(r.getWorkflowState()), {}};
+          for (auto o : r.getOutputs()) out.outputs.push_back(TaskOutput{text(o.getTask()), text(o.getResultJson())});
+          return out;
         },
         [address = address](kj::Exception&& e) -> Result<WorkflowResult> { return lost(address, e); });
   }
@@ -268,8 +274,11 @@ Result<std::string> GatewayClient::start(const StartRequest& request) {
 }
 
 Result<WorkflowResult> GatewayClient::result(const std::string& workflow_id, Duration timeout) {
+  // The scheduler answers TIMED_OUT itself; the local deadline, a little later, only covers one
+  // that predates the timeout parameter.
+  const auto ms = std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
   return impl_
-      ->within(impl_->result(workflow_id), timeout,
+      ->within(impl_->result(workflow_id, static_cast<uint64_t>(ms)), timeout + std::chrono::seconds(2),
                "workflow '" + workflow_id + "' did not end within " + format_duration(timeout))
       .wait(impl_->wait_scope());
 }
@@ -282,11 +291,24 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
           [](capnp::Response<schema::ClientService::DescribeResults>&& response) -> Result<WorkflowStatus> {
             if (has_error(response)) return error_of(response);
             auto d = response.getDescription();
-            WorkflowStatus out{text(d.getWorkflowId()), text(d.getState()), text(d.getDetail()), {}};
+            WorkflowStatus out{text(d.getWorkflowId()), text(d.getState()), text(d.getDetail()), {},
+                               from_wire(d.getWorkflowState())};
             for (auto t : d.getTasks()) {
-              out.tasks.push_back(TaskStatus{text(t.getName()), text(t.getState()), t.getAttempt(),
-                                             text(t.getWorker()), text(t.getFailure()),
-                                             runtime::bytes(t.getProgress()), t.getAwaitingCompletion()});
+              TaskStatus task;
+              task.name = text(t.getName());
+              task.state = text(t.getState());
+              task.state_code = from_wire(t.getTaskState());
+              task.attempt = t.getAttempt();
+              task.worker = text(t.getWorker());
+              task.failure = text(t.getFailure());
+              task.failure_details = text(t.getFailureDetails());
+              // JSON is Text; an older scheduler filled only the Data field.
+              task.progress = t.hasProgressText() ? text(t.getProgressText()) : runtime::bytes(t.getProgress());
+              task.awaiting_completion = t.getAwaitingCompletion();
+              task.result_json = text(t.getResultJson());
+              task.started_us = t.getStartedUs();
+              task.ended_us = t.getEndedUs();
+              out.tasks.push_back(std::move(task));
             }
             return out;
           },
@@ -334,6 +356,7 @@ Result<WorkflowPage> GatewayClient::list(const ListQuery& query) {
   q.setCreatedToUs(query.created_to_us);
   q.setAfter(query.after);
   q.setLimit(query.limit);
+  q.setSort(query.sort == ListSort::ID ? schema::ListSort::ID : schema::ListSort::CREATED);
   return call.send()
       .then(
           [](capnp::Response<schema::ClientService::ListResults>&& response) -> Result<WorkflowPage> {
@@ -341,7 +364,8 @@ Result<WorkflowPage> GatewayClient::list(const ListQuery& query) {
             WorkflowPage page;
             for (auto w : response.getWorkflows()) {
               page.workflows.push_back(WorkflowSummary{text(w.getWorkflowId()), text(w.getDefinitionName()),
-                                                       text(w.getState()), w.getCreatedUs(), w.getClosedUs()});
+                                                       text(w.getState()), w.getCreatedUs(), w.getClosedUs(),
+                                                       from_wire(w.getWorkflowState())});
             }
             page.next_cursor = text(response.getNextCursor());
             return page;
@@ -375,6 +399,8 @@ Result<uint64_t> GatewayClient::watch(const std::string& workflow_id, uint64_t f
 Result<void> GatewayClient::complete_task(const std::string& token, const std::string& result) {
   auto call = impl_->service.completeTaskRequest();
   call.setToken(token);
+  call.setResultJson(result);
+  // The same bytes for a scheduler that predates resultJson.
   call.setResult(kj::arrayPtr(reinterpret_cast<const kj::byte*>(result.data()), result.size()));
   return call_void(call, impl_->address, impl_->wait_scope());
 }

@@ -33,33 +33,47 @@ struct StartRequest {
 struct WorkflowResult {
   std::string workflow_id;
   std::string state;   ///< SUCCESS, FAILED, STOPPED, ...
-  std::string detail;  ///< the failure reason of a failed workflow
+  std::string detail;  ///< why a failed workflow failed: the task, the failure's reason and details
+  WorkflowStateCode state_code = WorkflowStateCode::UNKNOWN;  ///< `state` as the scheduler's code
+  /// The results of its final tasks (no other task depends on them) that succeeded, in
+  /// definition order.
+  std::vector<TaskOutput> outputs;
 };
 
 /// A workflow and its tasks (in definition order) as its history records them.
 using troupe::TaskStatus;
 using troupe::WorkflowStatus;
 
+/// The order of a listing.
+enum class ListSort {
+  CREATED,  ///< newest first
+  ID,       ///< by workflow id
+};
+
 /// Which workflows to list (every filter optional) and where the page starts.
 struct ListQuery {
-  std::string state;            ///< OPEN, CLOSED, SUCCESS, FAILED or STOPPED; empty: all
+  /// OPEN, CLOSED, an open workflow's state (SUBMITTED, RUNNING, READY_PAUSE, PAUSED,
+  /// READY_STOP, FAILOVER) or how closed ones ended (SUCCESS, FAILED, STOPPED); empty: all
+  std::string state;
   std::string definition_name;  ///< empty: any
   int64_t created_from_us = 0;  ///< created at or after, µs since the epoch (0: no bound)
   int64_t created_to_us = 0;    ///< created before (0: no bound)
-  std::string after;            ///< a previous page's next_cursor; empty: from the start
+  std::string after;            ///< a previous page's next_cursor (same sort); empty: from the start
   uint32_t limit = 100;         ///< most workflows in the page, 1..1000
+  ListSort sort = ListSort::CREATED;
 };
 
 struct WorkflowSummary {
   std::string workflow_id;
   std::string definition_name;
-  std::string state;  ///< OPEN, or how it ended (SUCCESS, FAILED, STOPPED)
+  std::string state;  ///< its state as of its last change (RUNNING, PAUSED...), or how it ended
   int64_t created_us = 0;
   int64_t closed_us = 0;  ///< 0 while open
+  WorkflowStateCode state_code = WorkflowStateCode::UNKNOWN;  ///< `state` as the scheduler's code
 };
 
 struct WorkflowPage {
-  std::vector<WorkflowSummary> workflows;  ///< in id order; fewer than the limit (even none) when few match
+  std::vector<WorkflowSummary> workflows;  ///< in the query's order; fewer than the limit (even none) when few match
   std::string next_cursor;                 ///< empty at the end
 };
 
@@ -94,7 +108,9 @@ class GatewayClient {
   /// Starts a workflow; its id once the submission is durable. The scheduler's error otherwise
   /// (INVALID_ARGUMENT lists a definition's problems with their JSON paths).
   Result<std::string> start(const StartRequest& request);
-  /// Waits up to `timeout` for the workflow to end. TIMED_OUT when it has not.
+  /// Waits up to `timeout` for the workflow to end. TIMED_OUT when it has not (the scheduler
+  /// answers so at the timeout; the call gives up on its own a little later should an older
+  /// scheduler not). NOT_FOUND for an unknown id.
   Result<WorkflowResult> result(const std::string& workflow_id, Duration timeout);
 
   /// The workflow's and its tasks' durable state. NOT_FOUND for an unknown id.

@@ -30,7 +30,7 @@ int append_forever(HistoryStore& store) {
         for (uint32_t e = 0; e <= i % 3; ++e) events.push_back(test::sample_event(t, i, e));
         auto receipt = store.append_wait(
             workflow, std::move(events),
-            WorkflowRecord{WorkflowStatus::OPEN, "crash-test", "", 1, 0, ""});
+            WorkflowRecord{WorkflowStatus::OPEN, "crash-test", "", 1, 0, "", ""});
         if (!receipt) {
           std::fprintf(stderr, "append failed: %s\n", receipt.error().to_string().c_str());
           std::exit(1);

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 namespace troupe::cli {
 namespace {
@@ -20,6 +22,26 @@ std::optional<double> number(const std::string& s) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(value)) return std::nullopt;
   return value;
+}
+
+/// `line` without its '\n', cut to `width` characters (0: whole), then a '\n'.
+std::string fit(std::string line, size_t width) {
+  if (width > 0 && line.size() > width) line.resize(width);
+  return line + "\n";
+}
+
+/// What a task's last column says: its failure, a progress bar or text, or why it waits.
+std::string note_of(const TaskStatus& t) {
+  const bool succeeded = t.state_code == TaskStateCode::SUCCESS || t.state_code == TaskStateCode::FORCED_SUCCESS ||
+                         t.state == "SUCCESS" || t.state == "FORCED_SUCCESS";
+  if (t.awaiting_completion) return "awaiting completion by its token";
+  if (t.state_code == TaskStateCode::UPSTREAM_FAILED) return "will not run: a task it depends on did not succeed";
+  if (!succeeded && !t.failure.empty()) return t.failure_message();
+  if (auto fraction = progress_fraction(t.progress)) return progress_bar(succeeded ? 1.0 : *fraction);
+  std::string note = t.progress;
+  std::replace(note.begin(), note.end(), '\n', ' ');
+  if (note.size() > 60) note = note.substr(0, 57) + "...";
+  return note;
 }
 
 }  // namespace
@@ -49,29 +71,71 @@ std::string progress_bar(double fraction, int width) {
          "] " + percent;
 }
 
-std::string render_task_table(const WorkflowStatus& workflow) {
-  std::string out = workflow.workflow_id + " " + workflow.state + (workflow.detail.empty() ? "" : ": " + workflow.detail) + "\n";
+std::string short_duration(int64_t us) {
+  if (us < 0) us = 0;
+  char text[32];
+  const int64_t ms = us / 1000;
+  const int64_t s = us / 1000000;
+  if (ms < 1000) {
+    std::snprintf(text, sizeof text, "%lldms", static_cast<long long>(ms));
+  } else if (s < 60) {
+    std::snprintf(text, sizeof text, "%.1fs", static_cast<double>(ms) / 1000);
+  } else if (s < 3600) {
+    std::snprintf(text, sizeof text, "%lldm%02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+  } else if (s < 86400) {
+    std::snprintf(text, sizeof text, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
+  } else {
+    std::snprintf(text, sizeof text, "%lldd%02lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s / 3600 % 24));
+  }
+  return text;
+}
+
+std::string time_of_day(int64_t us) {
+  if (us == 0) return {};
+  const std::time_t seconds = static_cast<std::time_t>(us / 1000000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[16];
+  std::strftime(text, sizeof text, "%H:%M:%S", &tm);
+  return text;
+}
+
+std::string render_task_table(const WorkflowStatus& workflow, const TableOptions& options) {
+  const int64_t now_us =
+      options.now_us != 0 ? options.now_us
+                          : std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+  std::string out =
+      fit(workflow.workflow_id + " " + workflow.state + (workflow.detail.empty() ? "" : ": " + workflow.detail),
+          options.width);
   int name_width = 4;
-  for (const auto& t : workflow.tasks) name_width = std::max(name_width, static_cast<int>(t.name.size()));
-  char line[512];
-  std::snprintf(line, sizeof line, "  %-*s  %-15s  %7s  %-12s  %s\n", name_width, "TASK", "STATE", "ATTEMPT", "WORKER",
-                "PROGRESS / FAILURE");
-  out += line;
+  int worker_width = 6;
   for (const auto& t : workflow.tasks) {
-    std::string note;
-    if (t.awaiting_completion) {
-      note = "awaiting completion by its token";
-    } else if (!t.failure.empty() && t.state != "SUCCESS") {
-      note = t.failure;
-    } else if (auto fraction = progress_fraction(t.progress)) {
-      note = progress_bar(t.state == "SUCCESS" ? 1.0 : *fraction);
-    } else {
-      note = t.progress;
-    }
-    if (note.size() > 60) note = note.substr(0, 57) + "...";
-    std::snprintf(line, sizeof line, "  %-*s  %-15s  %7u  %-12s  %s\n", name_width, t.name.c_str(), t.state.c_str(),
-                  t.attempt, t.worker.c_str(), note.c_str());
-    out += line;
+    name_width = std::max(name_width, static_cast<int>(t.name.size()));
+    worker_width = std::max(worker_width, static_cast<int>(t.worker.size()));
+  }
+  auto left = [](const std::string& text, int width) {
+    return text + std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(text.size()))), ' ');
+  };
+  auto right = [](const std::string& text, int width) {
+    return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(text.size()))), ' ') + text;
+  };
+  auto line = [&](const std::string& name, const std::string& state, const std::string& attempt,
+                  const std::string& worker, const std::string& started, const std::string& ended,
+                  const std::string& duration, const std::string& note) {
+    std::string text = "  " + left(name, name_width) + "  " + left(state, 15) + "  " + right(attempt, 7) + "  " +
+                       left(worker, worker_width) + "  " + left(started, 8) + "  " + left(ended, 8) + "  " +
+                       right(duration, 8) + "  " + note;
+    text.erase(text.find_last_not_of(' ') + 1);
+    out += fit(std::move(text), options.width);
+  };
+  line("TASK", "STATE", "ATTEMPT", "WORKER", "STARTED", "ENDED", "DURATION", "PROGRESS / FAILURE");
+  for (const auto& t : workflow.tasks) {
+    line(t.name, t.state, std::to_string(t.attempt), t.worker, time_of_day(t.started_us), time_of_day(t.ended_us),
+         t.started_us == 0 ? "" : short_duration(t.duration_us(now_us)), note_of(t));
   }
   return out;
 }

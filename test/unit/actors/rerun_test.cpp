@@ -64,7 +64,8 @@ TEST_SUITE("actors.rerun") {
     auto first = fx.ask<WorkflowOutcome>(dir, result_atom::value, std::string("wf"));
     REQUIRE(first);
     CHECK(first->state == "FAILED");
-    CHECK(first->failure_reason == "task 'b' failed: Closed");
+    CHECK(first->failure_reason ==
+          "task 'b' failed: Closed: the gate is closed (not retried: the task has no retry policy)");
     const auto side_before = replay(*fx.store, "wf")->tasks.at("side").canonical();
 
     open->store(true);

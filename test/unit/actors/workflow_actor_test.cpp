@@ -167,7 +167,8 @@ TEST_SUITE("actors.workflow") {
     auto outcome = run.start_and_run();
     REQUIRE(outcome);
     CHECK(outcome->state == "FAILED");
-    CHECK(outcome->failure_reason == "task 'b' failed: Oops");
+    // The whole message: the task, the failure's reason and its details.
+    CHECK(outcome->failure_reason == "task 'b' failed: Oops: it broke (not retried: the task has no retry policy)");
     auto replayed = run.replayed();
     CHECK(replayed.tasks.count("c") == 0);  // never scheduled
     CHECK(replayed.tasks.at("d").state == TaskState::SUCCESS);

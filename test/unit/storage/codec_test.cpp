@@ -46,10 +46,14 @@ TEST_SUITE("storage.codec") {
 
   TEST_CASE("index records round-trip") {
     WorkflowRecord workflow{WorkflowStatus::CLOSED, "train-model", std::string("\x01\x02", 2),
-                            10, 20, "FAILED"};
+                            10, 20, "FAILED", ""};
     auto decoded = decode_workflow_record(encode_workflow_record(workflow));
     REQUIRE(decoded);
     CHECK(*decoded == workflow);
+    WorkflowRecord paused{WorkflowStatus::OPEN, "train-model", "d", 10, 0, "", "PAUSED"};
+    auto decoded_paused = decode_workflow_record(encode_workflow_record(paused));
+    REQUIRE(decoded_paused);
+    CHECK(*decoded_paused == paused);
 
     WorkerRecord worker{"id-7", "host-a", "gpu0", 5, 6};
     auto decoded_worker = decode_worker_record(encode_worker_record(worker));

@@ -20,7 +20,7 @@ using namespace troupe::storage;
 
 namespace {
 
-WorkflowRecord open_record() { return WorkflowRecord{WorkflowStatus::OPEN, "n", "d", 1, 0, ""}; }
+WorkflowRecord open_record() { return WorkflowRecord{WorkflowStatus::OPEN, "n", "d", 1, 0, "", ""}; }
 
 struct FaultyStore {
   std::shared_ptr<test::FaultInjectionFs> fs = std::make_shared<test::FaultInjectionFs>();

@@ -27,7 +27,7 @@ std::unique_ptr<RocksHistoryStore> open_store(const std::string& dir, StoreOptio
 }
 
 WorkflowRecord open_record(std::string name, int64_t created_us = 1) {
-  return WorkflowRecord{WorkflowStatus::OPEN, std::move(name), "digest", created_us, 0, ""};
+  return WorkflowRecord{WorkflowStatus::OPEN, std::move(name), "digest", created_us, 0, "", ""};
 }
 
 /// Decodes every event of `workflow` and checks sequences are 1..n with no gap.
@@ -185,7 +185,7 @@ TEST_SUITE("storage.history_store") {
     REQUIRE(store->close_wait("wf-03", 500));
     // Closing through an append's record update works the same way.
     REQUIRE(store->append_wait(
-        "wf-07", {}, WorkflowRecord{WorkflowStatus::CLOSED, "n", "digest", 7, 600, "SUCCESS"}));
+        "wf-07", {}, WorkflowRecord{WorkflowStatus::CLOSED, "n", "digest", 7, 600, "SUCCESS", ""}));
 
     std::vector<std::string> seen;
     std::string after;
@@ -358,7 +358,7 @@ TEST_SUITE("storage.history_store.errors") {
     CHECK(store.error().code == Errc::UNIMPLEMENTED);
     CHECK(store.error().message ==
           "history store at '" + dir.path() +
-              "' has format version 7, but this troupe reads format 1 at most; run the newer "
+              "' has format version 7, but this troupe reads format 2 at most; run the newer "
               "troupe that wrote it");
   }
 

@@ -55,13 +55,13 @@ std::string id_of(const char* prefix, int i, int digits) {
 }
 
 WorkflowRecord open_record(std::string name, int64_t created_us) {
-  return WorkflowRecord{WorkflowStatus::OPEN, std::move(name), "digest", created_us, 0, ""};
+  return WorkflowRecord{WorkflowStatus::OPEN, std::move(name), "digest", created_us, 0, "", ""};
 }
 
 WorkflowRecord closed_record(std::string name, int64_t created_us, std::string final_state) {
   const int64_t closed_us = created_us + 5;
   return WorkflowRecord{WorkflowStatus::CLOSED, std::move(name), "digest", created_us, closed_us,
-                        std::move(final_state)};
+                        std::move(final_state), ""};
 }
 
 /// Writes every record with all appends in flight at once, so the group commit batches them.

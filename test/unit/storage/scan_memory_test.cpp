@@ -36,7 +36,7 @@ TEST_SUITE("storage.scan_memory") {
         std::snprintf(id, sizeof id, "workflow-%07d", i);
         (*store)->append(id, {test::sample_event(0, 1, 0)},
                          WorkflowRecord{WorkflowStatus::OPEN, name + std::to_string(i), "d", i,
-                                        0, ""},
+                                        0, "", ""},
                          [&](Result<AppendReceipt> r) {
                            if (!r) ++failures;
                            if (--pending == 0) all_done.set_value();
