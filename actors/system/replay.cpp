@@ -43,7 +43,8 @@ WorkflowStatus snapshot(const ReplayedWorkflow& replayed) {
     TaskStatus task;
     task.name = spec.name;
     task.state = "WAITING";
-    if (auto it = replayed.tasks.find(spec.name); it != replayed.tasks.end()) {
+    // A task an operator updated before it was scheduled has a model, and no instance yet.
+    if (auto it = replayed.tasks.find(spec.name); it != replayed.tasks.end() && it->second.scheduled) {
       const auto& model = it->second;
       task.state = std::string(TaskMachineTraits::name(model.state));
       task.attempt = model.attempt;

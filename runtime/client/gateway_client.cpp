@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include <capnp/compat/json.h>
 #include <capnp/dynamic.h>
 #include <capnp/rpc-twoparty.h>
 #include <capnp/serialize-packed.h>
@@ -309,6 +310,76 @@ Result<std::string> GatewayClient::rerun(const std::string& workflow_id, const s
             return text(response.getState());
           },
           [address = impl_->address](kj::Exception&& e) -> Result<std::string> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
+namespace {
+
+/// The answer of a task command.
+template <class Response>
+Result<TaskCommandResult> command_result(Response& response) {
+  if (has_error(response)) return error_of(response);
+  return TaskCommandResult{text(response.getWorkflowState()), text(response.getTaskState())};
+}
+
+}  // namespace
+
+Result<TaskCommandResult> GatewayClient::retry_task(const std::string& workflow_id, const std::string& task) {
+  auto call = impl_->service.retryTaskRequest();
+  call.setWorkflowId(workflow_id);
+  call.setTask(task);
+  return call.send()
+      .then([](capnp::Response<schema::ClientService::RetryTaskResults>&& r) { return command_result(r); },
+            [address = impl_->address](kj::Exception&& e) -> Result<TaskCommandResult> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
+Result<TaskCommandResult> GatewayClient::skip_task(const std::string& workflow_id, const std::string& task,
+                                                   const std::string& reason) {
+  auto call = impl_->service.skipTaskRequest();
+  call.setWorkflowId(workflow_id);
+  call.setTask(task);
+  call.setReason(reason);
+  return call.send()
+      .then([](capnp::Response<schema::ClientService::SkipTaskResults>&& r) { return command_result(r); },
+            [address = impl_->address](kj::Exception&& e) -> Result<TaskCommandResult> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
+Result<TaskCommandResult> GatewayClient::update_task(const std::string& workflow_id, const std::string& task,
+                                                     const TaskUpdate& update) {
+  auto call = impl_->service.updateTaskRequest();
+  call.setWorkflowId(workflow_id);
+  call.setTask(task);
+  auto options = call.initOptions();
+  options.setTaskList(update.task_list);
+  if (update.priority) {
+    options.setSetPriority(true);
+    options.setPriority(*update.priority);
+  }
+  if (!update.schedule_to_start.empty() || !update.start_to_close.empty() || !update.schedule_to_close.empty() ||
+      !update.heartbeat.empty()) {
+    auto t = options.initTimeouts();
+    if (!update.schedule_to_start.empty()) t.setScheduleToStart(update.schedule_to_start);
+    if (!update.start_to_close.empty()) t.setStartToClose(update.start_to_close);
+    if (!update.schedule_to_close.empty()) t.setScheduleToClose(update.schedule_to_close);
+    if (!update.heartbeat.empty()) t.setHeartbeat(update.heartbeat);
+  }
+  if (update.retry_json == "none") {
+    options.setRemoveRetry(true);
+  } else if (!update.retry_json.empty()) {
+    try {
+      capnp::JsonCodec codec;
+      codec.setRejectUnknownFields(true);
+      codec.decode(kj::StringPtr(update.retry_json.c_str()), options.initRetry());
+    } catch (const kj::Exception& e) {
+      return fail(Errc::INVALID_ARGUMENT, "retry: not a retry policy (" + std::string(e.getDescription().cStr()) +
+                                              "); e.g. {\"maximumAttempts\": 5, \"initialInterval\": \"2s\"}");
+    }
+  }
+  return call.send()
+      .then([](capnp::Response<schema::ClientService::UpdateTaskResults>&& r) { return command_result(r); },
+            [address = impl_->address](kj::Exception&& e) -> Result<TaskCommandResult> { return lost(address, e); })
       .wait(impl_->wait_scope());
 }
 
