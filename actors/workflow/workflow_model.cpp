@@ -210,13 +210,13 @@ Result<void> WorkflowModel::apply(const EventView& event) {
   if (body.isTaskScheduled()) {
     // A task instance this workflow created: its node becomes active.
     auto index = spec->find_task(event.actor_id);
+    if (index && body.getTaskScheduled().getContinuesAttempts() != (retried.count(*index) > 0)) {
+      return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "' scheduled task '" + std::string(event.actor_id) +
+                                              "' as a retry it did not record, or not as the retry it recorded");
+    }
     if (!index || !graph->start(*index)) {
       return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "' scheduled task '" +
                                               std::string(event.actor_id) + "', which was not ready");
-    }
-    if (body.getTaskScheduled().getContinuesAttempts() != (retried.count(*index) > 0)) {
-      return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "' scheduled task '" + std::string(event.actor_id) +
-                                              "' as a retry it did not record, or not as the retry it recorded");
     }
     retried.erase(*index);
     skips.erase(*index);
