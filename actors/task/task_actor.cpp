@@ -57,7 +57,7 @@ struct TaskActorState {
 
 /// Brings TaskActorState::updated in step with the model's options.
 static void refresh_options(TaskActorState& st) {
-  if (st.model.options.empty()) {
+  if (!st.model.options) {
     st.updated.reset();
     return;
   }

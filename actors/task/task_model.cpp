@@ -113,8 +113,8 @@ TaskOverrides read_options(schema::TaskOptionsUpdated::Reader in) {
 
 TaskSpec TaskModel::effective(const TaskSpec& spec, bool with_pending) const {
   TaskSpec out = spec;
-  options.apply_to(out);
-  if (with_pending) pending_options.apply_to(out);
+  if (options) options->apply_to(out);
+  if (with_pending && pending_options) pending_options->apply_to(out);
   return out;
 }
 
@@ -137,8 +137,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       TaskModel fresh;
       fresh.name = std::move(name);
       fresh.dispatches = dispatches;
-      fresh.options = options;
-      fresh.options.merge(pending_options);
+      fresh.options = pending_options ? merged(options, *pending_options) : options;
       if (continues) {
         // A retry goes on where the failed attempt left: its number, its progress, and the
         // invocation it may have left on an executor, which the next one waits out.
@@ -258,9 +257,9 @@ Result<void> TaskModel::apply(const EventView& event) {
     case Body::TASK_OPTIONS_UPDATED: {
       auto update = read_options(body.getTaskOptionsUpdated());
       if (TaskMachine::is_on_executor(state)) {
-        pending_options.merge(update);
+        pending_options = merged(pending_options, update);
       } else {
-        options.merge(update);
+        options = merged(options, update);
       }
       break;
     }
@@ -268,9 +267,9 @@ Result<void> TaskModel::apply(const EventView& event) {
       break;
   }
   // An attempt that leaves its executor takes the options changed while it ran for the next.
-  if (TaskMachine::is_on_executor(state) && !TaskMachine::is_on_executor(t->to) && !pending_options.empty()) {
-    options.merge(pending_options);
-    pending_options = TaskOverrides{};
+  if (TaskMachine::is_on_executor(state) && !TaskMachine::is_on_executor(t->to) && pending_options) {
+    options = merged(options, *pending_options);
+    pending_options.reset();
   }
   // Pausing banks the running time; finishing stops the clock.
   if ((t->to == TaskState::PAUSED || TaskMachine::is_terminal(t->to)) && segment_start_us >= 0) {
@@ -326,8 +325,8 @@ std::string TaskModel::canonical() const {
   field("never_started", std::to_string(never_started));
   field("previous_invocation", previous_invocation);
   field("previous_executor", previous_executor);
-  field("options", options.canonical());
-  field("pending_options", pending_options.canonical());
+  field("options", options ? options->canonical() : std::string());
+  field("pending_options", pending_options ? pending_options->canonical() : std::string());
   field("applied", std::to_string(applied));
   return out;
 }

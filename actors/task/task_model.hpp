@@ -51,10 +51,10 @@ struct TaskModel {
   /// Invocations of the current attempt that never started, in a row: each is dispatched
   /// again after a backoff that grows with this count.
   uint32_t never_started = 0;
-  /// Options an operator changed (updateTask), in force for the task's attempts.
-  TaskOverrides options;
+  /// Options an operator changed (updateTask), in force for the task's attempts; null: none.
+  SharedOverrides options;
   /// Changes made while an attempt was on an executor: in force once it leaves the executor.
-  TaskOverrides pending_options;
+  SharedOverrides pending_options;
   uint64_t applied = 0;           ///< events applied
 
   /// Applies one of this task's events. NOT_ALLOWED_IN_STATE if the table refuses it (a

@@ -87,6 +87,12 @@ void TaskOverrides::merge(const TaskOverrides& later) {
   if (later.retry) retry = later.retry;
 }
 
+SharedOverrides merged(const SharedOverrides& base, const TaskOverrides& later) {
+  TaskOverrides out = base ? *base : TaskOverrides{};
+  out.merge(later);
+  return std::make_shared<const TaskOverrides>(std::move(out));
+}
+
 void TaskOverrides::apply_to(TaskSpec& task) const {
   if (task_list) task.task_list = *task_list;
   if (priority) task.priority = *priority;

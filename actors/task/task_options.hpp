@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,13 @@ struct TaskOverrides {
 
   friend bool operator==(const TaskOverrides&, const TaskOverrides&) = default;
 };
+
+/// Overrides as a task model holds them: shared and never changed once made (most tasks have
+/// none, and a model is copied, e.g. by replay). Null: none.
+using SharedOverrides = std::shared_ptr<const TaskOverrides>;
+
+/// `base` with `later` merged in.
+SharedOverrides merged(const SharedOverrides& base, const TaskOverrides& later);
 
 /// What an operator asks to change, as given (text, so that it is checked like a definition).
 /// Plain fields so that it travels in actor messages.

@@ -55,6 +55,9 @@ struct WorkflowActorState {
   /// back.
   uint32_t asks = 0;
   bool quit_after_asks = false;
+  /// The actor has decided to end (its workflow closed, or it passivated): a command that waited
+  /// for its pending effects is bounced, so that the directory asks the actor it finds now.
+  bool ending = false;
 };
 
 namespace {
@@ -72,6 +75,7 @@ Reply new_reply(Self self) {
 
 /// Ends the actor, once every request passed on to a task has been answered.
 void quit_when_answered(Self self) {
+  self->state.ending = true;
   if (self->state.asks > 0) {
     self->state.quit_after_asks = true;
   } else {
@@ -415,6 +419,7 @@ void complete_passivation(Self self) {
   }
   st.passivating->promise.deliver(st.passivating->due_us);
   st.passivating.reset();
+  st.ending = true;
   for (auto& [index, task] : st.tasks) self->send_exit(task, caf::exit_reason::user_shutdown);
   st.tasks.clear();
   self->quit();
@@ -619,16 +624,25 @@ std::string task_state_of(const WorkflowActorState& st, uint32_t index) {
   return std::string(TaskMachineTraits::name(it->second.state));
 }
 
+/// A finished workflow adopted for commands (and not reopened by one) ends once it has none
+/// left to answer.
+void end_adopted_when_idle(Self self) {
+  auto& st = self->state;
+  if (!st.adopted_closed) return;
+  auto pending = [](const auto& r) { return r->pending(); };
+  if (std::any_of(st.command_replies.begin(), st.command_replies.end(), pending)) return;
+  if (std::any_of(st.replies.begin(), st.replies.end(), pending)) return;
+  quit_when_answered(self);
+}
+
 /// Answers `reply` once `batch` is durable with the states it leads to, ahead of its other
-/// effects (a workflow that closes again at once ends with them); a finished workflow adopted
-/// for the command and still closed ends then too.
+/// effects (a workflow that closes again at once ends with them).
 void answer_command(Self self, Batch& batch, const CommandReply& reply, uint32_t index) {
   auto& st = self->state;
   TaskCommandOutcome outcome{std::string(WorkflowMachineTraits::name(st.model.state)), task_state_of(st, index)};
-  const bool end_after = st.adopted_closed;
-  batch.effects.insert(batch.effects.begin(), [self, reply, outcome, end_after] {
+  batch.effects.insert(batch.effects.begin(), [self, reply, outcome] {
     reply->deliver(outcome);
-    if (end_after) quit_when_answered(self);
+    end_adopted_when_idle(self);
   });
 }
 
@@ -706,7 +720,7 @@ void update_task(Self self, uint32_t index, const TaskOptionsPatch& patch, const
   if (!resolved) {
     if (fresh) st.dormant.erase(it);
     reply->deliver(to_caf(resolved.error()));
-    if (st.adopted_closed) quit_when_answered(self);
+    end_adopted_when_idle(self);
     return;
   }
   Batch batch;
@@ -754,9 +768,14 @@ caf::result<TaskCommandOutcome> operate(Self self, TaskCommand command) {
   // After what is being written: a revived workflow's task actors are created by then.
   st.pipeline.after_pending([self, reply, command = std::move(command)] {
     auto& s = self->state;
+    if (s.ending) {
+      // It closed (or passivated) meanwhile: the directory asks again whatever it finds now.
+      reply->deliver(caf::make_error(caf::sec::request_receiver_down));
+      return;
+    }
     auto refuse = [&](const Error& error) {
       reply->deliver(to_caf(error));
-      if (s.adopted_closed) quit_when_answered(self);
+      end_adopted_when_idle(self);
     };
     if (command.kind != TaskCommandKind::RETRY && command.kind != TaskCommandKind::SKIP &&
         command.kind != TaskCommandKind::UPDATE) {

@@ -172,19 +172,21 @@ TEST_SUITE("actors.models") {
     task.name = "t";
     // Before the task has an instance: recorded, and still not scheduled.
     REQUIRE(apply(task, 0, [&](Body b) { write_options(b.initTaskOptionsUpdated(), longer); }));
-    CHECK(task.options == longer);
+    REQUIRE(task.options);
+    CHECK(*task.options == longer);
     CHECK_FALSE(task.scheduled);
     REQUIRE(apply(task, 10, [](Body b) { b.initTaskScheduled().setInput(as_bytes("{}")); }));
     CHECK(task.scheduled);
-    CHECK(task.options == longer);  // a first instance keeps what came before it
+    CHECK(*task.options == longer);  // a first instance keeps what came before it
     REQUIRE(apply(task, 100, [](Body b) { b.initTaskDispatched().setInvocationId("i1"); }));
 
     TaskOverrides no_retry;
     no_retry.retry = std::optional<RetrySpec>();
     no_retry.priority = 7;
     REQUIRE(apply(task, 200, [&](Body b) { write_options(b.initTaskOptionsUpdated(), no_retry); }));
-    CHECK(task.options == longer);  // the attempt on the executor keeps its options...
-    CHECK(task.pending_options == no_retry);
+    CHECK(*task.options == longer);  // the attempt on the executor keeps its options...
+    REQUIRE(task.pending_options);
+    CHECK(*task.pending_options == no_retry);
     TaskSpec spec;
     spec.task_list = "default";
     CHECK(task.effective(spec, false).task_list == "gpu");
@@ -192,12 +194,12 @@ TEST_SUITE("actors.models") {
     REQUIRE(apply(task, 300, [](Body b) { b.initTaskFailed().initFailure().setReason("ExitCode:1"); }));
     TaskOverrides both = longer;  // ...and the next one has both
     both.merge(no_retry);
-    CHECK(task.options == both);
-    CHECK(task.pending_options.empty());
+    CHECK(*task.options == both);
+    CHECK_FALSE(task.pending_options);
 
     // A rerun's fresh instance keeps them too.
     REQUIRE(apply(task, 400, [](Body b) { b.initTaskScheduled(); }));
-    CHECK(task.options == both);
+    CHECK(*task.options == both);
     CHECK(task.attempt == 0);
     auto refused = apply(task, 500, [](Body b) { b.initTaskForcedSuccess(); });
     REQUIRE(refused);  // a task not yet started may be forced to success

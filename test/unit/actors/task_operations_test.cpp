@@ -350,7 +350,8 @@ TEST_SUITE("actors.task_operations") {
     CHECK(outcome->state == "SUCCESS");
     auto replayed = ops.replayed("wf");
     CHECK(replayed.tasks.at("flaky").attempt == 4);
-    CHECK(replayed.tasks.at("flaky").options.retry);
+    REQUIRE(replayed.tasks.at("flaky").options);
+    CHECK(replayed.tasks.at("flaky").options->retry);
     CHECK(replayed.tasks.at("stuck").attempt == 2);  // skipped while waiting for its second attempt
     CHECK(replayed.workflow.canonical() == fx.ended_workflows.at("wf"));
     check_refused(ops.update("wf", "flaky", more), Errc::NOT_ALLOWED_IN_STATE,
@@ -373,15 +374,17 @@ TEST_SUITE("actors.task_operations") {
     REQUIRE_MESSAGE(updated, (updated ? "" : updated.error().message));
     CHECK(updated->task_state == "RUNNING");
     auto task = ops.replayed("wf").tasks.at("t");
-    CHECK_FALSE(task.options.timeouts);
-    REQUIRE(task.pending_options.timeouts);
+    CHECK_FALSE(task.options);
+    REQUIRE(task.pending_options);
+    REQUIRE(task.pending_options->timeouts);
 
     fx.advance(2s);  // 3 s into attempt 1: it ends with its own failure, not a 2 s timeout
     task = ops.replayed("wf").tasks.at("t");
     CHECK(task.failure_reason == "Slow");
     CHECK(task.state == TaskState::DELAY_EXECUTION);
-    REQUIRE(task.options.timeouts);
-    CHECK(task.options.timeouts->start_to_close == Duration(2'000'000));
+    REQUIRE(task.options);
+    REQUIRE(task.options->timeouts);
+    CHECK(task.options->timeouts->start_to_close == Duration(2'000'000));
     fx.advance(1s);  // the backoff: attempt 2 starts, and times out after 2 s
     fx.advance(2s);
     auto outcome = ops.outcome("wf");
@@ -491,8 +494,51 @@ TEST_SUITE("actors.task_operations") {
     const auto kinds = ops.kinds("first");
     CHECK(count(kinds, "first:workflowFailover") == 0);  // woken, not revived
     auto replayed = ops.replayed("first");
-    CHECK(replayed.tasks.at("join").options.priority == std::optional<int32_t>(5));
+    REQUIRE(replayed.tasks.at("join").options);
+    CHECK(replayed.tasks.at("join").options->priority == std::optional<int32_t>(5));
     CHECK(replayed.tasks.at("join").scheduled);
     CHECK(replayed.workflow.canonical() == fx.ended_workflows.at("first"));
+  }
+
+  TEST_CASE("a retry asked while the workflow's close is being written waits for it, then reopens it") {
+    test::ActorFixture fx;
+    Ops ops(fx);
+    fx.handlers->add("late_gate", [open = ops.open](std::shared_ptr<TaskContext> ctx) {
+      ctx->after(1s, [ctx, open] {
+        if (open->load()) {
+          ctx->succeed("through");
+        } else {
+          ctx->fail("Closed", "the gate is closed", true);
+        }
+      });
+    });
+    ops.submit("wf", R"({"name": "late", "tasks": [
+      {"name": "a", "handler": "noop"}, {"name": "b", "handler": "late_gate", "dependsOn": ["a"]},
+      {"name": "c", "handler": "noop", "dependsOn": ["b"]}]})");
+    fx.run();
+    fx.store->hold();
+    fx.advance(1s);  // b fails: the workflow decides FAILED, and its close is not durable yet
+    ops.open->store(true);
+    fx.self->send(ops.dir, operate_atom::value, std::string("wf"), TaskCommand{TaskCommandKind::RETRY, "b", {}, {}});
+    fx.run();
+    bool early = false;
+    fx.self->receive([&](TaskCommandOutcome&) { early = true; }, [&](caf::error&) { early = true; },
+                     caf::after(0s) >> [] {});
+    CHECK_FALSE(early);  // it waits for what is being written
+    fx.store->release();
+    fx.run();
+    std::optional<TaskCommandOutcome> answer;
+    std::optional<Error> error;
+    fx.self->receive([&](TaskCommandOutcome& o) { answer = o; }, [&](caf::error& e) { error = from_caf(e); },
+                     caf::after(0s) >> [] {});
+    REQUIRE_MESSAGE(answer, (error ? error->message : std::string("no answer")));
+    CHECK(answer->workflow_state == "RUNNING");
+    fx.advance(1s);
+    auto outcome = ops.outcome("wf");
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+    const auto kinds = ops.kinds("wf");
+    CHECK(count(kinds, "wf:workflowFinalized") == 2);  // closed, reopened by the retry, closed again
+    CHECK(ops.replayed("wf").workflow.canonical() == fx.ended_workflows.at("wf"));
   }
 }
