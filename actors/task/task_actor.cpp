@@ -709,6 +709,12 @@ caf::result<std::string> skip(Self self, const std::string& reason) {
 /// An operator's updateTask: the options the next attempt has, checked as a definition's.
 caf::result<std::string> update_options(Self self, const TaskOptionsPatch& patch) {
   auto& s = self->state;
+  if (s.moving) {
+    // One move at a time: a slot granted in the list it moves to must be the one its options name.
+    return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + s.model.name +
+                                                       "' is moving to the task list an update just gave it: "
+                                                       "try again once it has"));
+  }
   auto resolved = resolve_patch(s.model.effective(s.spec->tasks[s.index], true), patch);
   if (!resolved) return to_caf(resolved.error());
   if (!decide(self, TaskEvent::UPDATE, [&](Body b) { write_options(b.initTaskOptionsUpdated(), *resolved); })) {
