@@ -158,7 +158,8 @@ TaskModel take_model(WorkflowActorState& st, uint32_t index) {
 
 /// Applies a task event the workflow records for a task without an actor to its model, and adds
 /// it to `batch` (the workflow's own model has no part in it). False (and the actor fail-stops)
-/// if the model refuses it: the caller checked it applies, so that is a bug.
+/// if the model refuses it: the caller checked it applies, so that is a bug. A finished task's
+/// new state is reported as its actor's would have been (Wiring::on_task_end).
 bool add_task_event(Self self, Batch& batch, TaskModel& model, storage::NewEvent event) {
   NewEventReader reader(event);
   if (auto applied = model.apply(reader.view()); !applied) {
@@ -166,6 +167,10 @@ bool add_task_event(Self self, Batch& batch, TaskModel& model, storage::NewEvent
     return false;
   }
   batch.events.events.push_back(std::move(event));
+  const auto& wiring = *self->state.setup.wiring;
+  if (TaskMachine::is_terminal(model.state) && wiring.on_task_end) {
+    wiring.on_task_end(self->state.model.id, model.canonical());
+  }
   return true;
 }
 
