@@ -13,6 +13,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include "actors/loss.hpp"
+#include "actors/task/task_options.hpp"
 #include "actors/worker/fence.hpp"
 #include "schema/result.hpp"
 #include "storage/history_store.hpp"
@@ -96,6 +97,9 @@ using awaken_atom = caf::atom_constant<caf::atom("awaken")>;
 using closed_atom = caf::atom_constant<caf::atom("closed")>;
 using acknowledge_atom = caf::atom_constant<caf::atom("ack")>;
 using settled_atom = caf::atom_constant<caf::atom("settled")>;
+using skip_atom = caf::atom_constant<caf::atom("skip")>;
+using options_atom = caf::atom_constant<caf::atom("options")>;
+using operate_atom = caf::atom_constant<caf::atom("operate")>;
 
 // --- errors -------------------------------------------------------------------------------
 
@@ -171,6 +175,12 @@ typename Inspector::result_type inspect(Inspector& f, Invocation& x) {
            x.task_list, x.executor, x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress,
            x.heartbeat_timeout_us, x.async_completion, x.task_token, x.fence.epoch, x.fence.sequence,
            x.workflow_input_json);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TaskOptionsPatch& x) {
+  return f(caf::meta::type_name("TaskOptionsPatch"), x.task_list, x.set_priority, x.priority, x.schedule_to_start,
+           x.start_to_close, x.schedule_to_close, x.heartbeat, x.retry_json, x.remove_retry);
 }
 
 template <class Inspector>

@@ -2,10 +2,19 @@
 // who sends the message and what comes back.
 #pragma once
 
+#include <memory>
+
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
 #include "actors/caf_types.hpp"
+
+namespace troupe::actors {
+struct TaskModel;
+}
+// A task's final model, handed from its actor to its workflow's within one process.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const troupe::actors::TaskModel>)
 
 namespace troupe::actors {
 
@@ -62,7 +71,9 @@ using persisted_port = caf::typed_actor<
 
 /// What a task actor tells the workflow actor that owns it.
 using task_owner_port = caf::typed_actor<
-    // a task instance finished or paused: its index, final TaskState, and its result or error
-    caf::reacts_to<finished_atom, uint32_t, uint8_t, std::string>>;
+    // a task instance finished or paused: its index, final TaskState, and its result or error;
+    // one that ended without success hands over its model (for an operator's retry, skip or
+    // update, which the workflow records for it), else null
+    caf::reacts_to<finished_atom, uint32_t, uint8_t, std::string, std::shared_ptr<const TaskModel>>>;
 
 }  // namespace troupe::actors

@@ -33,7 +33,8 @@ struct Wiring {
   /// The scheduler incarnation's fence: a dispatch records the fence its runTask carries.
   /// nullptr where executors are in process (no fencing needed): fence 0.0.
   std::shared_ptr<FenceCounter> fences;
-  /// Called with a task's canonical state when its actor ends (tests compare it with replay).
+  /// Called with a task's canonical state when its actor ends, or when its workflow records an
+  /// operator's change of it after it ended (tests compare it with replay).
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_task_end;
   /// Called with a workflow's canonical state when its actor ends.
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_workflow_end;

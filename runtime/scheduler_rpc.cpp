@@ -388,12 +388,36 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
         self->request(directory, caf::infinite, actors::rerun_atom::value, id, from)
             .then([reply](const std::string& state) { reply.deliver(state); }, refuse(reply));
       },
+      [=](actors::operate_atom, const std::string& id, actors::TaskCommand& command,
+          Reply<actors::TaskCommandOutcome>& reply) {
+        self->request(directory, caf::infinite, actors::operate_atom::value, id, std::move(command))
+            .then([reply](const actors::TaskCommandOutcome& outcome) { reply.deliver(outcome); }, refuse(reply));
+      },
       [=](actors::result_atom, const std::string& id, Reply<actors::WorkflowOutcome>& reply) {
         self->request(directory, caf::infinite, actors::result_atom::value, id)
             .then([reply](const actors::WorkflowOutcome& o) { reply.deliver(o); },
                   refuse(reply));
       },
   };
+}
+
+/// updateTask's options as the task actors take them. The retry policy travels as the JSON of a
+/// definition's, so that it is checked (with the task's other options) by a definition's rules.
+Result<actors::TaskOptionsPatch> task_options_patch(schema::TaskOptionsUpdate::Reader in) {
+  actors::TaskOptionsPatch patch;
+  patch.task_list = text(in.getTaskList());
+  patch.set_priority = in.getSetPriority();
+  patch.priority = in.getPriority();
+  if (in.hasTimeouts()) {
+    auto t = in.getTimeouts();
+    patch.schedule_to_start = text(t.getScheduleToStart());
+    patch.start_to_close = text(t.getStartToClose());
+    patch.schedule_to_close = text(t.getScheduleToClose());
+    patch.heartbeat = text(t.getHeartbeat());
+  }
+  patch.remove_retry = in.getRemoveRetry();
+  patch.retry_json = text(in.getRetryJson());
+  return patch;
 }
 
 /// Whether `presented` is the cluster's token, in time independent of where they differ.
@@ -743,6 +767,30 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     });
   }
 
+  kj::Promise<void> retryTask(RetryTaskContext context) override {
+    auto params = context.getParams();
+    actors::TaskCommand command{actors::TaskCommandKind::RETRY, text(params.getTask()), {}, {}};
+    return operate(text(params.getWorkflowId()), std::move(command), context);
+  }
+
+  kj::Promise<void> skipTask(SkipTaskContext context) override {
+    auto params = context.getParams();
+    actors::TaskCommand command{actors::TaskCommandKind::SKIP, text(params.getTask()), text(params.getReason()), {}};
+    if (command.reason.empty()) command.reason = "skipped by a client";
+    return operate(text(params.getWorkflowId()), std::move(command), context);
+  }
+
+  kj::Promise<void> updateTask(UpdateTaskContext context) override {
+    auto params = context.getParams();
+    auto options = task_options_patch(params.getOptions());
+    if (!options) {
+      set_error(context.getResults().initError(), options.error());
+      return kj::READY_NOW;
+    }
+    actors::TaskCommand command{actors::TaskCommandKind::UPDATE, text(params.getTask()), {}, std::move(*options)};
+    return operate(text(params.getWorkflowId()), std::move(command), context);
+  }
+
  private:
   /// Answers a call whose results are (state, error) with the state the bridge replies.
   template <class Context>
@@ -752,6 +800,23 @@ class ClientServiceImpl final : public schema::ClientService::Server {
       if (r) {
         results.setState(*r);
         results.setWorkflowState(to_wire(workflow_state_code(*r)));
+      } else {
+        set_error(results.initError(), r.error());
+      }
+    });
+  }
+
+  /// Passes an operator's task command to the workflow; answers (workflowState, taskState, error).
+  template <class Context>
+  kj::Promise<void> operate(std::string workflow_id, actors::TaskCommand command, Context context) {
+    auto b = bridge<actors::TaskCommandOutcome>();
+    caf::anon_send(services_->client_bridge, actors::operate_atom::value, std::move(workflow_id), std::move(command),
+                   Reply<actors::TaskCommandOutcome>{b.resolve});
+    return b.promise.then([context](Result<actors::TaskCommandOutcome> r) mutable {
+      auto results = context.getResults();
+      if (r) {
+        results.setWorkflowState(r->workflow_state);
+        results.setTaskState(r->task_state);
       } else {
         set_error(results.initError(), r.error());
       }

@@ -159,11 +159,65 @@ interface ClientService {
   # task the definition lacks, or one that depends on a task outside the rerun that did not
   # succeed (the message names it: rerun from there instead).
 
-  purge @9 (closedBeforeUs :Int64) -> (purged :UInt64, error :Common.Error);
+  # Operations on one task of a workflow while it runs. Each is recorded in the workflow's
+  # history before it is answered, so a restarted scheduler carries it on; a passivated workflow
+  # is woken for it. Each answers the workflow's state and the task's once that is durable.
+  # Errors: notFound for an unknown workflow; invalidArgument for a task the definition lacks;
+  # notAllowedInState, with a message saying what to do instead, when the task or the workflow
+  # is not in a state the operation applies to.
+
+  retryTask @9 (workflowId :Text, task :Text) -> (workflowState :Text, taskState :Text, error :Common.Error);
+  # A new attempt of a task that failed or was killed, while the rest of the workflow runs; its
+  # downstream tasks, blocked by the failure, run once it succeeds. Its attempt numbers go on
+  # from the failed ones (invocations stay unique) and its retry policy starts a fresh round
+  # (as Airflow's clear: a retried task gets its retries again). The task is SUBMITTED at once,
+  # or WAITING until a paused workflow resumes. A workflow that FAILED is reopened (RUNNING),
+  # as Airflow reopens a cleared DAG run: the failure it ended with is what one retries, and
+  # nothing else of it runs again (unlike rerun, which runs the task's downstream afresh too). A
+  # STOPPED workflow is refused: rerun it. Refused for a task that is running or waiting (it has
+  # not failed), succeeded, or not run because an upstream task failed (the message names it).
+  skipTask @10 (workflowId :Text, task :Text, reason :Text) -> (workflowState :Text, taskState :Text, error :Common.Error);
+  # Marks a task FORCED_SUCCESS with `reason` (recorded), and its downstream tasks run as if it
+  # had succeeded. Applies to a task that failed or was killed (a FAILED workflow is reopened,
+  # as retryTask does), and to one not on a worker: waiting for its dependencies, in its task
+  # list, in a retry backoff, or paused. One not scheduled yet is recorded FORCED_SUCCESS when
+  # it would be (taskState WAITING until then), so the dependencies it waits for still run
+  # first. Refused for a task on a worker (wait for its attempt to end) and for one that
+  # succeeded.
+  updateTask @11 (workflowId :Text, task :Text, options :TaskOptionsUpdate) -> (workflowState :Text, taskState :Text, error :Common.Error);
+  # Changes a task's options from its next dispatch: an attempt on a worker keeps the timeouts it
+  # was sent with, while the retry policy decides its retry; a task waiting in its task list
+  # moves to the new one (as a new arrival). Checked by the rules of a definition's task
+  # (invalidArgument listing every problem, e.g. "timeouts.heartbeat: is longer than
+  # startToClose (1m), so it could never fire"). Also for a finished workflow's failed task, to
+  # apply to a retryTask or rerun. Refused for a task that succeeded (it has no next attempt).
+
+  purge @12 (closedBeforeUs :Int64) -> (purged :UInt64, error :Common.Error);
   # Deletes every workflow that closed before this time (µs since the epoch): its history and
   # its index record, as the cluster's `retention` does on its own. Open workflows are never
   # purged, nor one reopened by a rerun meanwhile. Answers how many were purged, once that is
   # durable. A purged workflow is unknown (notFound) to every method after, and its id free.
+}
+
+struct TaskOptionsUpdate {
+  # What updateTask changes; what is left unset keeps its value.
+  taskList @0 :Text;                 # the task list it is dispatched from; empty: unchanged
+  priority @1 :Int32;                # with setPriority: its priority within the task list
+  setPriority @2 :Bool;
+  timeouts @3 :TaskTimeoutsUpdate;
+  retryJson @4 :Text;                # when given, the whole new retry policy as JSON, as a
+                                     # definition's `retry` (fields left out take its defaults)
+  removeRetry @5 :Bool;              # no retry: one attempt
+}
+
+struct TaskTimeoutsUpdate {
+  # A definition's four timeouts (workflow.capnp's Timeouts): each one given is a duration
+  # ("5m") replacing the task's, or "none" to remove it; one left empty stays as it is. Kept
+  # apart from workflow.capnp so that a client compiles this file and its plain imports only.
+  scheduleToStart @0 :Text;
+  startToClose @1 :Text;
+  scheduleToClose @2 :Text;
+  heartbeat @3 :Text;
 }
 
 interface HistorySink {

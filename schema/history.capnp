@@ -49,7 +49,8 @@ struct EventBody {
     taskSucceeded @24 :TaskSucceeded;      # SUCCEEDED
     taskFailed @25 :TaskFailed;            # FAILED
     taskFailover @26 :Failover;            # FAILOVER: the invocation's worker was lost
-    taskForcedSuccess @27 :Reason;         # FORCED_SUCCESS by an operator
+    taskForcedSuccess @27 :Reason;         # FORCE: an operator marked the task succeeded (skipTask);
+                                           # its successors run as if it had
 
     sessionCreating @28 :SessionCreating;  # waiting for a worker with a free session slot
     sessionOpened @29 :SessionOpened;      # pinned to a worker; envEnter ran
@@ -62,6 +63,12 @@ struct EventBody {
     taskAwaitingCompletion @34 :Invocation; # asyncCompletion: the invocation handed off; its
                                             # token's completeTask/failTask ends the task
     workflowRerun @35 :WorkflowRerun;      # RERUN: a closed workflow reopened to run tasks again
+    taskOptionsUpdated @36 :TaskOptionsUpdated; # UPDATE: an operator changed the task's options;
+                                           # an attempt on a worker keeps the ones it was sent with
+    workflowTaskRetried @37 :TaskOperation; # RETRY_TASK: an operator's retry of a failed or killed
+                                           # task; reopens a FAILED workflow
+    workflowTaskSkipped @38 :TaskOperation; # SKIP_TASK: a failed or killed task is forced to
+                                           # success now, one not yet scheduled when it would be
   }
 }
 
@@ -120,6 +127,45 @@ struct TaskFinished {
 
 struct TaskScheduled {
   input @0 :Data;
+  continuesAttempts @1 :Bool;   # an operator's retry: the new instance numbers its attempts on
+                                # from the failed one's (and takes its progress), while its retry
+                                # policy starts a fresh round, as Airflow's clear does
+}
+
+struct TaskOperation {
+  taskName @0 :Text;
+  reason @1 :Text;              # who asked and why, shown to operators; may be empty
+}
+
+struct TaskOptionsUpdated {
+  # The options updateTask changed, resolved as a definition's are (defaults applied, timeouts
+  # normalised). What is not marked changed keeps its value. They apply from the task's next
+  # dispatch: a task waiting in its task list joins the new one at once, an attempt on a worker
+  # finishes with the options it was sent with (the retry policy decides its retry, though).
+  taskList @0 :Text;            # the new task list; empty: unchanged
+  priorityChanged @1 :Bool;
+  priority @2 :Int32;
+  timeoutsChanged @3 :Bool;
+  timeouts @4 :TaskTimeouts;    # all four, as they are now
+  retryChanged @5 :Bool;
+  retry @6 :TaskRetry;          # with retryChanged: the new policy; absent: no retry (one attempt)
+}
+
+struct TaskTimeouts {
+  # Microseconds; 0: none.
+  scheduleToStartUs @0 :Int64;
+  startToCloseUs @1 :Int64;
+  scheduleToCloseUs @2 :Int64;
+  heartbeatUs @3 :Int64;
+}
+
+struct TaskRetry {
+  initialIntervalUs @0 :Int64;
+  backoffCoefficient @1 :Float64;
+  maximumIntervalUs @2 :Int64;
+  maximumAttempts @3 :UInt32;   # 0: no limit
+  expirationIntervalUs @4 :Int64; # 0: none
+  nonRetryableErrors @5 :List(Text);
 }
 
 struct TaskDelayed {

@@ -387,6 +387,14 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
                      });
         return promise;
       },
+      [=](operate_atom, const std::string& id, const TaskCommand& command) -> caf::result<TaskCommandOutcome> {
+        auto promise = self->make_response_promise<TaskCommandOutcome>();
+        ask_workflow(self, id, Answer<TaskCommandOutcome>{promise}, find_or_adopt,
+                     [self, command](const workflow_actor& wf, auto on_answer, auto on_error) {
+                       self->request(wf, caf::infinite, operate_atom::value, command).then(on_answer, on_error);
+                     });
+        return promise;
+      },
       [=](result_atom, const std::string& id) -> caf::result<WorkflowOutcome> {
         auto promise = self->make_response_promise<WorkflowOutcome>();
         ask_result(self, id, promise);

@@ -37,6 +37,10 @@ using directory_actor = caf::typed_actor<
     // succeed), reopening it; replies RUNNING once durable. NOT_FOUND for an unknown id, else as
     // the workflow actor's rerun
     caf::replies_to<rerun_atom, std::string, std::string>::with<std::string>,
+    // from clients: an operator's retry, skip or update of one task of a workflow, revived or
+    // woken if need be, or adopted if it has finished (a retry or skip reopens a FAILED one);
+    // replies as the workflow actor's operate. NOT_FOUND for an unknown id
+    caf::replies_to<operate_atom, std::string, TaskCommand>::with<TaskCommandOutcome>,
     // from clients: how the workflow ended, waiting for an open one
     caf::replies_to<result_atom, std::string>::with<WorkflowOutcome>,
     // from clients: pause, resume, stop or kill (WorkflowControl) an open workflow, revived or

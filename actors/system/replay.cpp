@@ -71,7 +71,8 @@ WorkflowStatus snapshot(const ReplayedWorkflow& replayed) {
   for (uint32_t index = 0; index < workflow.spec->tasks.size(); ++index) {
     TaskStatus task;
     task.name = workflow.spec->tasks[index].name;
-    if (auto it = replayed.tasks.find(task.name); it != replayed.tasks.end()) {
+    // A task an operator updated before it was scheduled has a model, and no instance yet.
+    if (auto it = replayed.tasks.find(task.name); it != replayed.tasks.end() && it->second.scheduled) {
       const auto& model = it->second;
       task.state = std::string(TaskMachineTraits::name(model.state));
       task.state_code = state_code(model.state);

@@ -45,9 +45,26 @@ struct TaskActorState {
   /// Revived after a restart, its timers run from the revival, not from the times its history
   /// shows: it passivates only once an event of its own moves those times on.
   std::optional<uint64_t> recovered_at_event;
+  /// The definition's task with the options an operator gave (model.options); unset while
+  /// there are none. Kept in step with the model by refresh_options.
+  std::optional<TaskSpec> updated;
+  /// Moving to another task list or priority (an update while waiting in its task list): from
+  /// the withdrawal until the new list answers, a grant is from the old list and is refused.
+  bool moving = false;
 
-  const TaskSpec& task() const { return spec->tasks[index]; }
+  /// The task as its current attempt runs: the definition's, with what an operator changed.
+  const TaskSpec& task() const { return updated ? *updated : spec->tasks[index]; }
 };
+
+/// Brings TaskActorState::updated in step with the model's options.
+static void refresh_options(TaskActorState& st) {
+  if (!st.model.options) {
+    st.updated.reset();
+    return;
+  }
+  TaskSpec now = st.model.effective(st.spec->tasks[st.index], false);
+  if (!st.updated || !(*st.updated == now)) st.updated = std::move(now);
+}
 
 /// How long a cancelled invocation may take to stop, and its task waits for the confirmation:
 /// the cluster's kill grace for a stop, none for a kill (the task is KILLED at once and a
@@ -127,6 +144,8 @@ Invocation make_invocation(Self self) {
   return inv;
 }
 
+void rejoin(Self self);
+
 /// The effects of `t`'s actions, bound to the state after the event was applied.
 /// `invocation` and `executor` are what the task held before the event (for CANCEL_INVOCATION).
 std::function<void()> effects_of(Self self, const TaskTransition& t, std::string invocation,
@@ -134,7 +153,8 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
   return [self, actions = t.actions, invocation = std::move(invocation),
           executor = std::move(executor), to = t.to] {
     auto& st = self->state;
-    const auto& timeouts = st.task().timeouts;
+    // A copy: what an effect decides may change the options in force.
+    const TimeoutsSpec timeouts = st.task().timeouts;
     const int64_t now = st.wiring->now_us();
     for (TaskAction action : actions) {
       switch (action) {
@@ -180,6 +200,20 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
           break;
         case TaskAction::NOTIFY_WORKFLOW:  // done eagerly
           break;
+        case TaskAction::REARM_TASK_TIMER:
+          if (timeouts.schedule_to_close) {
+            arm(self, TimerKind::SCHEDULE_TO_CLOSE, *timeouts.schedule_to_close - st.model.elapsed(now));
+          } else {
+            disarm(self, {TimerKind::SCHEDULE_TO_CLOSE});
+          }
+          break;
+        case TaskAction::REJOIN:
+          disarm(self, {TimerKind::SCHEDULE_TO_START});
+          if (timeouts.schedule_to_start && st.model.state == TaskState::DISPATCHING) {
+            arm(self, TimerKind::SCHEDULE_TO_START, *timeouts.schedule_to_start);
+          }
+          rejoin(self);
+          break;
       }
     }
     if (TaskMachine::is_terminal(to) && !st.ended) {
@@ -198,15 +232,24 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
 /// handed appends), and anything the workflow lets out waits for those: so the next task need
 /// not wait a sync for this one's outcome. Timers are not among them: arming one ahead of an
 /// earlier event's pending effects could resurrect a timer that event stops.
-void run_eager(Self self, const TaskTransition& t) {
+/// `list` is the task list the task waited in before the event (an update may have changed it).
+/// A task that ends without success hands its workflow its model: an operator may retry it,
+/// skip it or change its options, which the workflow then records for it.
+void run_eager(Self self, const TaskTransition& t, const std::string& list) {
   auto& st = self->state;
   for (TaskAction action : t.actions) {
     if (action == TaskAction::NOTIFY_WORKFLOW) {
       std::string detail = TaskMachine::is_success(t.to) ? st.model.result : st.model.failure_message();
-      self->send(st.owner, finished_atom::value, st.index, static_cast<uint8_t>(t.to), std::move(detail));
+      std::shared_ptr<const TaskModel> ended;
+      if (TaskMachine::is_terminal(t.to) && !TaskMachine::is_success(t.to)) {
+        ended = std::make_shared<const TaskModel>(st.model);
+      }
+      self->send(st.owner, finished_atom::value, st.index, static_cast<uint8_t>(t.to), std::move(detail),
+                 std::move(ended));
     } else if (action == TaskAction::WITHDRAW) {
-      self->send(st.wiring->executor, withdraw_atom::value, caf::actor_cast<task_port>(self),
-                 st.task().task_list);
+      self->send(st.wiring->executor, withdraw_atom::value, caf::actor_cast<task_port>(self), list);
+    } else if (action == TaskAction::REJOIN) {
+      st.moving = true;
     }
   }
 }
@@ -215,7 +258,9 @@ void run_eager(Self self, const TaskTransition& t) {
 /// DISPATCHED can also be its start (with no taskDispatching before it), which makes it
 /// attempt 1.
 uint32_t attempt_of(const TaskModel& model, TaskEvent event) {
-  return event == TaskEvent::DISPATCHED ? std::max<uint32_t>(model.attempt, 1) : model.attempt;
+  if (event != TaskEvent::DISPATCHED) return model.attempt;
+  const bool starts = model.state == TaskState::SUBMITTED || model.state == TaskState::PAUSED;
+  return starts ? model.starting_attempt() : std::max<uint32_t>(model.attempt, 1);
 }
 
 /// Decides `event` with a history body made by `fill`. Returns false when the table refuses
@@ -228,6 +273,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   if (t->ignored) return true;
   const std::string held_invocation = st.model.invocation_id;
   const std::string held_executor = st.model.executor;
+  const std::string held_list = st.task().task_list;
   auto new_event = make_event(storage::ActorKind::TASK, st.model.name, attempt_of(st.model, event),
                               st.wiring->now_us(), std::forward<Fill>(fill));
   NewEventReader reader(new_event);
@@ -236,11 +282,12 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
     self->quit(to_caf(fail(Errc::INTERNAL, applied.error().message)));
     return false;
   }
+  refresh_options(st);
   const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation, held_executor));
   EventBatch batch;
   batch.events.push_back(std::move(new_event));
   st.wiring->writer.append(caf::actor_cast<persisted_port>(self), st.workflow_id, std::move(batch), ticket);
-  run_eager(self, *t);
+  run_eager(self, *t, held_list);
   return true;
 }
 
@@ -299,20 +346,36 @@ void join_task_list(Self self, TaskEvent event) {
   });
 }
 
-/// The backoff is over (DISPATCH) or a paused task resumes (START): the next attempt joins its
-/// task list once the invocation the last attempt left on its executor is over (at once if
-/// there is none, or it ended), so two attempts of the task never run at the same time: one
-/// that timed out on a worker that went silent keeps the next waiting until that worker's
-/// lease runs out.
+/// After an update made while the task waited in its task list: it joins the (new) one again.
+/// The table ran WITHDRAW before the update was durable, and grants were refused since.
+void rejoin(Self self) {
+  if (self->state.model.state != TaskState::DISPATCHING) {
+    self->state.moving = false;  // it moved on meanwhile (killed, forced)
+    return;
+  }
+  enqueue(self, [self](const std::string& granted) {
+    self->state.moving = false;
+    if (!granted.empty()) dispatch_to(self, granted);
+  });
+}
+
+/// The backoff is over (DISPATCH), a paused task resumes or a retried one starts (START): the
+/// next attempt joins its task list once the invocation the last attempt left on its executor is
+/// over (at once if there is none, or it ended), so two attempts of the task never run at the
+/// same time: one that timed out on a worker that went silent keeps the next waiting until that
+/// worker's lease runs out.
 void dispatch_when_settled(Self self, TaskEvent event) {
   auto& s = self->state;
   if (s.model.previous_invocation.empty()) {
     join_task_list(self, event);
     return;
   }
-  auto go = [self, event] {
+  auto go = [self, event, asked_in = s.model.state] {
     self->state.settling = false;
-    join_task_list(self, event);  // ignored if it no longer applies (paused, killed meanwhile)
+    // Not if it moved meanwhile: a task retried by an operator and paused while it waited must
+    // wait for the resume (START applies to PAUSED too).
+    if (self->state.model.state != asked_in) return;
+    join_task_list(self, event);  // ignored if it no longer applies (killed meanwhile)
   };
   s.settling = true;
   self->request(s.wiring->executor, caf::infinite, settled_atom::value, s.model.previous_invocation,
@@ -345,7 +408,9 @@ void attempt_failed(Self self, const AttemptFailure& failure, std::optional<Time
     decide(self, TaskEvent::KILLED, [&](Body b) { b.initTaskKilled().setInvocationId(invocation); });
     return;
   }
-  const auto decision = decide_retry(st.task().retry, st.task().timeouts, st.model.attempt,
+  // The next attempt's options decide: a change made while this one ran applies to its retry.
+  const TaskSpec next = st.model.effective(st.spec->tasks[st.index], true);
+  const auto decision = decide_retry(next.retry, next.timeouts, st.model.attempt - st.model.attempt_base,
                                      st.model.elapsed(st.wiring->now_us()), failure);
   const std::string invocation = st.model.invocation_id;
   if (decision.retry) {
@@ -513,8 +578,9 @@ void recover(Self self) {
   switch (s.model.state) {
     case TaskState::SUBMITTED:
       // Decided here, not sent to itself: a pause the workflow sends right after the
-      // recovery must find the task started, not overtake the start.
-      join_task_list(self, TaskEvent::START);
+      // recovery must find the task started, not overtake the start. (A retried task whose
+      // failed attempt may still be ending on its executor waits for that first.)
+      dispatch_when_settled(self, TaskEvent::START);
       break;
     case TaskState::FAILOVER:
       // The restart came between FAILOVER and its retry decision.
@@ -624,6 +690,49 @@ caf::result<int64_t> passivate(Self self, const task_port& router) {
   return promise;
 }
 
+/// The state `promise`'s requester is answered with once what was decided is durable.
+caf::result<std::string> answer_when_durable(Self self) {
+  auto promise = self->make_response_promise<std::string>();
+  self->state.pipeline.after_pending([promise, state = std::string(TaskMachineTraits::name(self->state.model.state))]() mutable {
+    promise.deliver(state);
+  });
+  return promise;
+}
+
+/// An operator's skipTask: FORCED_SUCCESS, unless an attempt is on an executor.
+caf::result<std::string> skip(Self self, const std::string& reason) {
+  auto& s = self->state;
+  const std::string state(TaskMachineTraits::name(s.model.state));
+  if (TaskMachine::is_on_executor(s.model.state)) {
+    return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE,
+                       "task '" + s.model.name + "' is " + state + " on worker " + s.model.executor + " (attempt " +
+                           std::to_string(s.model.attempt) +
+                           "): a task on a worker cannot be skipped; wait for its attempt to end, or stop the workflow"));
+  }
+  if (!decide(self, TaskEvent::FORCE, [&](Body b) { b.initTaskForcedSuccess().setText(reason); })) {
+    return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + s.model.name + "' cannot be skipped while " + state));
+  }
+  return answer_when_durable(self);
+}
+
+/// An operator's updateTask: the options the next attempt has, checked as a definition's.
+caf::result<std::string> update_options(Self self, const TaskOptionsPatch& patch) {
+  auto& s = self->state;
+  if (s.moving) {
+    // One move at a time: a slot granted in the list it moves to must be the one its options name.
+    return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + s.model.name +
+                                                       "' is moving to the task list an update just gave it: "
+                                                       "try again once it has"));
+  }
+  auto resolved = resolve_patch(s.model.effective(s.spec->tasks[s.index], true), patch);
+  if (!resolved) return to_caf(resolved.error());
+  if (!decide(self, TaskEvent::UPDATE, [&](Body b) { write_options(b.initTaskOptionsUpdated(), *resolved); })) {
+    return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + s.model.name + "' cannot be updated while " +
+                                                       std::string(TaskMachineTraits::name(s.model.state))));
+  }
+  return answer_when_durable(self);
+}
+
 }  // namespace
 
 task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorState> self,
@@ -636,6 +745,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
   st.owner = std::move(setup.owner);
   st.wiring = std::move(setup.wiring);
   st.workflow_input = std::move(setup.workflow_input);
+  refresh_options(st);
   return {
       [=](persisted_atom, uint64_t ticket, bool ok, const storage::AppendReceipt&, const std::string& error,
           uint8_t code) {
@@ -656,6 +766,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
       },
       [=](grant_atom, const std::string& executor_name) -> bool {
         if (self->state.model.state != TaskState::DISPATCHING) return false;  // withdrew meanwhile
+        if (self->state.moving) return false;  // a slot of the list it left
         return dispatch_to(self, executor_name);
       },
       [=](report_atom, TaskReport& report) { on_report(self, report); },
@@ -729,6 +840,8 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
         for (auto [kind, generation] : s.kept_timeouts) self->send(self, timeout_atom::value, kind, generation);
         s.kept_timeouts.clear();
       },
+      [=](skip_atom, const std::string& reason) { return skip(self, reason); },
+      [=](options_atom, const TaskOptionsPatch& patch) { return update_options(self, patch); },
       [=](describe_atom) { return self->state.model.canonical(); },
   };
 }

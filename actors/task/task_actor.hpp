@@ -34,6 +34,12 @@ using task_actor = task_port::extend_with<persisted_port>::extend<
     // report (SUCCEEDED or FAILED); replies once durable. NOT_FOUND when the report names an
     // invocation that is not the current one, NOT_ALLOWED_IN_STATE before it handed off
     caf::replies_to<complete_atom, TaskReport>::with<bool>,
+    // from the workflow, for an operator's skipTask: FORCED_SUCCESS with the reason; replies
+    // the state once durable. NOT_ALLOWED_IN_STATE while an attempt is on an executor
+    caf::replies_to<skip_atom, std::string /* reason */>::with<std::string>,
+    // from the workflow, for an operator's updateTask: the options from the next dispatch on;
+    // replies the task's state once durable. INVALID_ARGUMENT listing what is wrong with them
+    caf::replies_to<options_atom, TaskOptionsPatch>::with<std::string>,
     // from anyone: the task's canonical state (TaskModel::canonical)
     caf::replies_to<describe_atom>::with<std::string>>;
 

@@ -3,7 +3,10 @@
 // the attempt ends in SUCCESS, in FAILURE, or in DELAY_EXECUTION when it will be retried
 // (DISPATCH queues it again). PAUSE and KILL stop a
 // task that is not on an executor at once; one that is gets a cancellation and stays until
-// the executor confirms (KILLED, PAUSED) or the kill's grace period runs out.
+// the executor confirms (KILLED, PAUSED) or the kill's grace period runs out. An operator's FORCE
+// (skip) ends a task that is not on an executor; an UPDATE of its options is recorded in every
+// state but the successful ones and applies from the next dispatch: a task waiting in its task
+// list leaves it and joins the new one, an attempt on an executor keeps what it was sent with.
 #include "actors/task/task_machine.hpp"
 
 namespace troupe::actors {
@@ -30,6 +33,8 @@ void on_executor(std::vector<R>& rows, S s) {
   // A running attempt finishes; the pause is recorded and taken when the attempt ends without
   // success (instead of a retry running it again).
   rows.push_back({s, E::PAUSE, s, {A::PERSIST}});
+  // Kept for the next attempt: this one runs on with the options it was sent with.
+  rows.push_back({s, E::UPDATE, s, {A::PERSIST}});
 }
 
 std::vector<R> rows() {
@@ -40,12 +45,17 @@ std::vector<R> rows() {
       {S::SUBMITTED, E::DISPATCHED, S::DISPATCHED, {A::PERSIST, A::START_TASK_TIMER, A::SEND}},
       {S::SUBMITTED, E::PAUSE, S::PAUSED, {A::PERSIST, A::NOTIFY_WORKFLOW}},
       {S::SUBMITTED, E::KILL, S::KILLED, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::SUBMITTED, E::FORCE, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::SUBMITTED, E::UPDATE, S::SUBMITTED, {A::PERSIST}},
 
       {S::DELAY_EXECUTION, E::DISPATCH, S::DISPATCHING, {A::PERSIST, A::ENQUEUE}},
       {S::DELAY_EXECUTION, E::DISPATCHED, S::DISPATCHED, {A::PERSIST, A::SEND}},
       {S::DELAY_EXECUTION, E::TIMEOUT, S::FAILURE, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
       {S::DELAY_EXECUTION, E::PAUSE, S::PAUSED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
       {S::DELAY_EXECUTION, E::KILL, S::KILLED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::DELAY_EXECUTION, E::FORCE, S::FORCED_SUCCESS, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      // The backoff already decided stands; the task-wide timer follows the new options.
+      {S::DELAY_EXECUTION, E::UPDATE, S::DELAY_EXECUTION, {A::PERSIST, A::REARM_TASK_TIMER}},
 
       {S::DISPATCHING, E::DISPATCHED, S::DISPATCHED, {A::PERSIST, A::STOP_ATTEMPT_TIMERS, A::SEND}},
       {S::DISPATCHING, E::TIMEOUT, S::FAILURE,
@@ -58,6 +68,10 @@ std::vector<R> rows() {
        {A::PERSIST, A::WITHDRAW, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
       {S::DISPATCHING, E::KILL, S::KILLED,
        {A::PERSIST, A::WITHDRAW, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::DISPATCHING, E::FORCE, S::FORCED_SUCCESS,
+       {A::PERSIST, A::WITHDRAW, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      // Waits again where the new options say (a new arrival there), its wait timed afresh.
+      {S::DISPATCHING, E::UPDATE, S::DISPATCHING, {A::PERSIST, A::WITHDRAW, A::REARM_TASK_TIMER, A::REJOIN}},
 
       {S::DISPATCHED, E::RUNNING, S::RUNNING, {A::PERSIST, A::WATCH_HEARTBEAT}},
       {S::DISPATCHED, E::HEARTBEAT, S::RUNNING, {A::PERSIST, A::RECORD_PROGRESS, A::WATCH_HEARTBEAT}},
@@ -69,16 +83,26 @@ std::vector<R> rows() {
       {S::PAUSED, E::DISPATCHED, S::DISPATCHED, {A::PERSIST, A::START_TASK_TIMER, A::SEND}},
       {S::PAUSED, E::PAUSE, S::PAUSED, {}, true, "already paused"},
       {S::PAUSED, E::KILL, S::KILLED, {A::PERSIST, A::NOTIFY_WORKFLOW}},
-      {S::PAUSED, E::SUCCEEDED, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::PAUSED, E::FORCE, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::PAUSED, E::UPDATE, S::PAUSED, {A::PERSIST}},
 
       {S::FAILOVER, E::RETRY, S::DELAY_EXECUTION, {A::PERSIST, A::START_BACKOFF_TIMER}},
       {S::FAILOVER, E::FAILED, S::FAILURE, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
       {S::FAILOVER, E::TIMEOUT, S::FAILURE, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
       {S::FAILOVER, E::KILL, S::KILLED, {A::PERSIST, A::STOP_ALL_TIMERS, A::NOTIFY_WORKFLOW}},
+      {S::FAILOVER, E::UPDATE, S::FAILOVER, {A::PERSIST, A::REARM_TASK_TIMER}},
 
+      // A finished task has no actor: its workflow records these for it, and tells nobody (the
+      // workflow itself acts on them). An update applies to a retry or a rerun.
       {S::KILLED, E::KILL, S::KILLED, {}, true, "already killed"},
-      {S::KILLED, E::SUCCEEDED, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
-      {S::FAILURE, E::SUCCEEDED, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::KILLED, E::FORCE, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::KILLED, E::UPDATE, S::KILLED, {A::PERSIST}},
+      {S::FAILURE, E::FORCE, S::FORCED_SUCCESS, {A::PERSIST, A::NOTIFY_WORKFLOW}},
+      {S::FAILURE, E::UPDATE, S::FAILURE, {A::PERSIST}},
+      // For the instance a rerun schedules next (its workflow refuses one for a task that
+      // succeeded in this run).
+      {S::SUCCESS, E::UPDATE, S::SUCCESS, {A::PERSIST}},
+      {S::FORCED_SUCCESS, E::UPDATE, S::FORCED_SUCCESS, {A::PERSIST}},
   };
   on_executor(rows, S::DISPATCHED);
   on_executor(rows, S::RUNNING);
@@ -120,6 +144,8 @@ std::string_view TaskMachineTraits::name(TaskEvent e) {
     case E::SUCCEEDED: return "SUCCEEDED";
     case E::FAILED: return "FAILED";
     case E::FAILOVER: return "FAILOVER";
+    case E::FORCE: return "FORCE";
+    case E::UPDATE: return "UPDATE";
   }
   return "?";
 }
@@ -139,6 +165,8 @@ std::string_view TaskMachineTraits::name(TaskAction a) {
     case A::STOP_ATTEMPT_TIMERS: return "stop attempt timers";
     case A::STOP_ALL_TIMERS: return "stop all timers";
     case A::NOTIFY_WORKFLOW: return "notify workflow";
+    case A::REARM_TASK_TIMER: return "re-arm scheduleToClose";
+    case A::REJOIN: return "rejoin task list";
   }
   return "?";
 }

@@ -19,7 +19,7 @@ enum class TaskState : uint8_t {
   KILLED,
   FAILURE,
   SUCCESS,
-  FORCED_SUCCESS,   ///< marked succeeded by an operator after it failed, was killed or paused
+  FORCED_SUCCESS,   ///< marked succeeded by an operator (skipTask) while not on an executor
   FAILOVER,         ///< its executor was lost; about to retry or fail
 };
 
@@ -35,9 +35,11 @@ enum class TaskEvent : uint8_t {
   PAUSED,      ///< the executor paused the invocation
   KILL,
   KILLED,      ///< the executor confirmed the kill, or the kill's grace period ran out
-  SUCCEEDED,   ///< the current invocation succeeded; in a finished state, an operator's force
+  SUCCEEDED,   ///< the current invocation succeeded
   FAILED,      ///< failed for good (non-retryable, or out of attempts)
   FAILOVER,    ///< the invocation's executor was lost
+  FORCE,       ///< an operator marks the task succeeded (skipTask); never while on an executor
+  UPDATE,      ///< an operator changed the task's options (updateTask) for its next dispatch
 };
 
 /// What the task actor does for a transition, in this order.
@@ -55,6 +57,9 @@ enum class TaskAction : uint8_t {
   STOP_ATTEMPT_TIMERS,  ///< disarm scheduleToStart, startToClose and heartbeat
   STOP_ALL_TIMERS,      ///< disarm every timer
   NOTIFY_WORKFLOW,      ///< tell the workflow the task finished (or paused)
+  REARM_TASK_TIMER,     ///< arm scheduleToClose again for the options now in force (none: disarm)
+  REJOIN,               ///< join the (new) task list again after WITHDRAW: arm scheduleToStart;
+                        ///< grants are refused from the withdrawal until then
 };
 
 struct TaskMachineTraits {
@@ -62,7 +67,7 @@ struct TaskMachineTraits {
   using Event = TaskEvent;
   using Action = TaskAction;
   static constexpr size_t states = 11;
-  static constexpr size_t events = 14;
+  static constexpr size_t events = 16;
   static std::string_view name(TaskState s);
   static std::string_view name(TaskEvent e);
   static std::string_view name(TaskAction a);

@@ -27,19 +27,109 @@ std::optional<TaskEvent> TaskModel::event_of(Body::Which body, TaskState state) 
     case Body::TASK_KILL_REQUESTED: return TaskEvent::KILL;
     case Body::TASK_KILLED: return TaskEvent::KILLED;
     case Body::TASK_SUCCEEDED: return TaskEvent::SUCCEEDED;
-    case Body::TASK_FORCED_SUCCESS: return TaskEvent::SUCCEEDED;
+    case Body::TASK_FORCED_SUCCESS: return TaskEvent::FORCE;
+    case Body::TASK_OPTIONS_UPDATED: return TaskEvent::UPDATE;
     case Body::TASK_FAILED: return TaskEvent::FAILED;
     case Body::TASK_FAILOVER: return TaskEvent::FAILOVER;
     default: return std::nullopt;
   }
 }
 
+namespace {
+
+/// An attempt that ends on its executor (failed, timed out) may leave its invocation running
+/// there a while (being cancelled): an operator's retry waits it out like an automatic one.
+void keep_abandoned(TaskModel& model) {
+  if (!TaskMachine::is_on_executor(model.state)) return;
+  model.previous_invocation = model.invocation_id;
+  model.previous_executor = model.executor;
+}
+
+Duration micros(int64_t us) { return Duration(us); }
+std::optional<Duration> micros_or_none(int64_t us) {
+  return us > 0 ? std::optional<Duration>(Duration(us)) : std::nullopt;
+}
+
+}  // namespace
+
+void write_options(schema::TaskOptionsUpdated::Builder out, const TaskOverrides& o) {
+  if (o.task_list) out.setTaskList(*o.task_list);
+  if (o.priority) {
+    out.setPriorityChanged(true);
+    out.setPriority(*o.priority);
+  }
+  if (o.timeouts) {
+    out.setTimeoutsChanged(true);
+    auto t = out.initTimeouts();
+    auto us = [](const std::optional<Duration>& d) { return d ? d->count() : int64_t{0}; };
+    t.setScheduleToStartUs(us(o.timeouts->schedule_to_start));
+    t.setStartToCloseUs(us(o.timeouts->start_to_close));
+    t.setScheduleToCloseUs(us(o.timeouts->schedule_to_close));
+    t.setHeartbeatUs(us(o.timeouts->heartbeat));
+  }
+  if (o.retry) {
+    out.setRetryChanged(true);
+    if (*o.retry) {
+      const RetrySpec& r = **o.retry;
+      auto w = out.initRetry();
+      w.setInitialIntervalUs(r.initial_interval.count());
+      w.setBackoffCoefficient(r.backoff_coefficient);
+      w.setMaximumIntervalUs(r.maximum_interval.count());
+      w.setMaximumAttempts(r.maximum_attempts);
+      w.setExpirationIntervalUs(r.expiration_interval ? r.expiration_interval->count() : 0);
+      auto errors = w.initNonRetryableErrors(static_cast<unsigned>(r.non_retryable_errors.size()));
+      for (size_t i = 0; i < r.non_retryable_errors.size(); ++i) {
+        errors.set(static_cast<unsigned>(i), r.non_retryable_errors[i]);
+      }
+    }
+  }
+}
+
+TaskOverrides read_options(schema::TaskOptionsUpdated::Reader in) {
+  TaskOverrides o;
+  if (in.hasTaskList() && in.getTaskList().size() > 0) o.task_list = to_string(in.getTaskList());
+  if (in.getPriorityChanged()) o.priority = in.getPriority();
+  if (in.getTimeoutsChanged()) {
+    auto t = in.getTimeouts();
+    o.timeouts = TimeoutsSpec{micros_or_none(t.getScheduleToStartUs()), micros_or_none(t.getStartToCloseUs()),
+                              micros_or_none(t.getScheduleToCloseUs()), micros_or_none(t.getHeartbeatUs())};
+  }
+  if (in.getRetryChanged()) {
+    o.retry = std::optional<RetrySpec>();
+    if (in.hasRetry()) {
+      auto r = in.getRetry();
+      RetrySpec spec;
+      spec.initial_interval = micros(r.getInitialIntervalUs());
+      spec.backoff_coefficient = r.getBackoffCoefficient();
+      spec.maximum_interval = micros(r.getMaximumIntervalUs());
+      spec.maximum_attempts = r.getMaximumAttempts();
+      spec.expiration_interval = micros_or_none(r.getExpirationIntervalUs());
+      for (auto e : r.getNonRetryableErrors()) spec.non_retryable_errors.push_back(to_string(e));
+      o.retry = std::move(spec);
+    }
+  }
+  return o;
+}
+
+TaskSpec TaskModel::effective(const TaskSpec& spec, bool with_pending) const {
+  TaskSpec out = spec;
+  if (options) options->apply_to(out);
+  if (with_pending && pending_options) pending_options->apply_to(out);
+  return out;
+}
+
 Result<void> TaskModel::apply(const EventView& event) {
   const auto body = event.body;
   if (body.isTaskScheduled()) {
-    if (applied != 0) {
-      // Scheduled again by a rerun: a fresh instance, once the previous one ended. The count of
-      // dispatches carries on, so every invocation id stays unique within the workflow.
+    const bool continues = body.getTaskScheduled().getContinuesAttempts();
+    if (continues && (!scheduled || (state != TaskState::FAILURE && state != TaskState::KILLED))) {
+      return fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + name + "' was retried while " +
+                                                  std::string(scheduled ? TaskMachineTraits::name(state) : "not run"));
+    }
+    if (scheduled) {
+      // Scheduled again by a rerun or an operator's retry: a fresh instance, once the previous
+      // one ended. The count of dispatches carries on, so every invocation id stays unique
+      // within the workflow, and so do the options an operator gave.
       if (!TaskMachine::is_terminal(state) && state != TaskState::PAUSED) {
         return fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + name + "' was scheduled again while " +
                                                     std::string(TaskMachineTraits::name(state)));
@@ -47,8 +137,19 @@ Result<void> TaskModel::apply(const EventView& event) {
       TaskModel fresh;
       fresh.name = std::move(name);
       fresh.dispatches = dispatches;
+      fresh.options = pending_options ? merged(options, *pending_options) : options;
+      if (continues) {
+        // A retry goes on where the failed attempt left: its number, its progress, and the
+        // invocation it may have left on an executor, which the next one waits out.
+        fresh.attempt = attempt;
+        fresh.attempt_base = attempt;
+        fresh.progress = progress;
+        fresh.previous_invocation = previous_invocation;
+        fresh.previous_executor = previous_executor;
+      }
       *this = std::move(fresh);
     }
+    scheduled = true;
     input_json = to_string(body.getTaskScheduled().getInput());
     ++applied;
     return ok();
@@ -64,14 +165,14 @@ Result<void> TaskModel::apply(const EventView& event) {
   switch (body.which()) {
     case Body::TASK_DISPATCHING:
       if (state == TaskState::SUBMITTED || state == TaskState::PAUSED) {
-        if (attempt == 0) attempt = 1;
+        attempt = starting_attempt();
         segment_start_us = now;
       }
       break;
     case Body::TASK_DISPATCHED: {
       if (state == TaskState::SUBMITTED || state == TaskState::PAUSED) {
         // Started with a slot free at once: this is its start too.
-        if (attempt == 0) attempt = 1;
+        attempt = starting_attempt();
         segment_start_us = now;
       }
       auto d = body.getTaskDispatched();
@@ -113,6 +214,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       break;
     }
     case Body::TASK_TIMED_OUT:
+      keep_abandoned(*this);
       failure_reason = std::string("Timeout:") +
                        (body.getTaskTimedOut().getKind() == schema::TimeoutKind::HEARTBEAT ? "heartbeat"
                         : body.getTaskTimedOut().getKind() == schema::TimeoutKind::START_TO_CLOSE
@@ -134,6 +236,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       invocation_id.clear();
       break;
     case Body::TASK_FAILED: {
+      keep_abandoned(*this);
       auto f = body.getTaskFailed().getFailure();
       failure_reason = to_string(f.getReason());
       failure_details = to_string(f.getDetails());
@@ -152,8 +255,22 @@ Result<void> TaskModel::apply(const EventView& event) {
       invocation_id.clear();
       executor.clear();
       break;
+    case Body::TASK_OPTIONS_UPDATED: {
+      auto update = read_options(body.getTaskOptionsUpdated());
+      if (TaskMachine::is_on_executor(state)) {
+        pending_options = merged(pending_options, update);
+      } else {
+        options = merged(options, update);
+      }
+      break;
+    }
     default:
       break;
+  }
+  // An attempt that leaves its executor takes the options changed while it ran for the next.
+  if (TaskMachine::is_on_executor(state) && !TaskMachine::is_on_executor(t->to) && pending_options) {
+    options = merged(options, *pending_options);
+    pending_options.reset();
   }
   // Pausing banks the running time; finishing stops the clock.
   if ((t->to == TaskState::PAUSED || TaskMachine::is_terminal(t->to)) && segment_start_us >= 0) {
@@ -191,6 +308,8 @@ std::string TaskModel::canonical() const {
   field("name", name);
   field("state", std::string(TaskMachineTraits::name(state)));
   field("attempt", std::to_string(attempt));
+  field("attempt_base", std::to_string(attempt_base));
+  field("scheduled", scheduled ? "1" : "0");
   field("invocation", invocation_id);
   field("executor", executor);
   field("input", input_json);
@@ -215,6 +334,8 @@ std::string TaskModel::canonical() const {
   field("previous_executor", previous_executor);
   field("started", std::to_string(started_us));
   field("ended", std::to_string(ended_us));
+  field("options", options ? options->canonical() : std::string());
+  field("pending_options", pending_options ? pending_options->canonical() : std::string());
   field("applied", std::to_string(applied));
   return out;
 }

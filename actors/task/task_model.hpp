@@ -9,6 +9,7 @@
 #include "actors/history_events.hpp"
 #include "actors/loss.hpp"
 #include "actors/task/task_machine.hpp"
+#include "actors/task/task_options.hpp"
 #include "actors/worker/fence.hpp"
 #include "schema/duration.hpp"
 
@@ -18,6 +19,10 @@ struct TaskModel {
   std::string name;
   TaskState state = TaskState::SUBMITTED;
   uint32_t attempt = 0;          ///< the current attempt, from 1 once started
+  /// Attempts made before the retry policy's current round: an operator's retry starts a new
+  /// round (the policy counts attempt - attempt_base) while attempt numbers go on.
+  uint32_t attempt_base = 0;
+  bool scheduled = false;        ///< an instance exists (taskScheduled); updates may come first
   std::string invocation_id;     ///< the invocation on an executor, if any
   std::string executor;          ///< where it was sent
   std::string input_json;
@@ -48,6 +53,10 @@ struct TaskModel {
   uint32_t never_started = 0;
   int64_t started_us = 0;         ///< when it was first dispatched (sent to an executor); 0: never
   int64_t ended_us = 0;           ///< when it reached a terminal state; 0: not yet
+  /// Options an operator changed (updateTask), in force for the task's attempts; null: none.
+  SharedOverrides options;
+  /// Changes made while an attempt was on an executor: in force once it leaves the executor.
+  SharedOverrides pending_options;
   uint64_t applied = 0;           ///< events applied
 
   /// Applies one of this task's events. NOT_ALLOWED_IN_STATE if the table refuses it (a
@@ -61,6 +70,12 @@ struct TaskModel {
   /// The last failure for people: "SpawnFailed: cannot run 'x': No such file or directory"
   /// (reason, then details when there are any).
   std::string failure_message() const;
+  /// The attempt a start (or a dispatch that is the start) begins: the first of the round.
+  uint32_t starting_attempt() const { return attempt == attempt_base ? attempt_base + 1 : attempt; }
+
+  /// `spec` with the options an operator gave in force (`with_pending`: and those waiting for
+  /// the attempt on an executor to end, as the next attempt will have them).
+  TaskSpec effective(const TaskSpec& spec, bool with_pending) const;
 
   /// Every field, in a fixed order: equal strings mean equal models.
   std::string canonical() const;
@@ -69,5 +84,10 @@ struct TaskModel {
   /// task events.
   static std::optional<TaskEvent> event_of(schema::EventBody::Which body, TaskState state);
 };
+
+/// Writes the overrides an update resolved to as a taskOptionsUpdated body.
+void write_options(schema::TaskOptionsUpdated::Builder out, const TaskOverrides& overrides);
+/// Reads a taskOptionsUpdated body back.
+TaskOverrides read_options(schema::TaskOptionsUpdated::Reader in);
 
 }  // namespace troupe::actors

@@ -75,7 +75,8 @@ bool ExecutionGraph::start(uint32_t task) {
 }
 
 bool ExecutionGraph::finish(uint32_t task, TaskOutcome outcome) {
-  if (nodes_[task] != NodeState::ACTIVE) return false;
+  const bool forced_while_paused = nodes_[task] == NodeState::PAUSED && outcome == TaskOutcome::SUCCEEDED;
+  if (nodes_[task] != NodeState::ACTIVE && !forced_while_paused) return false;
   switch (outcome) {
     case TaskOutcome::SUCCEEDED:
       nodes_[task] = NodeState::SUCCEEDED;
@@ -110,6 +111,34 @@ void ExecutionGraph::block_descendants(uint32_t task) {
         stack.push_back(d);
       }
     }
+  }
+}
+
+bool ExecutionGraph::retry(uint32_t task) {
+  if (nodes_[task] != NodeState::FAILED && nodes_[task] != NodeState::KILLED) return false;
+  nodes_[task] = dependencies_succeeded(task) ? NodeState::READY : NodeState::WAITING;
+  unblock_descendants(task);
+  return true;
+}
+
+bool ExecutionGraph::force(uint32_t task) {
+  if (nodes_[task] != NodeState::FAILED && nodes_[task] != NodeState::KILLED) return false;
+  nodes_[task] = NodeState::SUCCEEDED;
+  unblock_descendants(task);
+  return true;
+}
+
+void ExecutionGraph::unblock_descendants(uint32_t task) {
+  const auto below = descendants_of(task);
+  // In topological order, so a task is looked at after every dependency it has below `task`.
+  for (uint32_t t : spec_->topological_order) {
+    if (t == task || !below[t] || nodes_[t] != NodeState::BLOCKED) continue;
+    bool held = false;
+    for (uint32_t d : spec_->tasks[t].depends_on) {
+      const NodeState dep = nodes_[d];
+      held = held || dep == NodeState::FAILED || dep == NodeState::KILLED || dep == NodeState::BLOCKED;
+    }
+    if (!held) nodes_[t] = dependencies_succeeded(t) ? NodeState::READY : NodeState::WAITING;
   }
 }
 

@@ -55,9 +55,17 @@ class ExecutionGraph {
 
   /// A READY or PAUSED task got a task instance. Returns false if it was in neither state.
   bool start(uint32_t task);
-  /// An ACTIVE task ended. Successors become READY, or BLOCKED after a failure or kill.
-  /// Returns false if the task was not ACTIVE.
+  /// An ACTIVE task ended (or a PAUSED one was forced to succeed). Successors become READY, or
+  /// BLOCKED after a failure or kill. Returns false if the task was in neither state.
   bool finish(uint32_t task, TaskOutcome outcome);
+
+  /// An operator's retry of a FAILED or KILLED task: it waits again (READY, as its dependencies
+  /// succeeded), and the descendants it alone blocked wait for it. False in any other state.
+  bool retry(uint32_t task);
+  /// An operator forces a FAILED or KILLED task to success: its descendants run as after a
+  /// success (those it alone blocked wait again, its dependents whose dependencies all
+  /// succeeded are READY). False in any other state.
+  bool force(uint32_t task);
 
   /// The verdict when nothing new is started (a pausing or stopping workflow asks this too).
   GraphVerdict verdict() const;
@@ -77,6 +85,9 @@ class ExecutionGraph {
  private:
   void promote_dependents(uint32_t task);
   void block_descendants(uint32_t task);
+  /// BLOCKED descendants of `task` none of whose dependencies failed, was killed or is blocked
+  /// wait again (READY if their dependencies succeeded).
+  void unblock_descendants(uint32_t task);
   std::vector<bool> descendants_of(uint32_t task) const;
   bool dependencies_succeeded(uint32_t task) const;
 

@@ -24,9 +24,12 @@ struct WorkflowActorState {
   WorkflowModel model;
   WorkflowSetup setup;
   std::map<uint32_t, task_actor> tasks;  // live task actors by task index
-  /// Dispatches of task instances from before this actor (a revived or rerun workflow), by
-  /// task index: a task scheduled again counts on from there, keeping invocation ids unique.
-  std::map<uint32_t, uint32_t> prior_dispatches;
+  /// The models of tasks without actors, by task index, as replay has them: those of the
+  /// history this actor was revived from, those that ended here without success, and those an
+  /// operator's update or skip reached before they were scheduled. The next instance of a task
+  /// starts from its model (invocation ids count on, an operator's options and retry carry
+  /// over), and the workflow records an operator's action for a task that has no actor.
+  std::map<uint32_t, TaskModel> dormant;
   /// A finished workflow adopted to answer a rerun; it ends if the rerun is refused.
   bool adopted_closed = false;
   std::vector<caf::typed_response_promise<WorkflowOutcome>> waiters;
@@ -39,6 +42,8 @@ struct WorkflowActorState {
   /// Kills accepted and not answered yet: a kill answers with the state it ends in (STOPPED)
   /// once that is durable, which follows at once since its tasks' kills need no worker.
   std::vector<std::shared_ptr<caf::typed_response_promise<std::string>>> kills;
+  /// Operators' task commands not answered yet, likewise.
+  std::vector<std::shared_ptr<caf::typed_response_promise<TaskCommandOutcome>>> command_replies;
   EffectPipeline pipeline;
   /// A passivation under way: the tasks asked, the answers still awaited.
   struct Passivation {
@@ -56,6 +61,9 @@ struct WorkflowActorState {
   /// back.
   uint32_t asks = 0;
   bool quit_after_asks = false;
+  /// The actor has decided to end (its workflow closed, or it passivated): a command that waited
+  /// for its pending effects is bounced, so that the directory asks the actor it finds now.
+  bool ending = false;
 };
 
 namespace {
@@ -73,6 +81,7 @@ Reply new_reply(Self self) {
 
 /// Ends the actor, once every request passed on to a task has been answered.
 void quit_when_answered(Self self) {
+  self->state.ending = true;
   if (self->state.asks > 0) {
     self->state.quit_after_asks = true;
   } else {
@@ -150,23 +159,90 @@ storage::NewEvent workflow_event(Self self, Fill&& fill) {
                     self->state.setup.wiring->now_us(), std::forward<Fill>(fill));
 }
 
+/// The model task `index` has now: its dormant one (taken out), or a fresh one.
+TaskModel take_model(WorkflowActorState& st, uint32_t index) {
+  if (auto it = st.dormant.find(index); it != st.dormant.end()) {
+    TaskModel model = std::move(it->second);
+    st.dormant.erase(it);
+    return model;
+  }
+  TaskModel fresh;
+  fresh.name = st.model.spec->tasks[index].name;
+  return fresh;
+}
+
+/// Applies a task event the workflow records for a task without an actor to its model, and adds
+/// it to `batch` (the workflow's own model has no part in it). False (and the actor fail-stops)
+/// if the model refuses it: the caller checked it applies, so that is a bug. A finished task's
+/// new state is reported as its actor's would have been (Wiring::on_task_end).
+bool add_task_event(Self self, Batch& batch, TaskModel& model, storage::NewEvent event) {
+  NewEventReader reader(event);
+  if (auto applied = model.apply(reader.view()); !applied) {
+    fail_stop(self, to_caf(fail(Errc::INTERNAL, applied.error().message)));
+    return false;
+  }
+  batch.events.events.push_back(std::move(event));
+  const auto& wiring = *self->state.setup.wiring;
+  if (TaskMachine::is_terminal(model.state) && wiring.on_task_end) {
+    wiring.on_task_end(self->state.model.id, model.canonical());
+  }
+  return true;
+}
+
+template <class Fill>
+storage::NewEvent task_event(Self self, const TaskModel& model, Fill&& fill) {
+  return make_event(storage::ActorKind::TASK, model.name, model.attempt, self->state.setup.wiring->now_us(),
+                    std::forward<Fill>(fill));
+}
+
+bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<void(Body)>& fill,
+            Reply reply = nullptr);
+
+/// A task an operator skipped before it was scheduled, scheduled now: it is recorded
+/// FORCED_SUCCESS at once, and finishes as a task that succeeded, with no actor.
+bool force_at_schedule(Self self, Batch& batch, uint32_t index, TaskModel model, const std::string& reason) {
+  auto& st = self->state;
+  const std::string name = model.name;
+  if (!add_task_event(self, batch, model,
+                      task_event(self, model, [&](Body b) { b.initTaskForcedSuccess().setText(reason); }))) {
+    return false;
+  }
+  st.dormant[index] = std::move(model);
+  return decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
+    auto f = b.initWorkflowTaskFinished();
+    f.setTaskName(name);
+    f.setOutcome(schema::TaskOutcome::FORCED_SUCCESS);
+  });
+}
+
 void schedule_ready_tasks(Self self, Batch& batch) {
   auto& st = self->state;
   for (uint32_t index : st.model.graph->ready()) {
+    // A task skipped before it was scheduled finishes at once, and what that made ready was
+    // scheduled with it: this one may be among them.
+    if (st.model.graph->state(index) != NodeState::READY) continue;
     const TaskSpec& task = st.model.spec->tasks[index];
-    auto event = make_event(storage::ActorKind::TASK, task.name, 0, st.setup.wiring->now_us(),
-                            [&](Body b) { b.initTaskScheduled().setInput(as_bytes(task.input_json)); });
-    TaskModel initial;
-    initial.name = task.name;
-    if (auto prior = st.prior_dispatches.find(index); prior != st.prior_dispatches.end()) {
-      initial.dispatches = prior->second;
-      st.prior_dispatches.erase(prior);
-    }
+    const bool continues = st.model.retried.count(index) > 0;
+    std::optional<std::string> skip;
+    if (auto it = st.model.skips.find(index); it != st.model.skips.end()) skip = it->second;
+    auto event = make_event(storage::ActorKind::TASK, task.name, 0, st.setup.wiring->now_us(), [&](Body b) {
+      auto scheduled = b.initTaskScheduled();
+      scheduled.setInput(as_bytes(task.input_json));
+      scheduled.setContinuesAttempts(continues);
+    });
+    TaskModel initial = take_model(st, index);
     {
       NewEventReader reader(event);
-      (void)initial.apply(reader.view());  // a fresh model always accepts taskScheduled
+      if (auto applied = initial.apply(reader.view()); !applied) {
+        fail_stop(self, to_caf(fail(Errc::INTERNAL, applied.error().message)));
+        return;
+      }
     }
     if (!add_event(self, batch, std::move(event))) return;
+    if (skip) {
+      if (!force_at_schedule(self, batch, index, std::move(initial), *skip)) return;
+      continue;
+    }
     batch.eager.push_back([self, index, initial = std::move(initial)]() mutable {
       auto& s = self->state;
       TaskSetup setup{s.model.id, s.model.spec, index, std::move(initial),
@@ -177,9 +253,6 @@ void schedule_ready_tasks(Self self, Batch& batch) {
     });
   }
 }
-
-bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<void(Body)>& fill,
-            Reply reply = nullptr);
 
 /// EVALUATE: the verdict the graph gives in the current state, as a follow-up event.
 void evaluate(Self self, Batch& batch) {
@@ -217,6 +290,11 @@ void evaluate(Self self, Batch& batch) {
       break;
     case WorkflowState::READY_STOP:
       if (quiet) decide(self, batch, WorkflowEvent::STOPPED, [](Body b) { b.setWorkflowStopped(); });
+      break;
+    case WorkflowState::PAUSED:
+      // A paused task an operator forced to success may have been the last one left.
+      if (quiet && verdict == GraphVerdict::SUCCEEDED) succeed();
+      if (quiet && verdict == GraphVerdict::FAILED) failed();
       break;
     default:
       break;
@@ -321,6 +399,10 @@ void fail_stop(Self self, const caf::error& error) {
     if (reply->pending()) reply->deliver(error);
   }
   st.replies.clear();
+  for (auto& reply : st.command_replies) {
+    if (reply->pending()) reply->deliver(error);
+  }
+  st.command_replies.clear();
   for (auto& waiter : st.waiters) waiter.deliver(error);
   st.waiters.clear();
   if (st.passivating) st.passivating->promise.deliver(error);
@@ -346,6 +428,9 @@ bool may_passivate(const WorkflowActorState& st) {
   if (st.model.finalized || st.adopted_closed || st.passivating) return false;
   if (st.pipeline.waiting() > 0 || !st.waiters.empty() || st.asks > 0) return false;
   if (std::any_of(st.replies.begin(), st.replies.end(), [](const auto& r) { return r->pending(); })) return false;
+  if (std::any_of(st.command_replies.begin(), st.command_replies.end(), [](const auto& r) { return r->pending(); })) {
+    return false;
+  }
   // Every task the graph counts as active (or paused) has its actor: none is being created.
   for (uint32_t index : st.model.graph->active()) {
     if (!st.tasks.count(index)) return false;
@@ -363,6 +448,7 @@ void complete_passivation(Self self) {
   }
   st.passivating->promise.deliver(st.passivating->due_us);
   st.passivating.reset();
+  st.ending = true;
   for (auto& [index, task] : st.tasks) self->send_exit(task, caf::exit_reason::user_shutdown);
   st.tasks.clear();
   self->quit();
@@ -449,17 +535,16 @@ schema::TaskOutcome wire_outcome(TaskState state) {
   }
 }
 
-/// Takes over a replayed workflow's model, and its tasks' dispatch counts.
+/// Takes over a replayed workflow's model, and its tasks' (dormant until given actors).
 void adopt(Self self, const ReplayedWorkflow& replayed) {
   auto& st = self->state;
   st.model = replayed.workflow;
   st.model.definitions = st.setup.wiring->definitions.get();
   for (const auto& [name, task] : replayed.tasks) {
     auto index = st.model.spec->find_task(name);
-    if (index && task.dispatches > 0) st.prior_dispatches[*index] = task.dispatches;
-    if (index && st.model.graph->is_final(*index) && TaskMachine::is_success(task.state)) {
-      st.outputs[*index] = task.result;
-    }
+    if (!index) continue;
+    st.dormant[*index] = task;
+    if (st.model.graph->is_final(*index) && TaskMachine::is_success(task.state)) st.outputs[*index] = task.result;
   }
 }
 
@@ -504,6 +589,7 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
       }
     }
   }
+  for (const auto& [index, model] : revived) st.dormant.erase(index);
   batch.effects.push_back([self, awakened, revived = std::move(revived)]() mutable {
     auto& s = self->state;
     for (auto& [index, model] : revived) {
@@ -542,6 +628,215 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
   commit(self, std::move(batch));
 }
 
+// --- an operator's task commands --------------------------------------------------------
+
+using CommandReply = std::shared_ptr<caf::typed_response_promise<TaskCommandOutcome>>;
+
+WorkflowEvent operation_of(TaskCommandKind kind) {
+  switch (kind) {
+    case TaskCommandKind::RETRY: return WorkflowEvent::RETRY_TASK;
+    case TaskCommandKind::SKIP: return WorkflowEvent::SKIP_TASK;
+    case TaskCommandKind::UPDATE: return WorkflowEvent::UPDATE_TASK;
+  }
+  return WorkflowEvent::UPDATE_TASK;  // not reached: operate() refuses other values first
+}
+
+/// How task `index` reads to an operator: its model's state, or WAITING before it is scheduled.
+std::string task_state_of(const WorkflowActorState& st, uint32_t index) {
+  if (st.model.graph->state(index) == NodeState::SUCCEEDED) {
+    auto it = st.dormant.find(index);
+    if (it != st.dormant.end() && it->second.state == TaskState::FORCED_SUCCESS) return "FORCED_SUCCESS";
+    return "SUCCESS";
+  }
+  if (st.model.graph->state(index) == NodeState::ACTIVE) return "SUBMITTED";  // scheduled by this command
+  auto it = st.dormant.find(index);
+  if (it == st.dormant.end() || !it->second.scheduled) return "WAITING";
+  const NodeState node = st.model.graph->state(index);
+  if (node == NodeState::WAITING || node == NodeState::READY || node == NodeState::BLOCKED) return "WAITING";
+  return std::string(TaskMachineTraits::name(it->second.state));
+}
+
+/// A finished workflow adopted for commands (and not reopened by one) ends once it has none
+/// left to answer.
+void end_adopted_when_idle(Self self) {
+  auto& st = self->state;
+  if (!st.adopted_closed) return;
+  auto pending = [](const auto& r) { return r->pending(); };
+  if (std::any_of(st.command_replies.begin(), st.command_replies.end(), pending)) return;
+  if (std::any_of(st.replies.begin(), st.replies.end(), pending)) return;
+  quit_when_answered(self);
+}
+
+/// Answers `reply` once `batch` is durable with the states it leads to, ahead of its other
+/// effects (a workflow that closes again at once ends with them).
+void answer_command(Self self, Batch& batch, const CommandReply& reply, uint32_t index) {
+  auto& st = self->state;
+  TaskCommandOutcome outcome{std::string(WorkflowMachineTraits::name(st.model.state)), task_state_of(st, index)};
+  batch.effects.insert(batch.effects.begin(), [self, reply, outcome] {
+    reply->deliver(outcome);
+    end_adopted_when_idle(self);
+  });
+}
+
+/// A command whose decision the model refused after task_for accepted it: a bug, which
+/// fail-stopped the actor (and answered) unless the table refused.
+void refused_after_check(const CommandReply& reply, WorkflowState state) {
+  if (!reply->pending()) return;
+  reply->deliver(to_caf(fail(Errc::INTERNAL, "the command was refused in state " +
+                                                 std::string(WorkflowMachineTraits::name(state)))));
+}
+
+/// A finished workflow a command reopens: its index record is open again (a verdict in the
+/// same batch that closes it again writes its own).
+void reopen_if_closed(WorkflowActorState& st, Batch& batch) {
+  if (!WorkflowMachine::is_terminal(st.model.state)) return;
+  batch.events.has_record = true;
+  batch.events.record = open_record(st.model);
+  st.adopted_closed = false;
+}
+
+/// RETRY_TASK of a task that failed or was killed: it waits again, and is scheduled as a retry.
+void retry_task(Self self, uint32_t index, const CommandReply& reply) {
+  auto& st = self->state;
+  Batch batch;
+  reopen_if_closed(st, batch);
+  if (!decide(self, batch, WorkflowEvent::RETRY_TASK,
+              [&](Body b) { b.initWorkflowTaskRetried().setTaskName(st.model.spec->tasks[index].name); })) {
+    return refused_after_check(reply, st.model.state);
+  }
+  answer_command(self, batch, reply, index);
+  commit(self, std::move(batch));
+}
+
+/// SKIP_TASK of a task without an actor: one that failed or was killed is recorded
+/// FORCED_SUCCESS now, one not scheduled yet when it would be.
+void skip_task(Self self, uint32_t index, const std::string& reason, const CommandReply& reply) {
+  auto& st = self->state;
+  const std::string& name = st.model.spec->tasks[index].name;
+  const NodeState node = st.model.graph->state(index);
+  Batch batch;
+  if (node == NodeState::FAILED || node == NodeState::KILLED) {
+    auto it = st.dormant.find(index);
+    if (it == st.dormant.end()) {
+      reply->deliver(to_caf(fail(Errc::INTERNAL, "task '" + name + "' ended, but its workflow has no record of it")));
+      return;
+    }
+    if (!add_task_event(self, batch, it->second,
+                        task_event(self, it->second, [&](Body b) { b.initTaskForcedSuccess().setText(reason); }))) {
+      return;
+    }
+  } else if (auto pending = st.model.skips.find(index); pending != st.model.skips.end()) {
+    answer_command(self, batch, reply, index);  // asked before: it stands
+    commit(self, std::move(batch));
+    return;
+  }
+  reopen_if_closed(st, batch);
+  if (!decide(self, batch, WorkflowEvent::SKIP_TASK, [&](Body b) {
+        auto skip = b.initWorkflowTaskSkipped();
+        skip.setTaskName(name);
+        skip.setReason(reason);
+      })) {
+    return refused_after_check(reply, st.model.state);
+  }
+  answer_command(self, batch, reply, index);
+  commit(self, std::move(batch));
+}
+
+/// UPDATE_TASK of a task without an actor: recorded on its model, for its next instance.
+void update_task(Self self, uint32_t index, const TaskOptionsPatch& patch, const CommandReply& reply) {
+  auto& st = self->state;
+  auto [it, fresh] = st.dormant.try_emplace(index);
+  if (fresh) it->second.name = st.model.spec->tasks[index].name;
+  TaskModel& model = it->second;
+  auto resolved = resolve_patch(model.effective(st.model.spec->tasks[index], true), patch);
+  if (!resolved) {
+    if (fresh) st.dormant.erase(it);
+    reply->deliver(to_caf(resolved.error()));
+    end_adopted_when_idle(self);
+    return;
+  }
+  Batch batch;
+  if (!add_task_event(self, batch, model,
+                      task_event(self, model, [&](Body b) { write_options(b.initTaskOptionsUpdated(), *resolved); }))) {
+    return;
+  }
+  answer_command(self, batch, reply, index);
+  commit(self, std::move(batch));
+}
+
+/// A command for a task with an actor: the task decides (a skip or an update), and answers once
+/// its event is durable.
+template <class Atom, class Arg>
+void ask_live_task(Self self, const task_actor& task, Atom atom, Arg arg, const CommandReply& reply) {
+  ++self->state.asks;
+  auto answered = [self] {
+    auto& st = self->state;
+    if (--st.asks == 0 && st.quit_after_asks && st.model.finalized) self->quit();
+  };
+  self->request(task, caf::infinite, atom, std::move(arg))
+      .then(
+          [self, reply, answered](const std::string& task_state) {
+            reply->deliver(TaskCommandOutcome{std::string(WorkflowMachineTraits::name(self->state.model.state)),
+                                              task_state});
+            answered();
+          },
+          [reply, answered](const caf::error& e) {
+            if (e == caf::sec::request_receiver_down) {
+              reply->deliver(to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "the task ended as it was asked: ask again")));
+            } else {
+              reply->deliver(e);
+            }
+            answered();
+          });
+}
+
+/// An operator's retry, skip or update of one task (gateway.capnp has the semantics).
+caf::result<TaskCommandOutcome> operate(Self self, TaskCommand command) {
+  call_off_passivation(self);
+  auto& st = self->state;
+  auto reply = std::make_shared<caf::typed_response_promise<TaskCommandOutcome>>(
+      self->make_response_promise<TaskCommandOutcome>());
+  st.command_replies.push_back(reply);
+  // After what is being written: a revived workflow's task actors are created by then.
+  st.pipeline.after_pending([self, reply, command = std::move(command)] {
+    auto& s = self->state;
+    if (s.ending) {
+      // It closed (or passivated) meanwhile: the directory asks again whatever it finds now.
+      reply->deliver(caf::make_error(caf::sec::request_receiver_down));
+      return;
+    }
+    auto refuse = [&](const Error& error) {
+      reply->deliver(to_caf(error));
+      end_adopted_when_idle(self);
+    };
+    if (command.kind != TaskCommandKind::RETRY && command.kind != TaskCommandKind::SKIP &&
+        command.kind != TaskCommandKind::UPDATE) {
+      return refuse(fail(Errc::INVALID_ARGUMENT, "unknown task command " + std::to_string(int(command.kind))));
+    }
+    const WorkflowEvent operation = operation_of(command.kind);
+    auto index = s.model.task_for(operation, command.task);
+    if (!index) return refuse(index.error());
+    if (auto it = s.tasks.find(*index); it != s.tasks.end()) {
+      if (command.kind == TaskCommandKind::SKIP) {
+        ask_live_task(self, it->second, skip_atom::value, command.reason, reply);
+      } else {
+        ask_live_task(self, it->second, options_atom::value, command.options, reply);
+      }
+      return;
+    }
+    const NodeState node = s.model.graph->state(*index);
+    if (node == NodeState::ACTIVE || node == NodeState::PAUSED) {
+      return refuse(fail(Errc::INTERNAL, "task '" + command.task + "' is active but has no actor"));
+    }
+    switch (command.kind) {
+      case TaskCommandKind::RETRY: retry_task(self, *index, reply); break;
+      case TaskCommandKind::SKIP: skip_task(self, *index, command.reason, reply); break;
+      case TaskCommandKind::UPDATE: update_task(self, *index, command.options, reply); break;
+    }
+  });
+  return *reply;
+}
+
 }  // namespace
 
 workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer<WorkflowActorState> self,
@@ -570,6 +865,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         if (!ok) return fail_stop(self, to_caf(Error{static_cast<Errc>(code), error}));
         st.pipeline.done(ticket);
         std::erase_if(st.replies, [](const auto& reply) { return !reply->pending(); });
+        std::erase_if(st.command_replies, [](const auto& reply) { return !reply->pending(); });
       },
       [=](start_atom) -> caf::result<std::string> {
         auto& st = self->state;
@@ -673,7 +969,8 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         commit(self, std::move(batch));
         return *reply;
       },
-      [=](finished_atom, uint32_t index, uint8_t raw_state, const std::string& detail) {
+      [=](finished_atom, uint32_t index, uint8_t raw_state, const std::string& detail,
+          const std::shared_ptr<const TaskModel>& ended) {
         call_off_passivation(self);
         auto& st = self->state;
         const auto task_state = static_cast<TaskState>(raw_state);
@@ -681,6 +978,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         const auto& name = st.model.spec->tasks[index].name;
         if (TaskMachine::is_terminal(task_state)) st.tasks.erase(index);
         if (TaskMachine::is_success(task_state) && st.model.graph->is_final(index)) st.outputs[index] = detail;
+        if (ended) st.dormant[index] = *ended;
         schema::TaskOutcome wire = schema::TaskOutcome::FAILED;
         switch (task_state) {
           case TaskState::SUCCESS: wire = schema::TaskOutcome::SUCCEEDED; break;
@@ -731,6 +1029,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         }
         return promise;
       },
+      [=](operate_atom, TaskCommand& command) { return operate(self, std::move(command)); },
       [=](describe_atom) { return self->state.model.canonical(); },
       [=](passivate_atom, const task_port& router) { return passivate(self, router); },
       [=](update_atom, TaskReport& report) -> caf::result<bool> {

@@ -35,6 +35,33 @@ typename Inspector::result_type inspect(Inspector& f, WorkflowOutcome& x) {
   return f(caf::meta::type_name("WorkflowOutcome"), x.state, x.failure_reason, x.outputs);
 }
 
+/// An operator's action on one task of a workflow (retryTask, skipTask, updateTask).
+enum class TaskCommandKind : uint8_t { RETRY, SKIP, UPDATE };
+
+struct TaskCommand {
+  TaskCommandKind kind = TaskCommandKind::RETRY;
+  std::string task;
+  std::string reason;        ///< SKIP: recorded with the forced success
+  TaskOptionsPatch options;  ///< UPDATE
+};
+
+/// What a TaskCommand led to, once durable.
+struct TaskCommandOutcome {
+  std::string workflow_state;  ///< e.g. RUNNING, also for a FAILED workflow a retry reopened
+  std::string task_state;      ///< a TaskState, or WAITING while the task is not scheduled
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TaskCommand& x) {
+  storage::EnumByte<TaskCommandKind> kind{x.kind};
+  return f(caf::meta::type_name("TaskCommand"), kind.byte, x.task, x.reason, x.options);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TaskCommandOutcome& x) {
+  return f(caf::meta::type_name("TaskCommandOutcome"), x.workflow_state, x.task_state);
+}
+
 using workflow_actor = task_owner_port::extend_with<persisted_port>::extend<
     // from the submitter: persist the submission and start; replies the state once durable
     caf::replies_to<start_atom>::with<std::string>,
@@ -53,6 +80,10 @@ using workflow_actor = task_owner_port::extend_with<persisted_port>::extend<
     // did not succeed) and its descendants again; replies RUNNING once durable.
     // NOT_ALLOWED_IN_STATE before the workflow finished, INVALID_ARGUMENT as rerun_plan says
     caf::replies_to<rerun_atom, std::string>::with<std::string>,
+    // from clients: an operator's retry, skip or update of one task (see gateway.capnp); replies
+    // once durable. INVALID_ARGUMENT for an unknown task, a kind out of range or options that
+    // break a definition's rules; NOT_ALLOWED_IN_STATE saying why and what to do instead
+    caf::replies_to<operate_atom, TaskCommand>::with<TaskCommandOutcome>,
     // from clients: replies when the workflow has finished (at once if it has)
     caf::replies_to<result_atom>::with<WorkflowOutcome>,
     // from anyone: the workflow's canonical state (WorkflowModel::canonical)

@@ -1,6 +1,11 @@
 // The workflow state table. Reading guide: a workflow runs while RUNNING; PAUSE and STOP pass
 // through READY_* states that wait for active tasks; the actor itself raises the
-// "quiescent" events (PAUSED, STOPPED, SUCCEED, FAILED) after EVALUATE finds them due.
+// "quiescent" events (PAUSED, STOPPED, SUCCEED, FAILED) after EVALUATE finds them due. An
+// operator's RETRY_TASK and SKIP_TASK change the graph (a failed task waits again, or counts as
+// succeeded): a running workflow starts what became ready, a pausing or paused one keeps it for
+// its resume, and a FAILED one reopens, as Airflow reopens a DAG run whose task is cleared; a
+// stopping or stopped one refuses them (a stop was asked for: rerun it). UPDATE_TASK changes no
+// graph and no state.
 #include "actors/workflow/workflow_machine.hpp"
 
 namespace troupe::actors {
@@ -26,6 +31,9 @@ std::vector<R> rows() {
       {S::RUNNING, E::SUCCEED, S::SUCCESS, {A::PERSIST}},
       {S::RUNNING, E::FAILED, S::FAILED, {A::PERSIST}},
       {S::RUNNING, E::FAILOVER, S::FAILOVER, {A::PERSIST}},
+      {S::RUNNING, E::RETRY_TASK, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
+      {S::RUNNING, E::SKIP_TASK, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
+      {S::RUNNING, E::UPDATE_TASK, S::RUNNING, {A::PERSIST, A::REPLY}},
 
       {S::READY_PAUSE, E::TASK_FINISHED, S::READY_PAUSE, {A::PERSIST, A::EVALUATE}},
       {S::READY_PAUSE, E::PAUSE, S::READY_PAUSE, {A::REPLY}, true, "already pausing"},
@@ -36,12 +44,23 @@ std::vector<R> rows() {
       {S::READY_PAUSE, E::SUCCEED, S::SUCCESS, {A::PERSIST}},
       {S::READY_PAUSE, E::FAILED, S::FAILED, {A::PERSIST}},
       {S::READY_PAUSE, E::FAILOVER, S::FAILOVER, {A::PERSIST}},
+      {S::READY_PAUSE, E::RETRY_TASK, S::READY_PAUSE, {A::PERSIST, A::REPLY, A::EVALUATE}},
+      {S::READY_PAUSE, E::SKIP_TASK, S::READY_PAUSE, {A::PERSIST, A::REPLY, A::EVALUATE}},
+      {S::READY_PAUSE, E::UPDATE_TASK, S::READY_PAUSE, {A::PERSIST, A::REPLY}},
 
       {S::PAUSED, E::PAUSE, S::PAUSED, {A::REPLY}, true, "already paused"},
       {S::PAUSED, E::RESUME, S::RUNNING,
        {A::PERSIST, A::REPLY, A::RESUME_PAUSED_TASKS, A::START_READY_TASKS, A::EVALUATE}},
       {S::PAUSED, E::STOP, S::READY_STOP, {A::PERSIST, A::REPLY, A::KILL_ACTIVE_TASKS, A::EVALUATE}},
       {S::PAUSED, E::FAILOVER, S::FAILOVER, {A::PERSIST}},
+      // What an operator retries or unblocks waits for the resume; a paused task forced to
+      // success finishes, and may leave nothing to run.
+      {S::PAUSED, E::RETRY_TASK, S::PAUSED, {A::PERSIST, A::REPLY}},
+      {S::PAUSED, E::SKIP_TASK, S::PAUSED, {A::PERSIST, A::REPLY, A::EVALUATE}},
+      {S::PAUSED, E::UPDATE_TASK, S::PAUSED, {A::PERSIST, A::REPLY}},
+      {S::PAUSED, E::TASK_FINISHED, S::PAUSED, {A::PERSIST, A::EVALUATE}},
+      {S::PAUSED, E::SUCCEED, S::SUCCESS, {A::PERSIST}},
+      {S::PAUSED, E::FAILED, S::FAILED, {A::PERSIST}},
 
       {S::READY_STOP, E::TASK_FINISHED, S::READY_STOP, {A::PERSIST, A::EVALUATE}},
       {S::READY_STOP, E::STOP, S::READY_STOP, {A::REPLY}, true, "already stopping"},
@@ -58,6 +77,15 @@ std::vector<R> rows() {
       {S::STOPPED, E::RERUN, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
       {S::SUCCESS, E::RERUN, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
       {S::FAILED, E::RERUN, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
+
+      // An operator mends the failure a workflow ended with: it reopens (the model refuses one
+      // not yet finalized, as for a rerun) and carries on from there.
+      {S::FAILED, E::RETRY_TASK, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
+      {S::FAILED, E::SKIP_TASK, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
+      // Recorded on a finished workflow's task, for a retry or a rerun to use.
+      {S::FAILED, E::UPDATE_TASK, S::FAILED, {A::PERSIST, A::REPLY}},
+      {S::STOPPED, E::UPDATE_TASK, S::STOPPED, {A::PERSIST, A::REPLY}},
+      {S::SUCCESS, E::UPDATE_TASK, S::SUCCESS, {A::PERSIST, A::REPLY}},
 
       // Revived after a scheduler restart: carry on, or honour a pause or stop that the
       // history shows was requested.
@@ -99,6 +127,9 @@ std::string_view WorkflowMachineTraits::name(WorkflowEvent e) {
     case E::FINALIZE: return "FINALIZE";
     case E::FAILOVER: return "FAILOVER";
     case E::RERUN: return "RERUN";
+    case E::RETRY_TASK: return "RETRY_TASK";
+    case E::SKIP_TASK: return "SKIP_TASK";
+    case E::UPDATE_TASK: return "UPDATE_TASK";
   }
   return "?";
 }

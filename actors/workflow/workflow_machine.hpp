@@ -32,6 +32,9 @@ enum class WorkflowEvent : uint8_t {
   FINALIZE,       ///< close the history of a finished workflow
   FAILOVER,       ///< the scheduler restarted; the workflow is revived from its history
   RERUN,          ///< a client reopens a finished, closed workflow to run tasks again
+  RETRY_TASK,     ///< an operator retries a failed or killed task (reopens a FAILED workflow)
+  SKIP_TASK,      ///< an operator forces a task to success, now or when it would be scheduled
+  UPDATE_TASK,    ///< an operator changes a task's options (recorded by the task, or for it)
 };
 
 /// What the workflow actor does for a transition, in this order.
@@ -51,7 +54,7 @@ struct WorkflowMachineTraits {
   using Event = WorkflowEvent;
   using Action = WorkflowAction;
   static constexpr size_t states = 9;
-  static constexpr size_t events = 12;
+  static constexpr size_t events = 15;
   static std::string_view name(WorkflowState s);
   static std::string_view name(WorkflowEvent e);
   static std::string_view name(WorkflowAction a);

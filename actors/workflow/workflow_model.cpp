@@ -21,6 +21,8 @@ std::optional<WorkflowEvent> WorkflowModel::event_of(Body::Which body) {
     case Body::WORKFLOW_FINALIZED: return WorkflowEvent::FINALIZE;
     case Body::WORKFLOW_FAILOVER: return WorkflowEvent::FAILOVER;
     case Body::WORKFLOW_RERUN: return WorkflowEvent::RERUN;
+    case Body::WORKFLOW_TASK_RETRIED: return WorkflowEvent::RETRY_TASK;
+    case Body::WORKFLOW_TASK_SKIPPED: return WorkflowEvent::SKIP_TASK;
     default: return std::nullopt;
   }
 }
@@ -58,7 +60,89 @@ std::string_view ending_of(NodeState state) {
   }
 }
 
+/// The first task upstream of `task` that failed or was killed, which keeps it from running.
+std::optional<uint32_t> blocker_of(const WorkflowSpec& spec, const ExecutionGraph& graph, uint32_t task) {
+  std::vector<uint32_t> stack = {task};
+  std::vector<bool> seen(spec.tasks.size(), false);
+  while (!stack.empty()) {
+    const uint32_t t = stack.back();
+    stack.pop_back();
+    for (uint32_t d : spec.tasks[t].depends_on) {
+      if (seen[d]) continue;
+      seen[d] = true;
+      if (graph.state(d) == NodeState::FAILED || graph.state(d) == NodeState::KILLED) return d;
+      if (graph.state(d) == NodeState::BLOCKED) stack.push_back(d);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+Result<uint32_t> WorkflowModel::task_for(WorkflowEvent operation, std::string_view name) const {
+  if (!graph) return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' has no submission");
+  auto index = spec->find_task(name);
+  if (!index) return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "' has no task '" + std::string(name) + "'");
+  const std::string task = "task '" + std::string(name) + "' of workflow '" + id + "'";
+  auto refuse = [&](const std::string& why) -> Result<uint32_t> {
+    return fail(Errc::NOT_ALLOWED_IN_STATE, task + " " + why);
+  };
+  const bool retry = operation == WorkflowEvent::RETRY_TASK;
+  const bool skip = operation == WorkflowEvent::SKIP_TASK;
+  switch (graph->state(*index)) {
+    case NodeState::FAILED:
+    case NodeState::KILLED:
+      break;
+    case NodeState::ACTIVE:
+      if (retry) return refuse("has not ended (it is in progress): only a task that failed or was killed can be retried");
+      break;  // the task itself decides (one on an executor refuses)
+    case NodeState::PAUSED:
+      if (retry) return refuse("is paused: resume the workflow to run it");
+      break;
+    case NodeState::SUCCEEDED:
+      if (retry) {
+        return refuse("succeeded: only a task that failed or was killed can be retried (to run it again, rerun the "
+                      "workflow from it once the workflow has finished)");
+      }
+      if (skip) return refuse("succeeded already");
+      return refuse("succeeded: it has no next attempt");
+    case NodeState::OUTSIDE:
+      return refuse("is not part of this run, which runs from '" + run_from + "'");
+    case NodeState::BLOCKED:
+      if (retry || (skip && finalized)) {
+        if (auto blocker = blocker_of(*spec, *graph, *index)) {
+          const auto& upstream = spec->tasks[*blocker].name;
+          return refuse("has not run because '" + upstream + "' " +
+                        (graph->state(*blocker) == NodeState::FAILED ? "failed" : "was killed") + ": retry or skip '" +
+                        upstream + "' instead");
+        }
+        return refuse("did not run in this rerun: rerun the workflow from it once it has finished");
+      }
+      break;
+    case NodeState::WAITING:
+    case NodeState::READY:
+      if (retry) {
+        return refuse(retried.count(*index) ? "was retried already: its next attempt waits for the workflow to resume"
+                                            : "has not run yet: only a task that failed or was killed can be retried");
+      }
+      break;
+  }
+  if (auto t = WorkflowMachine::transition(state, operation); !t) {
+    switch (state) {
+      case WorkflowState::STOPPED:
+        return fail(Errc::NOT_ALLOWED_IN_STATE,
+                    "workflow '" + id + "' was stopped: rerun it to run again what did not finish");
+      case WorkflowState::READY_STOP:
+        return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' is stopping");
+      default:
+        return fail(t.error().code, "workflow '" + id + "': " + t.error().message);
+    }
+  }
+  if (WorkflowMachine::is_terminal(state) && !finalized) {
+    return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' is finishing: try again once it has finished");
+  }
+  return *index;
+}
 
 Result<std::vector<bool>> WorkflowModel::rerun_plan(std::string_view from) const {
   if (!graph) return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' has no submission");
@@ -126,10 +210,16 @@ Result<void> WorkflowModel::apply(const EventView& event) {
   if (body.isTaskScheduled()) {
     // A task instance this workflow created: its node becomes active.
     auto index = spec->find_task(event.actor_id);
+    if (index && body.getTaskScheduled().getContinuesAttempts() != (retried.count(*index) > 0)) {
+      return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "' scheduled task '" + std::string(event.actor_id) +
+                                              "' as a retry it did not record, or not as the retry it recorded");
+    }
     if (!index || !graph->start(*index)) {
       return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "' scheduled task '" +
                                               std::string(event.actor_id) + "', which was not ready");
     }
+    retried.erase(*index);
+    skips.erase(*index);
     ++applied;
     return ok();
   }
@@ -147,6 +237,7 @@ Result<void> WorkflowModel::apply(const EventView& event) {
                                                 to_string(finished.getTaskName()) +
                                                 "' finished but was not active");
       }
+      if (outcome == TaskOutcome::FAILED) failures.emplace_back(*index, to_string(finished.getDetail()));
       if (outcome == TaskOutcome::FAILED && first_task_failure.empty()) {
         first_task_failure = "task '" + to_string(finished.getTaskName()) + "' failed: " +
                              to_string(finished.getDetail());
@@ -154,10 +245,44 @@ Result<void> WorkflowModel::apply(const EventView& event) {
       }
       break;
     }
+    case Body::WORKFLOW_TASK_RETRIED:
+    case Body::WORKFLOW_TASK_SKIPPED: {
+      const bool retry = body.isWorkflowTaskRetried();
+      auto operation = retry ? body.getWorkflowTaskRetried() : body.getWorkflowTaskSkipped();
+      const std::string name = to_string(operation.getTaskName());
+      auto index = spec->find_task(name);
+      if (WorkflowMachine::is_terminal(state) && !finalized) {
+        return fail(Errc::NOT_ALLOWED_IN_STATE, "workflow '" + id + "' was reopened for task '" + name +
+                                                    "' before it was finalized");
+      }
+      const NodeState node = index ? graph->state(*index) : NodeState::OUTSIDE;
+      if (retry && index && graph->retry(*index)) {
+        retried.insert(*index);
+        forget_failure(*index);
+      } else if (!retry && index && graph->force(*index)) {
+        forget_failure(*index);
+      } else if (!retry && (node == NodeState::WAITING || node == NodeState::READY || node == NodeState::BLOCKED)) {
+        skips[*index] = to_string(operation.getReason());
+      } else {
+        return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "': an operator's " + (retry ? "retry" : "skip") +
+                                                " of task '" + name + "', which could not take it");
+      }
+      if (WorkflowMachine::is_terminal(state)) {
+        // Reopened: the outcome it was closed with no longer holds.
+        finalized = false;
+        failure_reason.clear();
+        stop_immediate = false;
+      }
+      break;
+    }
     case Body::WORKFLOW_RERUN: {
       auto reset = rerun_plan(to_string(body.getWorkflowRerun().getRunFrom()));
       if (!reset) return reset.error();
       graph->rerun(*reset);
+      // The tasks it resets start afresh: what an operator asked of them before is done with.
+      retried.clear();
+      skips.clear();
+      std::erase_if(failures, [&](const auto& f) { return (*reset)[f.first]; });
       finalized = false;
       failure_reason.clear();
       stop_immediate = false;
@@ -199,6 +324,18 @@ Result<void> WorkflowModel::apply(const EventView& event) {
   return ok();
 }
 
+void WorkflowModel::forget_failure(uint32_t task) {
+  std::erase_if(failures, [task](const auto& f) { return f.first == task; });
+  if (first_failed_task != static_cast<int32_t>(task)) return;
+  if (failures.empty()) {
+    first_task_failure.clear();
+    first_failed_task = -1;
+    return;
+  }
+  first_failed_task = static_cast<int32_t>(failures.front().first);
+  first_task_failure = "task '" + spec->tasks[failures.front().first].name + "' failed: " + failures.front().second;
+}
+
 std::string WorkflowModel::canonical() const {
   std::string out = "id=" + id + ";state=" + std::string(WorkflowMachineTraits::name(state)) +
                     ";definition=" + (definition_json ? *definition_json : std::string()) +
@@ -208,7 +345,19 @@ std::string WorkflowModel::canonical() const {
                     ";submitted=" + std::to_string(submitted_us) + ";finalized=" + (finalized ? "1" : "0") +
                     ";stop_immediate=" + (stop_immediate ? "1" : "0") +
                     ";first_failed_task=" + std::to_string(first_failed_task) +
-                    ";reruns=" + std::to_string(reruns) +
+                    ";reruns=" + std::to_string(reruns) + ";retried=" + [&] {
+                      std::string out;
+                      for (uint32_t t : retried) out += std::to_string(t) + ",";
+                      return out;
+                    }() + ";skips=" + [&] {
+                      std::string out;
+                      for (const auto& [t, reason] : skips) out += std::to_string(t) + ":" + reason + ",";
+                      return out;
+                    }() + ";failures=" + [&] {
+                      std::string out;
+                      for (const auto& [t, detail] : failures) out += std::to_string(t) + ":" + detail + ",";
+                      return out;
+                    }() +
                     ";applied=" + std::to_string(applied) + ";graph=";
   if (graph) {
     for (uint32_t t = 0; t < graph->size(); ++t) out += std::to_string(static_cast<int>(graph->state(t)));

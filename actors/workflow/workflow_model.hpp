@@ -3,8 +3,10 @@
 // Live operation and replay apply the same events and reach the same canonical().
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +34,15 @@ struct WorkflowModel {
   std::string first_task_failure;
   int32_t first_failed_task = -1;  ///< the index of the task first_task_failure names; -1: none
   uint32_t reruns = 0;             ///< how many times the closed workflow was reopened
+  /// Tasks an operator retried that wait to be scheduled: their next instance continues the
+  /// failed one's attempts (taskScheduled.continuesAttempts).
+  std::set<uint32_t> retried;
+  /// Tasks an operator skipped before they were scheduled, with the reason: recorded
+  /// FORCED_SUCCESS when they would be.
+  std::map<uint32_t, std::string> skips;
+  /// Tasks that failed and still count as failed, in the order they failed, with the detail:
+  /// when the first is retried or skipped, the next names the workflow's failure.
+  std::vector<std::pair<uint32_t, std::string>> failures;
   int64_t submitted_us = 0;  ///< when the submission was recorded
   bool finalized = false;
   bool stop_immediate = false;  ///< a kill: active tasks are cancelled without grace (sticky)
@@ -50,6 +61,11 @@ struct WorkflowModel {
   /// task of the rerun depending on one outside it that did not succeed.
   Result<std::vector<bool>> rerun_plan(std::string_view from) const;
 
+  /// The node of task `name` for an operator's RETRY_TASK, SKIP_TASK or UPDATE_TASK:
+  /// INVALID_ARGUMENT for a task the definition lacks; NOT_ALLOWED_IN_STATE, saying why and what
+  /// to do instead, when the task's state or the workflow's refuses the operation.
+  Result<uint32_t> task_for(WorkflowEvent operation, std::string_view name) const;
+
   /// Every field, the graph's node states included, in a fixed order.
   std::string canonical() const;
 
@@ -58,6 +74,10 @@ struct WorkflowModel {
 
   /// How a task's final state reads to the workflow.
   static TaskOutcome outcome_of(TaskState state);
+
+ private:
+  /// Task `task` no longer counts as failed: the next failure, if any, names the workflow's.
+  void forget_failure(uint32_t task);
 };
 
 }  // namespace troupe::actors

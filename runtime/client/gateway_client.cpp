@@ -347,6 +347,69 @@ Result<uint64_t> GatewayClient::purge(int64_t closed_before_us) {
       .wait(impl_->wait_scope());
 }
 
+namespace {
+
+/// The answer of a task command.
+template <class Response>
+Result<TaskCommandResult> command_result(Response& response) {
+  if (has_error(response)) return error_of(response);
+  return TaskCommandResult{text(response.getWorkflowState()), text(response.getTaskState())};
+}
+
+}  // namespace
+
+Result<TaskCommandResult> GatewayClient::retry_task(const std::string& workflow_id, const std::string& task) {
+  auto call = impl_->service.retryTaskRequest();
+  call.setWorkflowId(workflow_id);
+  call.setTask(task);
+  return call.send()
+      .then([](capnp::Response<schema::ClientService::RetryTaskResults>&& r) { return command_result(r); },
+            [address = impl_->address](kj::Exception&& e) -> Result<TaskCommandResult> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
+Result<TaskCommandResult> GatewayClient::skip_task(const std::string& workflow_id, const std::string& task,
+                                                   const std::string& reason) {
+  auto call = impl_->service.skipTaskRequest();
+  call.setWorkflowId(workflow_id);
+  call.setTask(task);
+  call.setReason(reason);
+  return call.send()
+      .then([](capnp::Response<schema::ClientService::SkipTaskResults>&& r) { return command_result(r); },
+            [address = impl_->address](kj::Exception&& e) -> Result<TaskCommandResult> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
+Result<TaskCommandResult> GatewayClient::update_task(const std::string& workflow_id, const std::string& task,
+                                                     const TaskUpdate& update) {
+  auto call = impl_->service.updateTaskRequest();
+  call.setWorkflowId(workflow_id);
+  call.setTask(task);
+  auto options = call.initOptions();
+  options.setTaskList(update.task_list);
+  if (update.priority) {
+    options.setSetPriority(true);
+    options.setPriority(*update.priority);
+  }
+  if (!update.schedule_to_start.empty() || !update.start_to_close.empty() || !update.schedule_to_close.empty() ||
+      !update.heartbeat.empty()) {
+    auto t = options.initTimeouts();
+    if (!update.schedule_to_start.empty()) t.setScheduleToStart(update.schedule_to_start);
+    if (!update.start_to_close.empty()) t.setStartToClose(update.start_to_close);
+    if (!update.schedule_to_close.empty()) t.setScheduleToClose(update.schedule_to_close);
+    if (!update.heartbeat.empty()) t.setHeartbeat(update.heartbeat);
+  }
+  if (update.retry_json == "none") {
+    options.setRemoveRetry(true);
+  } else {
+    options.setRetryJson(update.retry_json);
+  }
+  return call.send()
+      .then([](capnp::Response<schema::ClientService::UpdateTaskResults>&& r) { return command_result(r); },
+            [address = impl_->address](kj::Exception&& e) -> Result<TaskCommandResult> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
 Result<WorkflowPage> GatewayClient::list(const ListQuery& query) {
   auto call = impl_->service.listRequest();
   auto q = call.initQuery();

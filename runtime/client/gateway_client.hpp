@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,26 @@ struct WatchedEvent {
   std::string packed;      ///< the whole schema::HistoryEvent, packed (storage::DecodedEvent reads it)
 };
 
+/// What update_task changes; what is left empty keeps its value.
+struct TaskUpdate {
+  std::string task_list;          ///< the task list it is dispatched from
+  std::optional<int32_t> priority;
+  /// Each a duration ("5m") replacing the task's timeout, or "none" to remove it.
+  std::string schedule_to_start;
+  std::string start_to_close;
+  std::string schedule_to_close;
+  std::string heartbeat;
+  /// The whole new retry policy as a definition writes it ({"maximumAttempts": 5}; what it
+  /// leaves out takes a definition's defaults), or "none" for one attempt.
+  std::string retry_json;
+};
+
+/// The states a task command led to, once durable.
+struct TaskCommandResult {
+  std::string workflow_state;  ///< RUNNING, PAUSED, ... (a FAILED workflow a retry or skip reopened: RUNNING)
+  std::string task_state;      ///< the task's state, e.g. SUBMITTED, FORCED_SUCCESS; WAITING before it is scheduled
+};
+
 struct ConnectOptions {
   Duration timeout = std::chrono::seconds(5);  ///< for the connection, not for later calls
   std::string token;  ///< the cluster's secret, when its scheduler requires one
@@ -133,6 +154,23 @@ class GatewayClient {
   /// Deletes every workflow that closed before `closed_before_us` (µs since the epoch): history
   /// and index record. How many, once durable. Open workflows are never purged.
   Result<uint64_t> purge(int64_t closed_before_us);
+  /// Operations on one task of a workflow while it runs, recorded in its history (gateway.capnp
+  /// has the whole semantics). NOT_FOUND for an unknown workflow, INVALID_ARGUMENT for a task
+  /// the definition lacks, NOT_ALLOWED_IN_STATE (saying what to do instead) when the operation
+  /// does not apply to the task or the workflow now.
+  ///
+  /// retry_task: a new attempt of a failed or killed task (its retry policy starts a fresh
+  /// round; attempt numbers go on); its blocked downstream runs once it succeeds. Reopens a
+  /// FAILED workflow.
+  Result<TaskCommandResult> retry_task(const std::string& workflow_id, const std::string& task);
+  /// skip_task: FORCED_SUCCESS for a task that failed, was killed or is not on a worker (one
+  /// not scheduled yet when it would be); its downstream runs as if it had succeeded.
+  Result<TaskCommandResult> skip_task(const std::string& workflow_id, const std::string& task,
+                                      const std::string& reason);
+  /// update_task: the task's options from its next dispatch. INVALID_ARGUMENT listing what is
+  /// wrong with them, by a definition's rules, or for a retry_json that is no JSON object.
+  Result<TaskCommandResult> update_task(const std::string& workflow_id, const std::string& task,
+                                        const TaskUpdate& update);
 
   /// One page of workflows from the scheduler's index.
   Result<WorkflowPage> list(const ListQuery& query);

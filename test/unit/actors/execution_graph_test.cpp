@@ -174,4 +174,57 @@ TEST_SUITE("actors.execution_graph") {
     run_ready(g, TaskOutcome::SUCCEEDED);
     CHECK(g.ready() == std::vector<uint32_t>{1, 2});
   }
+
+  TEST_CASE("a retried task waits again, and what it alone blocked waits for it") {
+    // a -> {b, c} -> d, and e after c alone.
+    auto spec = spec_of(R"({"name": "g", "tasks": [
+      {"name": "a", "handler": "h"},
+      {"name": "b", "handler": "h", "dependsOn": ["a"]},
+      {"name": "c", "handler": "h", "dependsOn": ["a"]},
+      {"name": "d", "handler": "h", "dependsOn": ["b", "c"]},
+      {"name": "e", "handler": "h", "dependsOn": ["c"]}]})");
+    ExecutionGraph g(spec, std::nullopt);
+    run_ready(g, TaskOutcome::SUCCEEDED);
+    REQUIRE(g.start(1));
+    REQUIRE(g.start(2));
+    REQUIRE(g.finish(1, TaskOutcome::FAILED));
+    REQUIRE(g.finish(2, TaskOutcome::FAILED));
+    CHECK(g.state(3) == NodeState::BLOCKED);
+    CHECK(g.state(4) == NodeState::BLOCKED);
+    CHECK(g.verdict() == GraphVerdict::FAILED);
+    CHECK_FALSE(g.retry(0));  // succeeded
+    CHECK_FALSE(g.force(3));  // blocked, not failed
+
+    REQUIRE(g.retry(2));
+    CHECK(g.state(2) == NodeState::READY);
+    CHECK(g.state(4) == NodeState::WAITING);  // c alone blocked it
+    CHECK(g.state(3) == NodeState::BLOCKED);  // b still fails it
+    CHECK(g.verdict() == GraphVerdict::IN_PROGRESS);
+    REQUIRE(g.start(2));
+    REQUIRE(g.finish(2, TaskOutcome::SUCCEEDED));
+    CHECK(g.ready() == std::vector<uint32_t>{4});
+
+    REQUIRE(g.force(1));  // b counts as succeeded: d may run
+    CHECK(g.state(1) == NodeState::SUCCEEDED);
+    CHECK(g.ready() == std::vector<uint32_t>{3, 4});
+  }
+
+  TEST_CASE("a retry that fails again blocks its descendants again; a paused task forced to success finishes") {
+    auto spec = spec_of(diamond);
+    ExecutionGraph g(spec, std::nullopt);
+    run_ready(g, TaskOutcome::SUCCEEDED);
+    REQUIRE(g.start(1));
+    REQUIRE(g.start(2));
+    REQUIRE(g.finish(1, TaskOutcome::KILLED));
+    REQUIRE(g.retry(1));
+    CHECK(g.state(3) == NodeState::WAITING);
+    REQUIRE(g.start(1));
+    REQUIRE(g.finish(1, TaskOutcome::FAILED));
+    CHECK(g.state(3) == NodeState::BLOCKED);
+
+    REQUIRE(g.finish(2, TaskOutcome::PAUSED));
+    CHECK_FALSE(g.finish(2, TaskOutcome::FAILED));  // only a forced success ends a paused task
+    REQUIRE(g.finish(2, TaskOutcome::SUCCEEDED));
+    CHECK(g.state(2) == NodeState::SUCCEEDED);
+  }
 }

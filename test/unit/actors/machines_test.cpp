@@ -72,14 +72,18 @@ TEST_SUITE("actors.machines") {
     walk<WorkflowMachine, WorkflowMachineTraits>({
         {"SUBMITTED", "START>RUNNING STOP>STOPPED FAILOVER>FAILOVER"},
         {"RUNNING", "TASK_FINISHED>RUNNING PAUSE>READY_PAUSE RESUME>RUNNING STOP>READY_STOP "
-                    "SUCCEED>SUCCESS FAILED>FAILED FAILOVER>FAILOVER"},
+                    "SUCCEED>SUCCESS FAILED>FAILED FAILOVER>FAILOVER "
+                    "RETRY_TASK>RUNNING SKIP_TASK>RUNNING UPDATE_TASK>RUNNING"},
         {"READY_PAUSE", "TASK_FINISHED>READY_PAUSE PAUSE= PAUSED>PAUSED RESUME>RUNNING "
-                        "STOP>READY_STOP SUCCEED>SUCCESS FAILED>FAILED FAILOVER>FAILOVER"},
-        {"PAUSED", "PAUSE= RESUME>RUNNING STOP>READY_STOP FAILOVER>FAILOVER"},
+                        "STOP>READY_STOP SUCCEED>SUCCESS FAILED>FAILED FAILOVER>FAILOVER "
+                        "RETRY_TASK>READY_PAUSE SKIP_TASK>READY_PAUSE UPDATE_TASK>READY_PAUSE"},
+        {"PAUSED", "PAUSE= RESUME>RUNNING STOP>READY_STOP FAILOVER>FAILOVER "
+                   "RETRY_TASK>PAUSED SKIP_TASK>PAUSED UPDATE_TASK>PAUSED "
+                   "TASK_FINISHED>PAUSED SUCCEED>SUCCESS FAILED>FAILED"},
         {"READY_STOP", "TASK_FINISHED>READY_STOP STOP= STOPPED>STOPPED FAILOVER>FAILOVER"},
-        {"STOPPED", "STOP= FINALIZE>STOPPED RERUN>RUNNING"},
-        {"SUCCESS", "FINALIZE>SUCCESS RERUN>RUNNING"},
-        {"FAILED", "FINALIZE>FAILED RERUN>RUNNING"},
+        {"STOPPED", "STOP= FINALIZE>STOPPED RERUN>RUNNING UPDATE_TASK>STOPPED"},
+        {"SUCCESS", "FINALIZE>SUCCESS RERUN>RUNNING UPDATE_TASK>SUCCESS"},
+        {"FAILED", "FINALIZE>FAILED RERUN>RUNNING RETRY_TASK>RUNNING SKIP_TASK>RUNNING UPDATE_TASK>FAILED"},
         {"FAILOVER", "START>RUNNING PAUSE>READY_PAUSE STOP>READY_STOP TASK_FINISHED>FAILOVER"},
     });
   }
@@ -89,18 +93,21 @@ TEST_SUITE("actors.machines") {
         "SUCCEEDED>SUCCESS FAILED>FAILURE TIMEOUT>FAILURE RETRY>DELAY_EXECUTION KILLED>KILLED "
         "PAUSED>PAUSED FAILOVER>FAILOVER ";
     walk<TaskMachine, TaskMachineTraits>({
-        {"SUBMITTED", "START>DISPATCHING DISPATCHED>DISPATCHED PAUSE>PAUSED KILL>KILLED"},
-        {"DELAY_EXECUTION", "DISPATCH>DISPATCHING DISPATCHED>DISPATCHED TIMEOUT>FAILURE PAUSE>PAUSED KILL>KILLED"},
+        {"SUBMITTED", "START>DISPATCHING DISPATCHED>DISPATCHED PAUSE>PAUSED KILL>KILLED "
+                      "FORCE>FORCED_SUCCESS UPDATE>SUBMITTED"},
+        {"DELAY_EXECUTION", "DISPATCH>DISPATCHING DISPATCHED>DISPATCHED TIMEOUT>FAILURE PAUSE>PAUSED KILL>KILLED "
+                            "FORCE>FORCED_SUCCESS UPDATE>DELAY_EXECUTION"},
         {"DISPATCHING", "DISPATCHED>DISPATCHED TIMEOUT>FAILURE RETRY>DELAY_EXECUTION "
-                        "FAILED>FAILURE PAUSE>PAUSED KILL>KILLED"},
-        {"DISPATCHED", on_executor + "RUNNING>RUNNING HEARTBEAT>RUNNING KILL>DISPATCHED PAUSE>DISPATCHED"},
-        {"RUNNING", on_executor + "RUNNING= HEARTBEAT>RUNNING KILL>RUNNING PAUSE>RUNNING"},
-        {"PAUSED", "START>DISPATCHING DISPATCHED>DISPATCHED PAUSE= KILL>KILLED SUCCEEDED>FORCED_SUCCESS"},
-        {"FAILOVER", "RETRY>DELAY_EXECUTION FAILED>FAILURE TIMEOUT>FAILURE KILL>KILLED"},
-        {"KILLED", "KILL= SUCCEEDED>FORCED_SUCCESS"},
-        {"FAILURE", "SUCCEEDED>FORCED_SUCCESS"},
-        {"SUCCESS", ""},
-        {"FORCED_SUCCESS", ""},
+                        "FAILED>FAILURE PAUSE>PAUSED KILL>KILLED FORCE>FORCED_SUCCESS UPDATE>DISPATCHING"},
+        {"DISPATCHED", on_executor + "RUNNING>RUNNING HEARTBEAT>RUNNING KILL>DISPATCHED PAUSE>DISPATCHED "
+                                     "UPDATE>DISPATCHED"},
+        {"RUNNING", on_executor + "RUNNING= HEARTBEAT>RUNNING KILL>RUNNING PAUSE>RUNNING UPDATE>RUNNING"},
+        {"PAUSED", "START>DISPATCHING DISPATCHED>DISPATCHED PAUSE= KILL>KILLED FORCE>FORCED_SUCCESS UPDATE>PAUSED"},
+        {"FAILOVER", "RETRY>DELAY_EXECUTION FAILED>FAILURE TIMEOUT>FAILURE KILL>KILLED UPDATE>FAILOVER"},
+        {"KILLED", "KILL= FORCE>FORCED_SUCCESS UPDATE>KILLED"},
+        {"FAILURE", "FORCE>FORCED_SUCCESS UPDATE>FAILURE"},
+        {"SUCCESS", "UPDATE>SUCCESS"},
+        {"FORCED_SUCCESS", "UPDATE>FORCED_SUCCESS"},
     });
   }
 
@@ -115,10 +122,21 @@ TEST_SUITE("actors.machines") {
       REQUIRE(row.actions.size() > 0);
       CHECK(*row.actions.begin() == WorkflowAction::PERSIST);
       CHECK(row.actions.contains(WorkflowAction::CLOSE) == (row.event == WorkflowEvent::FINALIZE));
-      // A workflow that keeps or starts running looks at its graph again.
-      if (row.to == WorkflowState::RUNNING || row.to == WorkflowState::READY_PAUSE ||
-          row.to == WorkflowState::READY_STOP) {
+      // A workflow that keeps or starts running looks at its graph again (an update of a
+      // task's options changes nothing in it).
+      if ((row.to == WorkflowState::RUNNING || row.to == WorkflowState::READY_PAUSE ||
+           row.to == WorkflowState::READY_STOP) &&
+          row.event != WorkflowEvent::UPDATE_TASK) {
         CHECK(row.actions.contains(WorkflowAction::EVALUATE));
+      }
+      // An operator's command is answered, changes no state but by reopening a FAILED
+      // workflow, and only a retry or a skip (which change the graph) starts what became ready.
+      if (row.event == WorkflowEvent::RETRY_TASK || row.event == WorkflowEvent::SKIP_TASK ||
+          row.event == WorkflowEvent::UPDATE_TASK) {
+        CHECK(row.actions.contains(WorkflowAction::REPLY));
+        CHECK((row.to == row.from || (row.from == WorkflowState::FAILED && row.to == WorkflowState::RUNNING)));
+        CHECK(row.actions.contains(WorkflowAction::START_READY_TASKS) ==
+              (row.to == WorkflowState::RUNNING && row.event != WorkflowEvent::UPDATE_TASK));
       }
       CHECK(row.actions.contains(WorkflowAction::KILL_ACTIVE_TASKS) ==
             (row.to == WorkflowState::READY_STOP && row.from != WorkflowState::READY_STOP));
@@ -148,7 +166,20 @@ TEST_SUITE("actors.machines") {
         CHECK(row.actions.contains(TaskAction::CANCEL_INVOCATION));
       }
       CHECK(row.actions.contains(TaskAction::START_BACKOFF_TIMER) ==
-            (row.to == TaskState::DELAY_EXECUTION));
+            (row.to == TaskState::DELAY_EXECUTION && row.from != TaskState::DELAY_EXECUTION));
+      // An operator forces a task to success only off an executor, and its workflow hears of it.
+      if (row.event == TaskEvent::FORCE) {
+        CHECK_FALSE(TaskMachine::is_on_executor(row.from));
+        CHECK(row.to == TaskState::FORCED_SUCCESS);
+      }
+      // An update changes the options, not the state; an attempt on an executor keeps its
+      // timers, and a task that waits in its task list joins it again.
+      if (row.event == TaskEvent::UPDATE) {
+        CHECK(row.to == row.from);
+        if (TaskMachine::is_on_executor(row.from)) CHECK(row.actions.size() == 1);
+        CHECK(row.actions.contains(TaskAction::REJOIN) == (row.from == TaskState::DISPATCHING));
+        CHECK(row.actions.contains(TaskAction::WITHDRAW) == (row.from == TaskState::DISPATCHING));
+      }
       // Only a dispatch sends an invocation (from the task list, or at once with a free slot).
       CHECK(row.actions.contains(TaskAction::SEND) == (row.to == TaskState::DISPATCHED && row.from != row.to));
       // The task-wide timer starts with the task's first start and with a resume.

@@ -1,6 +1,7 @@
 // Property: whatever happens to a workflow, replaying its stored history rebuilds exactly the
 // state its live actors ended in. Random definitions (DAG shape, handlers, retries, timeouts)
-// meet random interventions (pause, resume, stop, time passing, reruns once finished); every
+// meet random interventions (pause, resume, stop, time passing, an operator's retry, skip or
+// update of a task, and reruns, retries and skips once finished); every
 // end state is compared with the replay. The store now and then holds its commits, as a group
 // commit does, so actors run ahead of durability. A failure prints TROUPE_TEST_SEED=… to
 // replay it.
@@ -34,13 +35,42 @@ TEST_SUITE("actors.replay_property") {
       fx.wiring.kill_grace = 3s;
       const std::string json = test::random_definition(rng);
       CAPTURE(json);
+      const auto spec = parse_definition(json);
+      REQUIRE(spec);
+      // An operator's command on a random task; refusals are part of the property too.
+      auto random_command = [&] {
+        TaskCommand c;
+        c.task = spec->tasks[static_cast<size_t>(pick(static_cast<int>(spec->tasks.size())))].name;
+        switch (pick(3)) {
+          case 0: c.kind = TaskCommandKind::RETRY; break;
+          case 1:
+            c.kind = TaskCommandKind::SKIP;
+            c.reason = "random";
+            break;
+          default:
+            c.kind = TaskCommandKind::UPDATE;
+            switch (pick(4)) {
+              case 0:
+                c.options.set_priority = true;
+                c.options.priority = pick(10) - 5;
+                break;
+              case 1: c.options.start_to_close = std::to_string(5 + pick(30)) + "s"; break;
+              case 2: c.options.retry_json = R"({"initialInterval": "1s", "maximumAttempts": )" + std::to_string(1 + pick(4)) + "}"; break;
+              default: c.options.remove_retry = true; break;
+            }
+        }
+        CAPTURE(c.task);
+        CAPTURE(static_cast<int>(c.kind));
+        return c;
+      };
       const std::string id = "wf-" + std::to_string(round);
       auto wf = fx.own(spawn_workflow(fx.sys, WorkflowSetup{id, json, "{}", "", fx.shared_wiring(), nullptr}));
       REQUIRE(fx.ask<std::string>(wf, start_atom::value));
 
       bool stopped = false;
       for (int step = 0; step < 12 && !fx.ended_workflows.count(id); ++step) {
-        switch (pick(8)) {
+        switch (pick(9)) {
+          case 8: (void)fx.ask<TaskCommandOutcome>(wf, operate_atom::value, random_command()); break;
           case 0: (void)fx.ask<std::string>(wf, pause_atom::value); break;
           case 1: (void)fx.ask<std::string>(wf, resume_atom::value); break;
           case 2:
@@ -78,6 +108,7 @@ TEST_SUITE("actors.replay_property") {
         std::set<std::string> live(fx.ended_tasks.begin(), fx.ended_tasks.end());
         for (const auto& [name, task] : replayed->tasks) {
           CAPTURE(name);
+          if (!task.scheduled) continue;  // only updated by an operator before it could run
           if (TaskMachine::is_terminal(task.state)) {
             CHECK_MESSAGE(live.count(task.canonical()) == 1, task.canonical());
           } else {
@@ -93,8 +124,30 @@ TEST_SUITE("actors.replay_property") {
 
       // Reruns: from a random task, or of everything that did not succeed. A refused one (a
       // dependency outside it did not succeed, or nothing to rerun) leaves the history alone.
+      // Or an operator's command on the finished workflow: a retry or skip that reopens it, an
+      // update for later, or a refusal that records nothing.
       for (int rerun = 0; rerun < 2; ++rerun) {
         CAPTURE(rerun);
+        if (pick(2) == 0) {
+          const auto events_before = fx.store->read(id, 1, 1000000)->size();
+          fx.ended_workflows.erase(id);
+          WorkflowSetup setup{id, "", "", "", fx.shared_wiring(), nullptr};
+          setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(replayed));
+          setup.closed = true;
+          wf = fx.own(spawn_workflow(fx.sys, std::move(setup)));
+          auto answer = fx.ask<TaskCommandOutcome>(wf, operate_atom::value, random_command());
+          if (!answer) CHECK(fx.store->read(id, 1, 1000000)->size() == events_before);
+          if (answer && answer->workflow_state == "RUNNING") {
+            run_out();
+            replayed = check_replay();
+          } else {
+            auto again = actors::replay(*fx.store, id);
+            REQUIRE_MESSAGE(again, (again ? "" : again.error().message));
+            replayed = std::move(*again);
+          }
+          CHECK((*fx.store->find_workflow(id))->status == storage::WorkflowStatus::CLOSED);
+          continue;
+        }
         const auto& tasks = replayed.workflow.spec->tasks;
         const std::string from = pick(3) == 0 ? std::string() : tasks[static_cast<size_t>(pick(static_cast<int>(tasks.size())))].name;
         CAPTURE(from);
