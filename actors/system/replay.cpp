@@ -5,6 +5,27 @@
 
 namespace troupe::actors {
 
+Result<void> apply(ReplayedWorkflow& replayed, const storage::StoredEvent& stored) {
+  const std::string where =
+      "workflow '" + replayed.workflow.id + "' event " + std::to_string(stored.sequence) + ": ";
+  auto decoded = storage::DecodedEvent::decode(stored.packed);
+  if (!decoded) return fail(Errc::CORRUPTION, where + decoded.error().message);
+  auto event = decoded->get();
+  const auto view = view_of(event);
+  Result<void> applied = ok();
+  if (event.getActorKind() == schema::ActorKind::TASK) {
+    const std::string name(view.actor_id);
+    auto [it, fresh] = replayed.tasks.try_emplace(name);
+    if (fresh) it->second.name = name;
+    applied = it->second.apply(view);
+    if (applied && event.getBody().isTaskScheduled()) applied = replayed.workflow.apply(view);
+  } else if (event.getActorKind() == schema::ActorKind::WORKFLOW) {
+    applied = replayed.workflow.apply(view);
+  }
+  if (!applied) return fail(Errc::CORRUPTION, where + applied.error().message);
+  return ok();
+}
+
 Result<ReplayedWorkflow> replay(const std::string& workflow_id,
                                 const std::vector<storage::StoredEvent>& history,
                                 DefinitionCache* definitions) {
@@ -12,23 +33,7 @@ Result<ReplayedWorkflow> replay(const std::string& workflow_id,
   out.workflow.id = workflow_id;
   out.workflow.definitions = definitions;
   for (const auto& stored : history) {
-    const std::string where =
-        "workflow '" + workflow_id + "' event " + std::to_string(stored.sequence) + ": ";
-    auto decoded = storage::DecodedEvent::decode(stored.packed);
-    if (!decoded) return fail(Errc::CORRUPTION, where + decoded.error().message);
-    auto event = decoded->get();
-    const auto view = view_of(event);
-    Result<void> applied = ok();
-    if (event.getActorKind() == schema::ActorKind::TASK) {
-      const std::string name(view.actor_id);
-      auto [it, fresh] = out.tasks.try_emplace(name);
-      if (fresh) it->second.name = name;
-      applied = it->second.apply(view);
-      if (applied && event.getBody().isTaskScheduled()) applied = out.workflow.apply(view);
-    } else if (event.getActorKind() == schema::ActorKind::WORKFLOW) {
-      applied = out.workflow.apply(view);
-    }
-    if (!applied) return fail(Errc::CORRUPTION, where + applied.error().message);
+    if (auto applied = apply(out, stored); !applied) return applied.error();
   }
   return out;
 }

@@ -38,6 +38,11 @@ Result<ReplayedWorkflow> replay(const std::string& workflow_id,
                                 const std::vector<storage::StoredEvent>& history,
                                 DefinitionCache* definitions = nullptr);
 
+/// Applies the next event of a history to models replayed so far (start from a
+/// ReplayedWorkflow whose workflow.id is set): a watcher folds a live history this way, event
+/// by event. CORRUPTION as replay() says.
+Result<void> apply(ReplayedWorkflow& replayed, const storage::StoredEvent& stored);
+
 /// Reads the whole history of `workflow_id` from `store` and replays it.
 Result<ReplayedWorkflow> replay(storage::HistoryStore& store, const std::string& workflow_id,
                                 DefinitionCache* definitions = nullptr);

@@ -71,6 +71,7 @@ WatchedEvent watched_event(schema::HistoryEvent::Reader e) {
 /// so a call that arrives after watch() returned finds `open` false and stops the watch.
 struct WatchState {
   const std::function<bool(const WatchedEvent&)>* on_event = nullptr;
+  const std::function<void()>* on_batch = nullptr;
   uint64_t last = 0;
   bool stopped = false;
   bool open = true;
@@ -88,6 +89,7 @@ class HistorySinkImpl final : public schema::HistorySink::Server {
       st.last = e.getSequence();
       if (!(*st.on_event)(watched_event(e))) st.stopped = true;
     }
+    if (st.open && st.on_batch != nullptr && *st.on_batch) (*st.on_batch)();
     context.getResults().setStop(st.stopped || !st.open);
     return kj::READY_NOW;
   }
@@ -438,9 +440,11 @@ Result<WorkflowPage> GatewayClient::list(const ListQuery& query) {
 }
 
 Result<uint64_t> GatewayClient::watch(const std::string& workflow_id, uint64_t from,
-                                      const std::function<bool(const WatchedEvent&)>& on_event) {
+                                      const std::function<bool(const WatchedEvent&)>& on_event,
+                                      const std::function<void()>& on_batch) {
   auto state = std::make_shared<WatchState>();
   state->on_event = &on_event;
+  state->on_batch = &on_batch;
   state->last = from > 0 ? from - 1 : 0;
   auto call = impl_->service.watchRequest();
   call.setWorkflowId(workflow_id);

@@ -179,8 +179,11 @@ class GatewayClient {
   /// order and each once, live as they are recorded, until the workflow has closed and its last
   /// event was delivered, or `on_event` returns false. Returns the last sequence delivered.
   /// After a lost connection, watching again from that sequence + 1 misses nothing.
+  /// `on_batch`, when given, runs after each batch of events the scheduler sent together (what
+  /// it had recorded by then): the moment a display of the history is worth redrawing.
   Result<uint64_t> watch(const std::string& workflow_id, uint64_t from,
-                         const std::function<bool(const WatchedEvent&)>& on_event);
+                         const std::function<bool(const WatchedEvent&)>& on_event,
+                         const std::function<void()>& on_batch = {});
 
   /// Ends the asyncCompletion invocation named by `token` ($TROUPE_TASK_TOKEN): with a result,
   /// or a failure (retried per the task's policy). INVALID_ARGUMENT for a forged token,

@@ -22,6 +22,7 @@
 #include "schema/json_syntax.hpp"
 #include "tools/troupe/exit_codes.hpp"
 #include "tools/troupe/json.hpp"
+#include "tools/troupe/connection.hpp"
 #include "tools/troupe/task_table.hpp"
 
 namespace troupe::cli {
@@ -29,45 +30,6 @@ namespace {
 
 /// A wait with no --timeout: long enough to mean "until it ends".
 constexpr Duration forever = std::chrono::hours(24 * 365);
-
-/// The scheduler's address: --address, else --config's scheduler node, else $TROUPE_ADDRESS,
-/// else 127.0.0.1:7700.
-Result<runtime::Address> scheduler_address(const Args& args) {
-  if (auto text = args.get("address")) return runtime::parse_address(*text);
-  if (auto path = args.get("config")) {
-    auto config = runtime::load_cluster_config(*path);
-    if (!config) return config.error();
-    for (const auto& node : config->nodes) {
-      if (node.scheduler) return node.listen;
-    }
-    return fail(Errc::INVALID_ARGUMENT, *path + " has no node with the scheduler role");
-  }
-  if (const char* env = std::getenv("TROUPE_ADDRESS"); env != nullptr && *env != '\0') {
-    return runtime::parse_address(env);
-  }
-  return runtime::Address{"127.0.0.1", 7700};
-}
-
-/// The cluster token: --token-file, else the token file of --config's cluster, else none.
-Result<std::string> cluster_token(const Args& args) {
-  if (auto file = args.get("token-file")) return runtime::read_token_file(*file);
-  if (auto path = args.get("config")) {
-    auto config = runtime::load_cluster_config(*path);
-    if (!config) return config.error();
-    if (config->token_file) return runtime::read_token_file(*config->token_file);
-  }
-  return std::string();
-}
-
-Result<std::unique_ptr<client::GatewayClient>> connect(const Args& args) {
-  auto address = scheduler_address(args);
-  if (!address) return address.error();
-  auto token = cluster_token(args);
-  if (!token) return token.error();
-  client::ConnectOptions options;
-  options.token = std::move(*token);
-  return client::GatewayClient::connect(address->host, address->port, options);
-}
 
 Result<Duration> timeout_option(const Args& args) {
   auto text = args.get("timeout");
@@ -107,16 +69,6 @@ int print_result(const client::WorkflowResult& result, bool json) {
               << "\n";
   }
   return result.state == "SUCCESS" ? exit_ok : exit_failed;
-}
-
-/// "2026-11-22 10:04:05" (UTC) for microseconds since the epoch.
-std::string utc_time(int64_t us) {
-  const std::time_t seconds = static_cast<std::time_t>(us / 1000000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
 }
 
 Result<std::string> read_file(const std::string& path) {
@@ -412,67 +364,6 @@ int fail_command(const Args& args) {
     std::cout << "failed: " << words.at(1) << " is recorded; the task is retried per its retry policy\n";
   }
   return exit_ok;
-}
-
-int watch_command(const Args& args) {
-  const auto& words = args.positionals();
-  auto json = args.boolean("json", false);
-  if (!json) return usage_error(args, json.error().message);
-  auto from = args.number("from", 1);
-  if (!from || *from < 1) return usage_error(args, "--from takes a sequence number, at least 1");
-  auto client = connect(args);
-  if (!client) return failed(client.error());
-  const std::string& id = words[0];
-
-  // The table is the history folded by the same replay the scheduler runs, redrawn in place on
-  // a terminal at most every 100 ms; elsewhere (a pipe, a log) each event is a line instead.
-  const bool live = !*json && ::isatty(STDOUT_FILENO);
-  std::vector<storage::StoredEvent> history;
-  size_t drawn_lines = 0;
-  auto last_draw = std::chrono::steady_clock::time_point();
-  auto draw = [&] {
-    auto replayed = actors::replay(id, history);
-    if (!replayed) return;
-    std::string table = render_task_table(actors::snapshot(*replayed));
-    if (drawn_lines > 0) std::cout << "\x1b[" << drawn_lines << "A\x1b[J";
-    std::cout << table << std::flush;
-    drawn_lines = static_cast<size_t>(std::count(table.begin(), table.end(), '\n'));
-    last_draw = std::chrono::steady_clock::now();
-  };
-  auto watched = (*client)->watch(id, static_cast<uint64_t>(*from), [&](const client::WatchedEvent& e) {
-    if (*json) {
-      Json out = Json::object();
-      out.set("sequence", static_cast<int64_t>(e.sequence));
-      out.set("timestampUs", e.timestamp_us);
-      out.set("actorKind", e.actor_kind);
-      out.set("actorId", e.actor_id);
-      out.set("attempt", static_cast<int64_t>(e.attempt));
-      out.set("kind", e.kind);
-      out.set("detail", e.detail);
-      std::cout << out.dump() << "\n" << std::flush;
-    } else if (!live) {
-      // A line per event: long fields (a submitted definition) are cut; --json has them whole.
-      std::string detail = e.detail.size() > 160 ? e.detail.substr(0, 157) + "..." : e.detail;
-      std::replace(detail.begin(), detail.end(), '\n', ' ');
-      std::cout << e.sequence << " " << utc_time(e.timestamp_us) << " " << e.actor_kind << " " << e.actor_id
-                << (e.attempt ? "#" + std::to_string(e.attempt) : "") << " " << e.kind
-                << (detail.empty() ? "" : " " + detail) << "\n"
-                << std::flush;
-    }
-    history.push_back(storage::StoredEvent{e.sequence, e.packed});
-    if (live && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(100)) draw();
-    return true;
-  });
-  if (live) draw();
-  if (!watched) return failed(watched.error());
-  // How it ended, from the history watched (from the start) or, when it began later, asked.
-  std::string state;
-  if (*from <= 1) {
-    if (auto replayed = actors::replay(id, history)) state = actors::snapshot(*replayed).state;
-  } else if (auto status = (*client)->describe(id)) {
-    state = status->state;
-  }
-  return state == "SUCCESS" ? exit_ok : exit_failed;
 }
 
 }  // namespace troupe::cli

@@ -92,6 +92,15 @@ std::string short_duration(int64_t us) {
   return text;
 }
 
+std::string utc_time(int64_t us) {
+  const std::time_t seconds = static_cast<std::time_t>(us / 1000000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return text;
+}
+
 std::string time_of_day(int64_t us) {
   if (us == 0) return {};
   const std::time_t seconds = static_cast<std::time_t>(us / 1000000);

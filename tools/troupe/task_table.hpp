@@ -20,6 +20,9 @@ std::string progress_bar(double fraction, int width = 20);
 /// A duration for a table cell: "850ms", "12.3s", "4m05s", "2h03m", "3d04h".
 std::string short_duration(int64_t us);
 
+/// "2026-11-22 10:04:05": the UTC date and time of `us` µs since the epoch.
+std::string utc_time(int64_t us);
+
 /// "14:03:27": the time of day (UTC) of `us` µs since the epoch; empty for 0 (never).
 std::string time_of_day(int64_t us);
 
