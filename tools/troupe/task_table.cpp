@@ -17,6 +17,18 @@ std::string trim(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
+/// `text` cut to `columns` characters, counting a UTF-8 sequence as one and never splitting it.
+std::string cut_to_columns(const std::string& text, size_t columns) {
+  size_t seen = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if ((byte & 0xC0) == 0x80) continue;  // a continuation byte belongs to the character before
+    if (seen == columns) return text.substr(0, i);
+    ++seen;
+  }
+  return text;
+}
+
 std::optional<double> number(const std::string& s) {
   double value = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
@@ -24,22 +36,31 @@ std::optional<double> number(const std::string& s) {
   return value;
 }
 
-/// `line` without its '\n', cut to `width` characters (0: whole), then a '\n'.
+/// `line` on one line (line breaks in a message or progress become spaces), cut to `width`
+/// characters (0: whole), then a '\n'.
 std::string fit(std::string line, size_t width) {
-  if (width > 0 && line.size() > width) line.resize(width);
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::replace(line.begin(), line.end(), '\r', ' ');
+  if (width > 0) line = cut_to_columns(line, width);
   return line + "\n";
 }
 
-/// What a task's last column says: its failure, a progress bar or text, or why it waits.
+/// What a task's last column says: its failure, a progress bar or text, or why it waits. A
+/// failure shows while it is the task's news (it failed, was killed, or waits to be retried);
+/// once the next attempt is under way, that attempt's progress shows instead.
 std::string note_of(const TaskStatus& t) {
   const bool succeeded = t.state_code == TaskStateCode::SUCCESS || t.state_code == TaskStateCode::FORCED_SUCCESS ||
                          t.state == "SUCCESS" || t.state == "FORCED_SUCCESS";
   if (t.awaiting_completion) return "awaiting completion by its token";
   if (t.state_code == TaskStateCode::UPSTREAM_FAILED) return "will not run: a task it depends on did not succeed";
-  if (!succeeded && !t.failure.empty()) return t.failure_message();
+  const bool failure_is_news = t.state_code == TaskStateCode::FAILURE || t.state_code == TaskStateCode::KILLED ||
+                               t.state_code == TaskStateCode::FAILOVER || t.state_code == TaskStateCode::UNKNOWN;
+  if (!t.failure.empty() || !t.failure_details.empty()) {
+    if (failure_is_news) return t.failure_message();
+    if (t.state_code == TaskStateCode::DELAY_EXECUTION) return "to be retried after: " + t.failure_message();
+  }
   if (auto fraction = progress_fraction(t.progress)) return progress_bar(succeeded ? 1.0 : *fraction);
   std::string note = t.progress;
-  std::replace(note.begin(), note.end(), '\n', ' ');
   if (note.size() > 60) note = note.substr(0, 57) + "...";
   return note;
 }
