@@ -22,10 +22,10 @@ namespace {
 
 /// Every command, groups included, as the words that name it.
 const std::vector<std::vector<std::string>> every_command = {
-    {"submit"}, {"result"},   {"status"}, {"watch"},           {"list"},  {"pause"},          {"resume"},
-    {"stop"},   {"kill"},     {"rerun"},  {"complete"},        {"fail"},  {"dev"},            {"up"},
-    {"down"},   {"describe"}, {"describe", "states"},          {"bench"}, {"bench", "store"}, {"bench", "chain"},
-    {"bench", "fanout"},      {"bench", "idle"},               {"version"}, {"help"}};
+    {"submit"}, {"result"}, {"status"}, {"watch"}, {"list"}, {"pause"}, {"resume"}, {"stop"}, {"kill"},
+    {"rerun"}, {"retry"}, {"skip"}, {"update"}, {"complete"}, {"fail"}, {"dev"}, {"up"}, {"down"},
+    {"describe"}, {"describe", "states"}, {"bench"}, {"bench", "store"}, {"bench", "chain"},
+    {"bench", "fanout"}, {"bench", "idle"}, {"version"}, {"help"}};
 
 std::vector<std::string> plus(std::vector<std::string> words, const std::vector<std::string>& more) {
   words.insert(words.end(), more.begin(), more.end());
@@ -98,8 +98,8 @@ TEST_SUITE("integration.cli_help") {
     }
     // Each option a command takes is in its help.
     auto submit = troupe_cli({"submit", "--help"});
-    for (const auto& option : {"--id ID", "--input JSON", "--wait", "--timeout D", "--json", "--address HOST:PORT",
-                               "--config CLUSTER.toml", "--token-file F", "-h, --help"}) {
+    for (const auto& option : {"--id ID", "--input JSON|@FILE", "--wait", "--timeout D", "--json",
+                               "--address HOST:PORT", "--config CLUSTER.toml", "--token-file F", "-h, --help"}) {
       CHECK_MESSAGE(contains(submit.output, std::string("\n  ") + option + " "), option);
     }
     CHECK(contains(submit.output, "5  with --wait: --timeout ran out"));

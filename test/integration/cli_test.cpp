@@ -420,6 +420,7 @@ TEST_SUITE("integration.cli") {
         {"list", "--json"},
         {"pause", "j-long", "--json"},
         {"resume", "j-long", "--json"},
+        {"update", "j-long", "t", "--priority", "3", "--json"},
         {"stop", "j-long", "--json"},
         {"rerun", "j-1", "--from", "a", "--wait", "--json"},
         {"watch", "j-1", "--json"},

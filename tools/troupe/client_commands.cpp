@@ -2,27 +2,26 @@
 // and exit codes. The command line has checked the options and the number of arguments.
 #include "tools/troupe/client_commands.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
-#include "actors/system/replay.hpp"
-#include "runtime/auth/task_token.hpp"
 #include "runtime/client/gateway_client.hpp"
-#include "runtime/config/cluster_config.hpp"
 #include "schema/duration.hpp"
 #include "schema/json_syntax.hpp"
+#include "tools/troupe/connection.hpp"
 #include "tools/troupe/exit_codes.hpp"
 #include "tools/troupe/json.hpp"
-#include "tools/troupe/connection.hpp"
+#include "tools/troupe/suggest.hpp"
 #include "tools/troupe/task_table.hpp"
 
 namespace troupe::cli {
@@ -56,17 +55,43 @@ Result<WaitOptions> wait_options(const Args& args) {
   return WaitOptions{*wait, *json, *timeout};
 }
 
-/// Prints how a workflow ended and returns its exit code: 0 for SUCCESS, 1 otherwise.
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A task's result for --json: the JSON value it is, null when there is none, and a string in
+/// the unlikely case that what the task gave is not JSON (so the output stays JSON).
+Json result_value(const std::string& result_json) {
+  if (result_json.empty()) return Json();
+  if (json_syntax_error(result_json)) return Json(result_json);
+  return Json::raw(result_json);
+}
+
+/// Prints how a workflow ended, then the results of its final tasks, and returns its exit code:
+/// 0 for SUCCESS, 1 otherwise.
 int print_result(const client::WorkflowResult& result, bool json) {
   if (json) {
     Json out = Json::object();
     out.set("workflowId", result.workflow_id);
     out.set("state", result.state);
+    out.set("stateCode", std::string(name_of(result.state_code)));
     out.set("detail", result.detail);
+    Json outputs = Json::array();
+    for (const auto& output : result.outputs) {
+      Json item = Json::object();
+      item.set("task", output.task);
+      item.set("result", result_value(output.result_json));
+      outputs.push(std::move(item));
+    }
+    out.set("outputs", std::move(outputs));
     std::cout << out.dump() << "\n";
   } else {
     std::cout << result.workflow_id << " " << result.state << (result.detail.empty() ? "" : ": " + result.detail)
               << "\n";
+    for (const auto& output : result.outputs) {
+      std::cout << "  " << output.task << ": " << result_value(output.result_json).dump() << "\n";
+    }
   }
   return result.state == "SUCCESS" ? exit_ok : exit_failed;
 }
@@ -96,6 +121,19 @@ void print_state(const std::string& id, const std::string& state, bool json) {
   }
 }
 
+/// The text of file `path` (stdin's for -), checked as JSON, a syntax error given as
+/// FILE:LINE:COLUMN: MESSAGE.
+Result<std::string> json_file(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  if (auto error = json_syntax_error(*text)) {
+    return fail(Errc::INVALID_ARGUMENT, (path == "-" ? std::string("<stdin>") : path) + ":" +
+                                            std::to_string(error->line) + ":" + std::to_string(error->column) +
+                                            ": " + error->message);
+  }
+  return text;
+}
+
 /// What `submit WHAT` sends: the file's text, stdin's for -, else WHAT as the name of a
 /// definition registered with the scheduler (a word that names no file and is no path). A
 /// definition read here is checked as JSON first, its syntax errors given as FILE:LINE:COLUMN.
@@ -103,14 +141,21 @@ Result<std::string> definition_argument(const std::string& what) {
   std::error_code ec;
   const bool path_like = what.find('/') != std::string::npos || what.ends_with(".json");
   if (what != "-" && !path_like && !std::filesystem::exists(what, ec)) return what;
-  auto text = read_file(what);
-  if (!text) return text.error();
-  if (auto error = json_syntax_error(*text)) {
-    return fail(Errc::INVALID_ARGUMENT, (what == "-" ? std::string("<stdin>") : what) + ":" +
-                                            std::to_string(error->line) + ":" + std::to_string(error->column) +
-                                            ": " + error->message);
+  return json_file(what);
+}
+
+/// --input JSON, or --input @FILE for an input too large for a command line (Linux takes at
+/// most 128 KiB in one argument); checked as JSON either way. Empty when not given.
+Result<std::string> input_option(const Args& args) {
+  const std::string input = args.get("input").value_or("");
+  if (input.starts_with("@")) {
+    if (input.size() == 1) return fail(Errc::INVALID_ARGUMENT, "--input @FILE needs a file name after the @");
+    return json_file(input.substr(1));
   }
-  return text;
+  if (!input.empty()) {
+    if (auto checked = check_json(input, "the workflow input"); !checked) return checked.error();
+  }
+  return input;
 }
 
 }  // namespace
@@ -118,16 +163,14 @@ Result<std::string> definition_argument(const std::string& what) {
 int submit_command(const Args& args) {
   auto options = wait_options(args);
   if (!options) return usage_error(args, options.error().message);
-  const std::string input = args.get("input").value_or("");
-  if (!input.empty()) {
-    if (auto checked = check_json(input, "the workflow input"); !checked) return failed(checked.error());
-  }
+  auto input = input_option(args);
+  if (!input) return failed(input.error());
   auto definition = definition_argument(args.positionals().at(0));
   if (!definition) return failed(definition.error());
 
   auto client = connect(args);
   if (!client) return failed(client.error());
-  auto id = (*client)->start(client::StartRequest{*definition, input, args.get("id").value_or(""), ""});
+  auto id = (*client)->start(client::StartRequest{*definition, *input, args.get("id").value_or(""), ""});
   if (!id) return failed(id.error());
   if (!options->wait) {
     if (options->json) {
@@ -189,6 +232,124 @@ int rerun_command(const Args& args) {
   return exit_ok;
 }
 
+namespace {
+
+/// "WF: TASK TASK_STATE (workflow WORKFLOW_STATE)", or {"workflowId", "task", "workflowState",
+/// "taskState"} with --json.
+void print_task_result(const std::string& id, const std::string& task, const client::TaskCommandResult& result,
+                       bool json) {
+  if (json) {
+    Json out = Json::object();
+    out.set("workflowId", id);
+    out.set("task", task);
+    out.set("workflowState", result.workflow_state);
+    out.set("taskState", result.task_state);
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << id << ": " << task << " " << result.task_state << " (workflow " << result.workflow_state << ")\n";
+  }
+}
+
+/// Runs one task operation and prints what it led to.
+int task_operation(const Args& args,
+                   const std::function<Result<client::TaskCommandResult>(client::GatewayClient&)>& operation) {
+  auto json = args.boolean("json", false);
+  if (!json) return usage_error(args, json.error().message);
+  auto client = connect(args);
+  if (!client) return failed(client.error());
+  auto result = operation(**client);
+  if (!result) return failed(result.error());
+  print_task_result(args.positionals().at(0), args.positionals().at(1), *result, *json);
+  return exit_ok;
+}
+
+/// The four kinds of --timeout KIND=DURATION, as a definition's `timeouts` names them.
+const std::vector<std::string>& timeout_kinds() {
+  static const std::vector<std::string> kinds = {"scheduleToStart", "startToClose", "scheduleToClose",
+                                                 "heartbeat"};
+  return kinds;
+}
+
+/// The options of `troupe update` as a TaskUpdate; INVALID_ARGUMENT saying which is wrong. The
+/// syntax is checked here (durations, JSON); what the values mean, by a definition's rules, is
+/// the scheduler's to check.
+Result<client::TaskUpdate> task_update(const Args& args) {
+  client::TaskUpdate update;
+  if (auto list = args.get("task-list")) {
+    if (list->empty()) return fail(Errc::INVALID_ARGUMENT, "--task-list needs a task list's name");
+    update.task_list = *list;
+  }
+  if (auto text = args.get("priority")) {
+    int32_t priority = 0;
+    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), priority);
+    if (ec != std::errc() || end != text->data() + text->size()) {
+      return fail(Errc::INVALID_ARGUMENT, "--priority takes a whole number, not '" + *text + "'");
+    }
+    update.priority = priority;
+  }
+  for (const auto& given : args.all("timeout")) {
+    const auto equals = given.find('=');
+    const std::string kind = given.substr(0, equals);
+    if (equals == std::string::npos || equals + 1 == given.size()) {
+      return fail(Errc::INVALID_ARGUMENT, "--timeout takes KIND=DURATION (e.g. startToClose=2h, heartbeat=none), "
+                                          "not '" + given + "'");
+    }
+    const std::string duration = given.substr(equals + 1);
+    std::string* field = kind == "scheduleToStart"   ? &update.schedule_to_start
+                         : kind == "startToClose"    ? &update.start_to_close
+                         : kind == "scheduleToClose" ? &update.schedule_to_close
+                         : kind == "heartbeat"       ? &update.heartbeat
+                                                     : nullptr;
+    if (field == nullptr) {
+      auto near = near_miss(kind, timeout_kinds());
+      return fail(Errc::INVALID_ARGUMENT, "--timeout: unknown timeout '" + kind + "'" +
+                                              (near ? " (did you mean " + *near + "?)" : "") +
+                                              "; one of scheduleToStart, startToClose, scheduleToClose, heartbeat");
+    }
+    if (!field->empty()) return fail(Errc::INVALID_ARGUMENT, "--timeout: " + kind + " is given twice");
+    if (duration != "none") {
+      if (auto parsed = parse_duration(duration); !parsed) {
+        return fail(Errc::INVALID_ARGUMENT, "--timeout " + kind + ": " + parsed.error().message);
+      }
+    }
+    *field = duration;
+  }
+  if (auto retry = args.get("retry")) {
+    if (*retry != "none") {
+      if (auto checked = check_json(*retry, "--retry"); !checked) return checked.error();
+    }
+    update.retry_json = *retry;
+  }
+  if (update.task_list.empty() && !update.priority && update.schedule_to_start.empty() &&
+      update.start_to_close.empty() && update.schedule_to_close.empty() && update.heartbeat.empty() &&
+      update.retry_json.empty()) {
+    return fail(Errc::INVALID_ARGUMENT, "nothing to update: give --task-list, --priority, --timeout or --retry");
+  }
+  return update;
+}
+
+}  // namespace
+
+int retry_command(const Args& args) {
+  return task_operation(args, [&](client::GatewayClient& client) {
+    return client.retry_task(args.positionals().at(0), args.positionals().at(1));
+  });
+}
+
+int skip_command(const Args& args) {
+  return task_operation(args, [&](client::GatewayClient& client) {
+    return client.skip_task(args.positionals().at(0), args.positionals().at(1), args.get("reason").value_or(""));
+  });
+}
+
+int update_command(const Args& args) {
+  auto update = task_update(args);
+  if (!update) return usage_error(args, update.error().message);
+  return task_operation(args, [&](client::GatewayClient& client) {
+    return client.update_task(args.positionals().at(0), args.positionals().at(1), *update);
+  });
+}
+
 int status_command(const Args& args) {
   const auto& words = args.positionals();
   auto json = args.boolean("json", false);
@@ -198,9 +359,11 @@ int status_command(const Args& args) {
   auto status = (*client)->describe(words[0]);
   if (!status) return failed(status.error());
   if (*json) {
+    const int64_t now = now_us();
     Json out = Json::object();
     out.set("workflowId", status->workflow_id);
     out.set("state", status->state);
+    out.set("stateCode", std::string(name_of(status->state_code)));
     out.set("detail", status->detail);
     Json tasks = Json::array();
     for (const auto& t : status->tasks) {
@@ -212,6 +375,13 @@ int status_command(const Args& args) {
       task.set("failure", t.failure);
       task.set("progress", t.progress);
       task.set("awaitingCompletion", t.awaiting_completion);
+      task.set("stateCode", std::string(name_of(t.state_code)));
+      task.set("failureDetails", t.failure_details);
+      task.set("failureMessage", t.failure_message());
+      task.set("result", result_value(t.result_json));
+      task.set("startedUs", t.started_us);
+      task.set("endedUs", t.ended_us);
+      task.set("durationUs", t.duration_us(now));
       tasks.push(std::move(task));
     }
     out.set("tasks", std::move(tasks));
@@ -226,8 +396,8 @@ namespace {
 
 /// --before of purge: a duration ago ("30d") or a UTC date, or date and time, in µs since the
 /// epoch.
-Result<int64_t> time_before(const std::string& text, int64_t now_us) {
-  if (auto ago = parse_duration(text)) return now_us - ago->count();
+Result<int64_t> time_before(const std::string& text, int64_t now) {
+  if (auto ago = parse_duration(text)) return now - ago->count();
   for (const char* format : {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"}) {
     std::tm tm{};
     const char* end = strptime(text.c_str(), format, &tm);
@@ -244,10 +414,7 @@ int purge_command(const Args& args) {
   if (!json) return usage_error(args, json.error().message);
   auto text = args.get("before");
   if (!text) return usage_error(args, "purge needs --before: which closed workflows to delete");
-  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  auto before = time_before(*text, now_us);
+  auto before = time_before(*text, now_us());
   if (!before) return usage_error(args, before.error().message);
   auto client = connect(args);
   if (!client) return failed(client.error());
@@ -264,6 +431,32 @@ int purge_command(const Args& args) {
   return 0;
 }
 
+namespace {
+
+/// `text` as one shell word: as it is when it is plain, else in single quotes.
+std::string shell_word(const std::string& text) {
+  auto plain_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("-_.:/@%+=,").find(c) != std::string_view::npos;
+  };
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), plain_char);
+  if (plain) return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+/// The command that lists the next page: the same filters and order, from `cursor`.
+std::string next_page_command(const Args& args, const std::string& cursor) {
+  std::string command = "troupe list";
+  for (const char* option : {"state", "name", "since", "until", "limit", "sort", "address", "config", "token-file"}) {
+    if (auto value = args.get(option)) command += std::string(" --") + option + " " + shell_word(*value);
+  }
+  return command + " --after " + shell_word(cursor);
+}
+
+}  // namespace
+
 int list_command(const Args& args) {
   auto json = args.boolean("json", false);
   if (!json) return usage_error(args, json.error().message);
@@ -272,19 +465,25 @@ int list_command(const Args& args) {
     return usage_error(args, "--limit takes a whole number of workflows, at least 1");
   }
   client::ListQuery query;
+  const std::string sort = args.get("sort").value_or("created");
+  if (sort == "created") {
+    query.sort = client::ListSort::CREATED;
+  } else if (sort == "id") {
+    query.sort = client::ListSort::ID;
+  } else {
+    return usage_error(args, "--sort takes created (newest first) or id, not '" + sort + "'");
+  }
   query.state = args.get("state").value_or("");
   std::transform(query.state.begin(), query.state.end(), query.state.begin(), ::toupper);
   query.definition_name = args.get("name").value_or("");
   query.after = args.get("after").value_or("");
   // --since D / --until D: created within the last D / more than D ago.
-  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now = now_us();
   for (const char* option : {"since", "until"}) {
     if (auto text = args.get(option)) {
       auto ago = parse_duration(*text);
       if (!ago) return usage_error(args, std::string("--") + option + ": " + ago.error().message);
-      (std::string(option) == "since" ? query.created_from_us : query.created_to_us) = now_us - ago->count();
+      (std::string(option) == "since" ? query.created_from_us : query.created_to_us) = now - ago->count();
     }
   }
   auto client = connect(args);
@@ -309,6 +508,7 @@ int list_command(const Args& args) {
       item.set("workflowId", w.workflow_id);
       item.set("name", w.definition_name);
       item.set("state", w.state);
+      item.set("stateCode", std::string(name_of(w.state_code)));
       item.set("createdUs", w.created_us);
       item.set("closedUs", w.closed_us);
       list.push(std::move(item));
@@ -318,14 +518,20 @@ int list_command(const Args& args) {
     std::cout << out.dump() << "\n";
     return exit_ok;
   }
-  size_t id_width = 11;
-  for (const auto& w : found) id_width = std::max(id_width, w.workflow_id.size());
-  std::printf("%-*s  %-8s  %-20s  %s\n", static_cast<int>(id_width), "WORKFLOW ID", "STATE", "CREATED", "NAME");
+  // The widest state, READY_PAUSE, sets the STATE column's width.
+  size_t id_width = 11, state_width = 11;
   for (const auto& w : found) {
-    std::printf("%-*s  %-8s  %-20s  %s\n", static_cast<int>(id_width), w.workflow_id.c_str(), w.state.c_str(),
-                utc_time(w.created_us).c_str(), w.definition_name.c_str());
+    id_width = std::max(id_width, w.workflow_id.size());
+    state_width = std::max(state_width, w.state.size());
   }
-  if (!cursor.empty()) std::printf("more: troupe list --after %s\n", cursor.c_str());
+  auto line = [&](const std::string& id, const std::string& state, const std::string& created,
+                  const std::string& name) {
+    std::printf("%-*s  %-*s  %-19s  %s\n", static_cast<int>(id_width), id.c_str(), static_cast<int>(state_width),
+                state.c_str(), created.c_str(), name.c_str());
+  };
+  line("WORKFLOW ID", "STATE", "CREATED", "NAME");
+  for (const auto& w : found) line(w.workflow_id, w.state, utc_time(w.created_us), w.definition_name);
+  if (!cursor.empty()) std::printf("more: %s\n", next_page_command(args, cursor).c_str());
   return exit_ok;
 }
 

@@ -9,7 +9,7 @@
 
 namespace troupe::cli {
 
-/// `troupe submit FILE.json|NAME [--id ID] [--input JSON] [--wait] [--timeout D] [--json]`
+/// `troupe submit FILE.json|NAME [--id ID] [--input JSON|@FILE] [--wait] [--timeout D] [--json]`
 int submit_command(const Args& args);
 
 /// `troupe result ID [--timeout D] [--json]`
@@ -25,7 +25,18 @@ int control_command(const std::string& action, const Args& args);
 /// and runs the task and its descendants again (no --from: every task that did not succeed).
 int rerun_command(const Args& args);
 
-/// `troupe list [--state S] [--name N] [--since D] [--until D] [--limit N] [--after CURSOR] [--json]`
+/// `troupe retry WF TASK [--json]`: a new attempt of a failed task while the workflow runs.
+int retry_command(const Args& args);
+
+/// `troupe skip WF TASK [--reason TEXT] [--json]`: the task FORCED_SUCCESS, its downstream runs.
+int skip_command(const Args& args);
+
+/// `troupe update WF TASK [--task-list NAME] [--priority N] [--timeout KIND=DURATION]...
+/// [--retry JSON|none] [--json]`: the task's options from its next dispatch.
+int update_command(const Args& args);
+
+/// `troupe list [--state S] [--name N] [--since D] [--until D] [--limit N] [--sort created|id]
+/// [--after CURSOR] [--json]`
 int list_command(const Args& args);
 
 /// `troupe purge --before D|TIME [--json]`: deletes the workflows closed before that time.

@@ -46,6 +46,20 @@ CommandSpec control(const std::string& action, const std::string& summary, const
   };
 }
 
+/// The exit codes of retry, skip and update.
+std::vector<ExitStatus> task_operation_exits(const std::string& what) {
+  return {{exit_ok, what + " is recorded in the workflow's history; the states printed are durable"},
+          usage_exit("no workflow with this id, a task its definition lacks, or a task the operation does not "
+                     "apply to now (the message says why and what to do instead)"),
+          unreachable_exit};
+}
+
+const std::string task_operation_output =
+    "Prints \"ID: TASK TASK_STATE (workflow WORKFLOW_STATE)\" once the operation is recorded in the workflow's "
+    "history, so a scheduler restarted after it carries it on.";
+
+const OptionSpec task_operation_json{"json", "", "print {\"workflowId\", \"task\", \"workflowState\", \"taskState\"}"};
+
 std::vector<ExitStatus> bench_exits() {
   return {{exit_ok, "the report was printed"}, {exit_failed, "the benchmark failed"}, usage_exit()};
 }
@@ -77,7 +91,9 @@ std::vector<CommandSpec> command_table() {
               "so a client that lost the answer can submit again; the id of a finished workflow is refused (run it "
               "again with 'troupe rerun').",
           .options = {{"id", "ID", "the workflow's id (default: the scheduler makes one up)"},
-                      {"input", "JSON", "the workflow's input, checked as JSON here (default {})"},
+                      {"input", "JSON|@FILE",
+                       "the workflow's input, checked as JSON here (default {}); @FILE reads it from FILE, for an "
+                       "input larger than a command line takes (128 KiB)"},
                       {"wait", "", "wait for the workflow to end and print how, as 'troupe result' does"},
                       {"timeout", "D", "with --wait: give up waiting after D (e.g. 30s, 10m) and exit 5"},
                       {"json", "", "print {\"workflowId\"}, or with --wait what 'troupe result --json' prints"}},
@@ -85,11 +101,12 @@ std::vector<CommandSpec> command_table() {
           .examples = {"troupe submit examples/workflows/diamond.json --id diamond-1 --wait  # prints "
                        "\"diamond-1 SUCCESS\"",
                        "troupe submit flow.json --input '{\"n\": 3}'  # prints the new id",
+                       "troupe submit flow.json --input @input.json --wait  # the input read from a file",
                        "troupe submit diamond --id diamond-2  # the definition registered as diamond"},
           .exits = {{exit_ok, "submitted (with --wait: the workflow succeeded)"},
                     {exit_failed, "with --wait: the workflow failed or was stopped"},
                     usage_exit("a definition's problems (each with its JSON path or line and column), or bad "
-                               "--input JSON"),
+                               "--input JSON (FILE:LINE:COLUMN for @FILE)"),
                     unreachable_exit,
                     {exit_timed_out, "with --wait: --timeout ran out before the workflow ended (it goes on)"}},
           .run = submit_command,
@@ -100,13 +117,18 @@ std::vector<CommandSpec> command_table() {
           .summary = "wait for a workflow to end and print how it ended",
           .arguments = {{"ID"}},
           .description = "Waits for workflow ID to end and prints \"ID STATE\", with the reason when it did not "
-                         "succeed: \"wf-1 FAILED: task 'b' failed: ExitCode:1\". The exit code says how it ended.",
+                         "succeed: \"wf-1 FAILED: task 'b' failed: ExitCode:1\". Then the results of its final "
+                         "tasks (those no other task depends on) that succeeded, a line each, indented: "
+                         "\"TASK: JSON\". The exit code says how it ended.",
           .options = {{"timeout", "D",
                        "give up after D (e.g. 30s, 10m) and exit 5; the workflow goes on (default: wait until it "
                        "ends)"},
-                      {"json", "", "print {\"workflowId\", \"state\", \"detail\"}"}},
+                      {"json", "",
+                       "print {\"workflowId\", \"state\", \"stateCode\", \"detail\", \"outputs\": [{\"task\", "
+                       "\"result\"}]}, each result a JSON value"}},
           .connects = true,
-          .examples = {"troupe result diamond-1", "troupe result nightly-7 --timeout 10m --json"},
+          .examples = {"troupe result diamond-1  # \"diamond-1 SUCCESS\", then \"  join: {...}\"",
+                       "troupe result nightly-7 --timeout 10m --json"},
           .exits = waiting_exits(),
           .run = result_command,
       },
@@ -115,10 +137,21 @@ std::vector<CommandSpec> command_table() {
           .section = workflows,
           .summary = "a workflow's state and a table of its tasks",
           .arguments = {{"ID"}},
-          .description = "Prints workflow ID's state and a table of its tasks as its history records them: each "
-                         "task's state (WAITING before it is scheduled), attempt, worker, and its last progress or "
-                         "failure.",
-          .options = {{"json", "", "print the same as one object: {\"workflowId\", \"state\", \"detail\", \"tasks\"}"}},
+          .description =
+              "Prints workflow ID's state and a table of its tasks as its history records them, a line each: "
+              "TASK; STATE, the task's state (WAITING before it is scheduled, UPSTREAM_FAILED when it will not run "
+              "in this run because a task it depends on failed or was killed, or the workflow failed); ATTEMPT, "
+              "its current or last attempt; WORKER, where that attempt ran; STARTED and ENDED, when it was first "
+              "sent to a worker and when it ended (UTC); DURATION, from start to end, or until now while it runs; "
+              "and PROGRESS / FAILURE: its current attempt's progress (0.4, 40% or 4/10 drawn as a bar), or, once "
+              "it failed or was killed or while it waits to be retried, its last failure's whole message "
+              "(\"SpawnFailed: cannot run '/no/such/binary': No such file or directory\").",
+          .options = {{"json", "",
+                       "print the same as one object: {\"workflowId\", \"state\", \"stateCode\", \"detail\", "
+                       "\"tasks\": [{\"name\", \"state\", \"stateCode\", \"attempt\", \"worker\", \"failure\", "
+                       "\"failureDetails\", \"failureMessage\", \"progress\", \"awaitingCompletion\", \"result\", "
+                       "\"startedUs\", \"endedUs\", \"durationUs\"}]}; times in µs since the epoch, 0 for never, "
+                       "result the task's result as a JSON value (null: none)"}},
           .connects = true,
           .examples = {"troupe status diamond-1", "troupe status diamond-1 --json"},
           .exits = {{exit_ok, "the status was printed"}, usage_exit("or no workflow with this id"), unreachable_exit},
@@ -129,9 +162,16 @@ std::vector<CommandSpec> command_table() {
           .section = workflows,
           .summary = "follow a workflow live until it ends",
           .arguments = {{"ID"}},
-          .description = "Follows workflow ID's history as it is recorded, until the workflow ends. On a terminal "
-                         "the task table is redrawn in place (a progress of 0.4, 40% or 4/10 is drawn as a bar); "
-                         "elsewhere each event is a line, and with --json a JSON object.",
+          .description =
+              "Follows workflow ID's history as it is recorded, until the workflow ends.\n\n"
+              "On a terminal it draws the task table on the terminal's alternate screen, redrawn whenever the "
+              "scheduler has recorded more, so nothing piles up in the scrollback: the workflow's line, how many "
+              "tasks are in each state and the table's header stay on top, and when not every task fits, the ones "
+              "that matter now are shown (failed, then active, then waiting) with a line counting the rest. Each "
+              "task shows its current attempt: its progress (0.4, 40% or 4/10 is drawn as a bar), or its failure "
+              "once it failed. When the workflow ends the screen comes back with the final table printed whole "
+              "(Ctrl-C restores the screen too).\n\n"
+              "Elsewhere (a pipe, a log file), or with --from, each event is a line; with --json a JSON object.",
           .options = {{"from", "SEQ",
                        "start at this history sequence, to carry on after a lost connection without gaps or "
                        "repeats (default 1)"},
@@ -148,18 +188,26 @@ std::vector<CommandSpec> command_table() {
           .path = "list",
           .section = workflows,
           .summary = "the scheduler's workflows, a page at a time",
-          .description = "Lists workflows from the scheduler's index, in id order, without loading any of them: "
-                         "WORKFLOW ID, STATE, CREATED (UTC) and NAME. When more match than --limit, a last line "
-                         "gives the command for the next page.",
-          .options = {{"state", "S", "only workflows in state S: OPEN, CLOSED, SUCCESS, FAILED or STOPPED"},
+          .description = "Lists workflows from the scheduler's index, newest first (or by id with --sort id), "
+                         "without loading any of them: WORKFLOW ID, STATE (an open workflow's state as of its last "
+                         "change, or how a closed one ended), CREATED (UTC) and NAME. When more match than --limit, "
+                         "a last line gives the command for the next page.",
+          .options = {{"state", "S",
+                       "only workflows in state S: an open one's SUBMITTED, RUNNING, READY_PAUSE, PAUSED, "
+                       "READY_STOP or FAILOVER; OPEN for any of those; a closed one's SUCCESS, FAILED or STOPPED; "
+                       "CLOSED for any of those"},
                       {"name", "N", "only workflows of the definition named N"},
                       {"since", "D", "only workflows created within the last D (e.g. 1h)"},
                       {"until", "D", "only workflows created more than D ago"},
                       {"limit", "N", "how many (default 20)"},
-                      {"after", "CURSOR", "the page after CURSOR, as the previous page gave it"},
-                      {"json", "", "print {\"workflows\": [...], \"nextCursor\"}"}},
+                      {"sort", "ORDER", "created: newest first (the default); id: by workflow id"},
+                      {"after", "CURSOR", "the page after CURSOR, as the previous page gave it (with the same --sort)"},
+                      {"json", "",
+                       "print {\"workflows\": [{\"workflowId\", \"name\", \"state\", \"stateCode\", \"createdUs\", "
+                       "\"closedUs\"}], \"nextCursor\"}"}},
           .connects = true,
-          .examples = {"troupe list --state FAILED --since 1h", "troupe list --limit 100 --json"},
+          .examples = {"troupe list --state FAILED --since 1h", "troupe list --state RUNNING --sort id",
+                       "troupe list --limit 100 --json"},
           .exits = {{exit_ok, "the list was printed"}, usage_exit(), unreachable_exit},
           .run = list_command,
       },
@@ -224,6 +272,78 @@ std::vector<CommandSpec> command_table() {
                        "troupe rerun diamond-1  # every task that did not succeed"},
           .exits = waiting_exits("with --wait: "),
           .run = rerun_command,
+      },
+      {
+          .path = "retry",
+          .section = workflows,
+          .summary = "a new attempt of a failed task while the rest of its workflow runs",
+          .arguments = {{"ID"}, {"TASK"}},
+          .description =
+              "Starts a new attempt of TASK, which failed, was killed or ran out of time, while the rest of "
+              "workflow ID runs; its downstream tasks, blocked by the failure, run once it succeeds. Its attempt "
+              "numbers go on from the failed ones and its retry policy starts a fresh round. A FAILED workflow is "
+              "reopened (RUNNING), and nothing that succeeded runs again (unlike 'troupe rerun'); a paused "
+              "workflow records the retry and runs it on resume. " + task_operation_output + "\n\n"
+              "Refused, with nothing recorded, for a task that is running or waiting (it has not failed), one "
+              "that succeeded (rerun the workflow from it), one that has not run because an upstream task failed "
+              "(the message names that one), and in a stopped workflow (rerun it).",
+          .options = {task_operation_json},
+          .connects = true,
+          .examples = {"troupe retry diamond-1 left  # \"diamond-1: left SUBMITTED (workflow RUNNING)\""},
+          .exits = task_operation_exits("the retry"),
+          .run = retry_command,
+      },
+      {
+          .path = "skip",
+          .section = workflows,
+          .summary = "mark a failed or waiting task FORCED_SUCCESS; its downstream runs",
+          .arguments = {{"ID"}, {"TASK"}},
+          .description =
+              "Records TASK of workflow ID as FORCED_SUCCESS, with the reason given, and its downstream tasks run "
+              "as if it had succeeded. For a task that failed or was killed (a FAILED workflow is reopened, as by "
+              "'troupe retry'), and for one that is not on a worker: in a retry backoff, waiting in its task "
+              "list, paused, or not scheduled yet; such a one becomes FORCED_SUCCESS when it would have been "
+              "scheduled (WAITING until then), so what it waits for still runs first. " + task_operation_output +
+              "\n\nRefused for a task on a worker (wait for its attempt to end, or stop the workflow) and for one "
+              "that succeeded.",
+          .options = {{"reason", "TEXT", "why, kept in the history (default: none)"}, task_operation_json},
+          .connects = true,
+          .examples = {"troupe skip diamond-1 left --reason 'data is cached'  # \"diamond-1: left FORCED_SUCCESS "
+                       "(workflow RUNNING)\""},
+          .exits = task_operation_exits("the skip"),
+          .run = skip_command,
+      },
+      {
+          .path = "update",
+          .section = workflows,
+          .summary = "change a task's task list, priority, timeouts or retry policy",
+          .arguments = {{"ID"}, {"TASK"}},
+          .description =
+              "Changes the options of TASK of workflow ID from its next dispatch. An attempt on a worker keeps "
+              "the timeouts it was sent with, while the new retry policy decides whether it is retried; a task "
+              "waiting in its task list moves to the new one at once (how a task stuck in a task list no worker "
+              "serves is sent elsewhere). A task not scheduled yet gets them when it is, and a failed task of a "
+              "finished workflow for its retry or rerun. The history records what changed. " +
+              task_operation_output + "\n\n"
+              "The syntax of the values is checked here; what they mean, by the rules of a definition, with every "
+              "problem listed (\"timeouts.heartbeat: is longer than startToClose (1m), so it could never fire\"). "
+              "Refused for a task that succeeded (it has no next attempt).",
+          .options = {{"task-list", "NAME", "dispatch it from this task list"},
+                      {"priority", "N", "its priority within its task list (higher is dispatched first)"},
+                      {"timeout", "KIND=DURATION",
+                       "replace one of its timeouts, KIND scheduleToStart, startToClose, scheduleToClose or "
+                       "heartbeat, with DURATION (e.g. 90s, 2h), or none to remove it",
+                       true},
+                      {"retry", "JSON|none",
+                       "its whole new retry policy as a definition writes it ({\"maximumAttempts\": 5}; what it "
+                       "leaves out takes a definition's defaults), or none for a single attempt"},
+                      task_operation_json},
+          .connects = true,
+          .examples = {"troupe update diamond-1 train --task-list gpu --priority 5  # moved at once if it waits in "
+                       "its task list",
+                       "troupe update diamond-1 train --timeout startToClose=2h --retry '{\"maximumAttempts\": 5}'"},
+          .exits = task_operation_exits("the update"),
+          .run = update_command,
       },
       {
           .path = "complete",

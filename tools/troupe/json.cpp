@@ -31,6 +31,25 @@ void quote(std::string& out, const std::string& s) {
 
 }  // namespace
 
+Json Json::raw(const std::string& text) {
+  Raw compact;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      in_string = escaped || c != '"';
+      escaped = !escaped && c == '\\';
+    } else if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      continue;
+    } else {
+      in_string = c == '"';
+    }
+    compact.text.push_back(c);
+  }
+  Json j;
+  j.value_ = std::move(compact);
+  return j;
+}
+
 Json& Json::set(const std::string& key, Json value) {
   auto& object = std::get<Object>(value_);
   for (auto& [k, v] : object) {
@@ -69,6 +88,8 @@ std::string Json::dump() const {
           }
         } else if constexpr (std::is_same_v<T, std::string>) {
           quote(out, v);
+        } else if constexpr (std::is_same_v<T, Raw>) {
+          out += v.text;
         } else if constexpr (std::is_same_v<T, Object>) {
           out.push_back('{');
           for (size_t i = 0; i < v.size(); ++i) {

@@ -24,6 +24,9 @@ class Json {
 
   static Json object() { Json j; j.value_ = Object{}; return j; }
   static Json array() { Json j; j.value_ = Array{}; return j; }
+  /// A value given as JSON text (a task's result), written out without its whitespace so the
+  /// output stays one line; the caller has checked that `text` is one JSON value.
+  static Json raw(const std::string& text);
 
   /// Sets `key` of an object (appending it if new).
   Json& set(const std::string& key, Json value);
@@ -36,7 +39,10 @@ class Json {
  private:
   using Object = std::vector<std::pair<std::string, Json>>;
   using Array = std::vector<Json>;
-  std::variant<std::nullptr_t, bool, int64_t, double, std::string, Object, Array> value_;
+  struct Raw {
+    std::string text;
+  };
+  std::variant<std::nullptr_t, bool, int64_t, double, std::string, Object, Array, Raw> value_;
 };
 
 }  // namespace troupe::cli
