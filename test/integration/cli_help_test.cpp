@@ -23,7 +23,7 @@ namespace {
 /// Every command, groups included, as the words that name it.
 const std::vector<std::vector<std::string>> every_command = {
     {"submit"}, {"result"}, {"status"}, {"watch"}, {"list"}, {"pause"}, {"resume"}, {"stop"}, {"kill"},
-    {"rerun"}, {"retry"}, {"skip"}, {"update"}, {"complete"}, {"fail"}, {"dev"}, {"up"}, {"down"},
+    {"rerun"}, {"retry"}, {"skip"}, {"update"}, {"purge"}, {"complete"}, {"fail"}, {"dev"}, {"up"}, {"down"},
     {"describe"}, {"describe", "states"}, {"bench"}, {"bench", "store"}, {"bench", "chain"},
     {"bench", "fanout"}, {"bench", "idle"}, {"version"}, {"help"}};
 
