@@ -817,6 +817,8 @@ class ClientServiceImpl final : public schema::ClientService::Server {
       if (r) {
         results.setWorkflowState(r->workflow_state);
         results.setTaskState(r->task_state);
+        results.setWorkflowStateCode(to_wire(workflow_state_code(r->workflow_state)));
+        results.setTaskStateCode(to_wire(task_state_code(r->task_state)));
       } else {
         set_error(results.initError(), r.error());
       }

@@ -166,7 +166,9 @@ interface ClientService {
   # notAllowedInState, with a message saying what to do instead, when the task or the workflow
   # is not in a state the operation applies to.
 
-  retryTask @9 (workflowId :Text, task :Text) -> (workflowState :Text, taskState :Text, error :Common.Error);
+  retryTask @9 (workflowId :Text, task :Text)
+      -> (workflowState :Text, taskState :Text, error :Common.Error, workflowStateCode :WorkflowState,
+          taskStateCode :TaskState);
   # A new attempt of a task that failed or was killed, while the rest of the workflow runs; its
   # downstream tasks, blocked by the failure, run once it succeeds. Its attempt numbers go on
   # from the failed ones (invocations stay unique) and its retry policy starts a fresh round
@@ -176,7 +178,9 @@ interface ClientService {
   # nothing else of it runs again (unlike rerun, which runs the task's downstream afresh too). A
   # STOPPED workflow is refused: rerun it. Refused for a task that is running or waiting (it has
   # not failed), succeeded, or not run because an upstream task failed (the message names it).
-  skipTask @10 (workflowId :Text, task :Text, reason :Text) -> (workflowState :Text, taskState :Text, error :Common.Error);
+  skipTask @10 (workflowId :Text, task :Text, reason :Text)
+      -> (workflowState :Text, taskState :Text, error :Common.Error, workflowStateCode :WorkflowState,
+          taskStateCode :TaskState);
   # Marks a task FORCED_SUCCESS with `reason` (recorded), and its downstream tasks run as if it
   # had succeeded. Applies to a task that failed or was killed (a FAILED workflow is reopened,
   # as retryTask does), and to one not on a worker: waiting for its dependencies, in its task
@@ -184,7 +188,9 @@ interface ClientService {
   # it would be (taskState WAITING until then), so the dependencies it waits for still run
   # first. Refused for a task on a worker (wait for its attempt to end) and for one that
   # succeeded.
-  updateTask @11 (workflowId :Text, task :Text, options :TaskOptionsUpdate) -> (workflowState :Text, taskState :Text, error :Common.Error);
+  updateTask @11 (workflowId :Text, task :Text, options :TaskOptionsUpdate)
+      -> (workflowState :Text, taskState :Text, error :Common.Error, workflowStateCode :WorkflowState,
+          taskStateCode :TaskState);
   # Changes a task's options from its next dispatch: an attempt on a worker keeps the timeouts it
   # was sent with, while the retry policy decides its retry; a task waiting in its task list
   # moves to the new one (as a new arrival). Checked by the rules of a definition's task

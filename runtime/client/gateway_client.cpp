@@ -355,7 +355,8 @@ namespace {
 template <class Response>
 Result<TaskCommandResult> command_result(Response& response) {
   if (has_error(response)) return error_of(response);
-  return TaskCommandResult{text(response.getWorkflowState()), text(response.getTaskState())};
+  return TaskCommandResult{text(response.getWorkflowState()), text(response.getTaskState()),
+                           from_wire(response.getWorkflowStateCode()), from_wire(response.getTaskStateCode())};
 }
 
 }  // namespace

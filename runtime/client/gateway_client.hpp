@@ -108,6 +108,8 @@ struct TaskUpdate {
 struct TaskCommandResult {
   std::string workflow_state;  ///< RUNNING, PAUSED, ... (a FAILED workflow a retry or skip reopened: RUNNING)
   std::string task_state;      ///< the task's state, e.g. SUBMITTED, FORCED_SUCCESS; WAITING before it is scheduled
+  WorkflowStateCode workflow_state_code = WorkflowStateCode::UNKNOWN;  ///< `workflow_state` as a code
+  TaskStateCode task_state_code = TaskStateCode::UNKNOWN;              ///< `task_state` as a code
 };
 
 struct ConnectOptions {

@@ -21,6 +21,8 @@
 #include <span>
 #include <sstream>
 
+#include "schema/suggest.hpp"
+
 namespace troupe::runtime {
 namespace {
 
@@ -110,36 +112,9 @@ bool valid_name(std::string_view s) {
   });
 }
 
-/// Edit distance with adjacent transpositions ("nmae" is one step from "name").
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
 /// The candidate closest to `word` if it is a near miss (a typo), else nullopt.
-std::optional<std::string_view> near_miss(std::string_view word, Names candidates) {
-  const size_t allowed = word.size() <= 3 ? 1 : word.size() <= 8 ? 2 : 3;
-  std::optional<std::string_view> best;
-  size_t best_distance = allowed + 1;
-  for (auto c : candidates) {
-    const size_t d = edit_distance(word, c);
-    if (d < best_distance) {
-      best = c;
-      best_distance = d;
-    }
-  }
-  return best;
+std::optional<std::string> near_miss(std::string_view word, Names candidates) {
+  return troupe::near_miss(word, std::vector<std::string>(candidates.begin(), candidates.end()));
 }
 
 std::string kind(const toml::node& n) {

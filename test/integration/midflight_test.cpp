@@ -117,6 +117,8 @@ TEST_SUITE("integration.midflight") {
     REQUIRE_MESSAGE(retried, retried.error().message);
     CHECK(retried->workflow_state == "RUNNING");
     CHECK(retried->task_state == "SUBMITTED");
+    CHECK(retried->workflow_state_code == troupe::WorkflowStateCode::RUNNING);
+    CHECK(retried->task_state_code == troupe::TaskStateCode::SUBMITTED);
     REQUIRE(task_reaches(*api, "retried", "left", "RUNNING"));
     CHECK(task_status(*api, "retried", "left").attempt == 2);
     touch(d + "/release-left");
@@ -141,6 +143,7 @@ TEST_SUITE("integration.midflight") {
     auto skipped = api->skip_task("skipped", "left", "the data is already there");
     REQUIRE_MESSAGE(skipped, skipped.error().message);
     CHECK(skipped->task_state == "FORCED_SUCCESS");
+    CHECK(skipped->task_state_code == troupe::TaskStateCode::FORCED_SUCCESS);
     CHECK(task_status(*api, "skipped", "left").state == "FORCED_SUCCESS");
     touch(d + "/release-right");
     CHECK(result_of(*api, "skipped") == "SUCCESS");

@@ -21,7 +21,7 @@
 #include "tools/troupe/connection.hpp"
 #include "tools/troupe/exit_codes.hpp"
 #include "tools/troupe/json.hpp"
-#include "tools/troupe/suggest.hpp"
+#include "schema/suggest.hpp"
 #include "tools/troupe/task_table.hpp"
 
 namespace troupe::cli {

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "tools/troupe/help.hpp"
-#include "tools/troupe/suggest.hpp"
+#include "schema/suggest.hpp"
 
 namespace troupe::cli {
 namespace {

@@ -338,8 +338,8 @@ task_lists = { default = 1 }
     CHECK_MESSAGE(
         has_problem(config, f.path, 3, "cluster.nmae", "unknown key (did you mean \"name\"?)"),
         message_of(config));
-    CHECK_MESSAGE(has_problem(config, f.path, 4, "cluster.heartbeat",
-                              "unknown key (expected one of: name, token_file, heartbeat_interval"),
+    // An abbreviation of one key names it, as the CLI does for options.
+    CHECK_MESSAGE(has_problem(config, f.path, 4, "cluster.heartbeat", "unknown key (did you mean \"heartbeat_interval\"?)"),
                   message_of(config));
     CHECK_MESSAGE(has_problem(config, f.path, 8, "task_lists.gpu.brust", "did you mean \"burst\"?"),
                   message_of(config));

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/troupe/suggest.hpp"
+#include "schema/suggest.hpp"
 
-using troupe::cli::near_miss;
+using troupe::near_miss;
 
 TEST_SUITE("tools.suggest") {
   TEST_CASE("a typo finds the nearest candidate; an abbreviation its only completion; a stranger nothing") {

@@ -1,4 +1,5 @@
-// "Did you mean": the candidate a mistyped word was most likely meant to be.
+// "Did you mean": the candidate a mistyped word was most likely meant to be, for the CLI's
+// options and commands and the cluster config's keys alike. Std-only.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace troupe::cli {
+namespace troupe {
 
 /// Edit distance with adjacent transpositions ("jsno" is one step from "json").
 size_t edit_distance(std::string_view a, std::string_view b);
@@ -17,4 +18,4 @@ size_t edit_distance(std::string_view a, std::string_view b);
 /// nothing is close.
 std::optional<std::string> near_miss(std::string_view word, const std::vector<std::string>& candidates);
 
-}  // namespace troupe::cli
+}  // namespace troupe

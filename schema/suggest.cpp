@@ -1,10 +1,10 @@
 // Near misses by edit distance.
-#include "tools/troupe/suggest.hpp"
+#include "schema/suggest.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-namespace troupe::cli {
+namespace troupe {
 namespace {
 
 std::string lower(std::string_view s) {
@@ -56,4 +56,4 @@ std::optional<std::string> near_miss(std::string_view word, const std::vector<st
   return only;
 }
 
-}  // namespace troupe::cli
+}  // namespace troupe
