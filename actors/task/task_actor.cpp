@@ -47,7 +47,7 @@ struct TaskActorState {
   std::optional<uint64_t> recovered_at_event;
   /// The definition's task with the options an operator gave (model.options); unset while
   /// there are none. Kept in step with the model by refresh_options.
-  std::optional<TaskSpec> updated;
+  std::shared_ptr<const TaskSpec> updated;
   /// Moving to another task list or priority (an update while waiting in its task list): from
   /// the withdrawal until the new list answers, a grant is from the old list and is refused.
   bool moving = false;
@@ -63,7 +63,7 @@ static void refresh_options(TaskActorState& st) {
     return;
   }
   TaskSpec now = st.model.effective(st.spec->tasks[st.index], false);
-  if (!st.updated || !(*st.updated == now)) st.updated = std::move(now);
+  if (!st.updated || !(*st.updated == now)) st.updated = std::make_shared<const TaskSpec>(std::move(now));
 }
 
 /// How long a cancelled invocation may take to stop, and its task waits for the confirmation:
