@@ -275,9 +275,11 @@ Result<std::optional<WorkflowOutcome>> closed_outcome(storage::HistoryStore& sto
 
 /// How workflow `id` ended: from its history once it has, else when its actor closes it. The
 /// client waits here, not in the workflow actor, so a workflow it waits for may still passivate.
+/// A finished workflow's live actor (adopted for a command or a rerun) is no reason to wait: it
+/// may end without closing anything, and one a command reopens is answered as it was.
 void ask_result(Self self, const std::string& id, caf::typed_response_promise<WorkflowOutcome> promise) {
   auto& st = self->state;
-  if (!st.live.count(id) && !st.passivated.count(id)) {
+  if (!st.passivated.count(id)) {
     auto closed = closed_outcome(*st.store, id);
     if (!closed) {
       promise.deliver(to_caf(closed.error()));
@@ -288,9 +290,11 @@ void ask_result(Self self, const std::string& id, caf::typed_response_promise<Wo
       return;
     }
     // Open without an actor (not revived since a restart): revive it, so that it carries on.
-    if (auto wf = find_or_revive(self, id); !wf) {
-      promise.deliver(to_caf(wf.error()));
-      return;
+    if (!st.live.count(id)) {
+      if (auto wf = find_or_revive(self, id); !wf) {
+        promise.deliver(to_caf(wf.error()));
+        return;
+      }
     }
   }
   st.result_waiters[id].push_back(std::move(promise));
@@ -330,8 +334,19 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
     forget(self, id, down.source);
     self->state.ids.erase(it);
     // One that failed (its history could not be written) will not close: its waiters hear why.
-    // One that passivated or closed ended normally.
-    if (down.reason) answer_waiters(self, id, down.reason);
+    // One that ended normally closed (its waiters were answered), passivated (they wait for
+    // the one woken next), or was a finished workflow's adopted for a command: its history
+    // answers them.
+    if (down.reason) {
+      answer_waiters(self, id, down.reason);
+    } else if (self->state.result_waiters.count(id) && !self->state.live.count(id)) {
+      auto closed = closed_outcome(*self->state.store, id);
+      if (!closed) {
+        answer_waiters(self, id, to_caf(closed.error()));
+      } else if (*closed) {
+        answer_waiters(self, id, **closed);
+      }
+    }
   });
   return {
       [=](submit_atom, const std::string& id, const std::string& json, const std::string& input,

@@ -47,7 +47,7 @@ struct TaskActorState {
   std::optional<uint64_t> recovered_at_event;
   /// The definition's task with the options an operator gave (model.options); unset while
   /// there are none. Kept in step with the model by refresh_options.
-  std::optional<TaskSpec> updated;
+  std::shared_ptr<const TaskSpec> updated;
   /// Moving to another task list or priority (an update while waiting in its task list): from
   /// the withdrawal until the new list answers, a grant is from the old list and is refused.
   bool moving = false;
@@ -63,7 +63,7 @@ static void refresh_options(TaskActorState& st) {
     return;
   }
   TaskSpec now = st.model.effective(st.spec->tasks[st.index], false);
-  if (!st.updated || !(*st.updated == now)) st.updated = std::move(now);
+  if (!st.updated || !(*st.updated == now)) st.updated = std::make_shared<const TaskSpec>(std::move(now));
 }
 
 /// How long a cancelled invocation may take to stop, and its task waits for the confirmation:
@@ -699,9 +699,16 @@ caf::result<std::string> answer_when_durable(Self self) {
   return promise;
 }
 
+/// A task that has ended (or whose end is being written) has told its workflow so, with its
+/// model: a command reaching it now is answered as if it had gone down, and the workflow, which
+/// has its end by then, records the command on that model. Recorded here instead, it would
+/// follow the end the workflow already acts on, and the two would part.
+bool has_ended(const TaskActorState& s) { return s.ended || TaskMachine::is_terminal(s.model.state); }
+
 /// An operator's skipTask: FORCED_SUCCESS, unless an attempt is on an executor.
 caf::result<std::string> skip(Self self, const std::string& reason) {
   auto& s = self->state;
+  if (has_ended(s)) return caf::make_error(caf::sec::request_receiver_down);
   const std::string state(TaskMachineTraits::name(s.model.state));
   if (TaskMachine::is_on_executor(s.model.state)) {
     return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE,
@@ -718,6 +725,7 @@ caf::result<std::string> skip(Self self, const std::string& reason) {
 /// An operator's updateTask: the options the next attempt has, checked as a definition's.
 caf::result<std::string> update_options(Self self, const TaskOptionsPatch& patch) {
   auto& s = self->state;
+  if (has_ended(s)) return caf::make_error(caf::sec::request_receiver_down);
   if (s.moving) {
     // One move at a time: a slot granted in the list it moves to must be the one its options name.
     return to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "task '" + s.model.name +

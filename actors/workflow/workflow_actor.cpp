@@ -764,30 +764,78 @@ void update_task(Self self, uint32_t index, const TaskOptionsPatch& patch, const
   commit(self, std::move(batch));
 }
 
+void run_command(Self self, const TaskCommand& command, const CommandReply& reply, bool asked_task);
+
 /// A command for a task with an actor: the task decides (a skip or an update), and answers once
-/// its event is durable.
-template <class Atom, class Arg>
-void ask_live_task(Self self, const task_actor& task, Atom atom, Arg arg, const CommandReply& reply) {
+/// its event is durable. A task that ended meanwhile answers as one that went down: it told this
+/// workflow first, so the command is decided again once what that led to is written, for the
+/// task's ended model (once: a task that ended has no actor here any more).
+void ask_live_task(Self self, const task_actor& task, const TaskCommand& command, const CommandReply& reply,
+                   bool asked_task) {
   ++self->state.asks;
   auto answered = [self] {
     auto& st = self->state;
     if (--st.asks == 0 && st.quit_after_asks && st.model.finalized) self->quit();
   };
-  self->request(task, caf::infinite, atom, std::move(arg))
-      .then(
-          [self, reply, answered](const std::string& task_state) {
-            reply->deliver(TaskCommandOutcome{std::string(WorkflowMachineTraits::name(self->state.model.state)),
-                                              task_state});
-            answered();
-          },
-          [reply, answered](const caf::error& e) {
-            if (e == caf::sec::request_receiver_down) {
-              reply->deliver(to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "the task ended as it was asked: ask again")));
-            } else {
-              reply->deliver(e);
-            }
-            answered();
-          });
+  auto on_error = [self, reply, answered, command, asked_task](const caf::error& e) {
+    if (e != caf::sec::request_receiver_down) {
+      reply->deliver(e);
+    } else if (asked_task) {
+      reply->deliver(to_caf(fail(Errc::NOT_ALLOWED_IN_STATE, "the task ended as it was asked: ask again")));
+    } else {
+      // Still counted among the asks until then, so the actor does not end before it answers.
+      self->state.pipeline.after_pending([self, reply, answered, command] {
+        run_command(self, command, reply, true);
+        answered();
+      });
+      return;
+    }
+    answered();
+  };
+  auto on_answer = [self, reply, answered](const std::string& task_state) {
+    reply->deliver(TaskCommandOutcome{std::string(WorkflowMachineTraits::name(self->state.model.state)), task_state});
+    answered();
+  };
+  if (command.kind == TaskCommandKind::SKIP) {
+    self->request(task, caf::infinite, skip_atom::value, command.reason).then(on_answer, on_error);
+  } else {
+    self->request(task, caf::infinite, options_atom::value, command.options).then(on_answer, on_error);
+  }
+}
+
+/// Decides `command` once what was being written is durable (see operate). `asked_task`: a task
+/// actor refused it as having ended.
+void run_command(Self self, const TaskCommand& command, const CommandReply& reply, bool asked_task) {
+  auto& s = self->state;
+  if (s.ending) {
+    // It closed (or passivated) meanwhile: the directory asks again whatever it finds now.
+    reply->deliver(caf::make_error(caf::sec::request_receiver_down));
+    return;
+  }
+  auto refuse = [&](const Error& error) {
+    reply->deliver(to_caf(error));
+    end_adopted_when_idle(self);
+  };
+  if (command.kind != TaskCommandKind::RETRY && command.kind != TaskCommandKind::SKIP &&
+      command.kind != TaskCommandKind::UPDATE) {
+    return refuse(fail(Errc::INVALID_ARGUMENT, "unknown task command " + std::to_string(int(command.kind))));
+  }
+  const WorkflowEvent operation = operation_of(command.kind);
+  auto index = s.model.task_for(operation, command.task);
+  if (!index) return refuse(index.error());
+  if (auto it = s.tasks.find(*index); it != s.tasks.end()) {
+    ask_live_task(self, it->second, command, reply, asked_task);
+    return;
+  }
+  const NodeState node = s.model.graph->state(*index);
+  if (node == NodeState::ACTIVE || node == NodeState::PAUSED) {
+    return refuse(fail(Errc::INTERNAL, "task '" + command.task + "' is active but has no actor"));
+  }
+  switch (command.kind) {
+    case TaskCommandKind::RETRY: retry_task(self, *index, reply); break;
+    case TaskCommandKind::SKIP: skip_task(self, *index, command.reason, reply); break;
+    case TaskCommandKind::UPDATE: update_task(self, *index, command.options, reply); break;
+  }
 }
 
 /// An operator's retry, skip or update of one task (gateway.capnp has the semantics).
@@ -798,42 +846,7 @@ caf::result<TaskCommandOutcome> operate(Self self, TaskCommand command) {
       self->make_response_promise<TaskCommandOutcome>());
   st.command_replies.push_back(reply);
   // After what is being written: a revived workflow's task actors are created by then.
-  st.pipeline.after_pending([self, reply, command = std::move(command)] {
-    auto& s = self->state;
-    if (s.ending) {
-      // It closed (or passivated) meanwhile: the directory asks again whatever it finds now.
-      reply->deliver(caf::make_error(caf::sec::request_receiver_down));
-      return;
-    }
-    auto refuse = [&](const Error& error) {
-      reply->deliver(to_caf(error));
-      end_adopted_when_idle(self);
-    };
-    if (command.kind != TaskCommandKind::RETRY && command.kind != TaskCommandKind::SKIP &&
-        command.kind != TaskCommandKind::UPDATE) {
-      return refuse(fail(Errc::INVALID_ARGUMENT, "unknown task command " + std::to_string(int(command.kind))));
-    }
-    const WorkflowEvent operation = operation_of(command.kind);
-    auto index = s.model.task_for(operation, command.task);
-    if (!index) return refuse(index.error());
-    if (auto it = s.tasks.find(*index); it != s.tasks.end()) {
-      if (command.kind == TaskCommandKind::SKIP) {
-        ask_live_task(self, it->second, skip_atom::value, command.reason, reply);
-      } else {
-        ask_live_task(self, it->second, options_atom::value, command.options, reply);
-      }
-      return;
-    }
-    const NodeState node = s.model.graph->state(*index);
-    if (node == NodeState::ACTIVE || node == NodeState::PAUSED) {
-      return refuse(fail(Errc::INTERNAL, "task '" + command.task + "' is active but has no actor"));
-    }
-    switch (command.kind) {
-      case TaskCommandKind::RETRY: retry_task(self, *index, reply); break;
-      case TaskCommandKind::SKIP: skip_task(self, *index, command.reason, reply); break;
-      case TaskCommandKind::UPDATE: update_task(self, *index, command.options, reply); break;
-    }
-  });
+  st.pipeline.after_pending([self, reply, command = std::move(command)] { run_command(self, command, reply, false); });
   return *reply;
 }
 
@@ -986,6 +999,14 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
           case TaskState::KILLED: wire = schema::TaskOutcome::KILLED; break;
           case TaskState::PAUSED: wire = schema::TaskOutcome::PAUSED; break;
           default: break;
+        }
+        // Every state a workflow with a task still running can be in takes the task's end:
+        // refused, the workflow would wait for it forever, so that is a bug.
+        if (auto allowed = WorkflowMachine::transition(st.model.state, WorkflowEvent::TASK_FINISHED); !allowed) {
+          return fail_stop(self, to_caf(fail(Errc::INTERNAL, "workflow '" + st.model.id + "' could not take the end of task '" +
+                                                                 name + "' (" +
+                                                                 std::string(TaskMachineTraits::name(task_state)) +
+                                                                 "): " + allowed.error().message)));
         }
         Batch batch;
         if (decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
