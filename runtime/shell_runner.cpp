@@ -1,7 +1,12 @@
 // The shell runner: ProcessSupervisor behind the TaskContext of an invocation.
 #include "runtime/shell_runner.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -85,20 +90,44 @@ void poll_progress(std::shared_ptr<ProgressWatch> watch, std::shared_ptr<actors:
 }
 
 /// Writes `content` to a new file at `path` that only this user may read (an input may hold
-/// secrets). UNAVAILABLE with the reason when it cannot (a full disk).
+/// secrets): created 0600 (never readable in between), and never through a file or symlink
+/// already there. UNAVAILABLE with the reason when it cannot (a full disk, a name taken).
 Result<void> write_private_file(const std::string& path, const std::string& content) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, ec);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (out.good() && !ec) return ok();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return fail(Errc::UNAVAILABLE, "cannot create the task's input file " + path + ": " + std::strerror(errno));
   }
-  fs::remove(path, ec);
-  return fail(Errc::UNAVAILABLE, "cannot write the task's input to " + path);
+  size_t written = 0;
+  int error = 0;
+  while (written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = errno;
+      break;
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0) return ok();
+  fs::remove(path, ec);  // ours: created by the open above
+  return fail(Errc::UNAVAILABLE, "cannot write the task's input to " + path + ": " + std::strerror(error));
+}
+
+/// A name part unique to `invocation_id`: safe() maps many ids to one name, so the input files
+/// of two invocations whose names differ only in bytes it replaces would otherwise collide.
+std::string invocation_tag(std::string_view invocation_id) {
+  uint64_t hash = 0xcbf29ce484222325;  // FNV-1a, 64 bits
+  for (unsigned char c : invocation_id) {
+    hash ^= c;
+    hash *= 0x100000001b3;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
 }
 
 void remove_files(const std::vector<std::string>& files) {
@@ -124,13 +153,14 @@ Result<std::vector<std::string>> pass_inputs(const actors::Invocation& invocatio
     spec.env.push_back(name + "_FILE=" + path);
     return ok();
   };
-  const std::string input_file = stem + ".input.json";
+  const std::string unique_stem = stem + "." + invocation_tag(invocation.invocation_id);
+  const std::string input_file = unique_stem + ".input.json";
   auto passed = pass("TROUPE_INPUT", invocation.input_json, input_file);
   if (passed) {
     // Without an input of its own the task's input is the workflow's: one file serves both.
     passed = invocation.workflow_input_json.empty()
                  ? pass("TROUPE_WORKFLOW_INPUT", invocation.input_json, input_file)
-                 : pass("TROUPE_WORKFLOW_INPUT", invocation.workflow_input_json, stem + ".workflow-input.json");
+                 : pass("TROUPE_WORKFLOW_INPUT", invocation.workflow_input_json, unique_stem + ".workflow-input.json");
   }
   if (!passed) {
     remove_files(files);

@@ -130,6 +130,15 @@ schema::HistoryEvent::Reader DecodedEvent::get() const {
       .getRoot<schema::HistoryEvent>();
 }
 
+Result<void> check_history_start(std::string_view workflow_id, const std::string* first) {
+  if (first != nullptr) {
+    auto event = DecodedEvent::decode(*first);
+    if (!event) return event.error();
+    if (event->get().getBody().isWorkflowSubmitted()) return ok();
+  }
+  return fail(Errc::NOT_FOUND, "workflow '" + std::string(workflow_id) + "' no longer exists: it was purged");
+}
+
 std::string encode_workflow_record(const WorkflowRecord& record) {
   capnp::MallocMessageBuilder message;
   auto root = message.initRoot<schema::WorkflowRecord>();

@@ -44,6 +44,13 @@ class DecodedEvent {
   std::shared_ptr<const Holder> holder_;
 };
 
+/// Whether a batch whose first event is `first` (a packed HistoryEvent as compose_event makes
+/// it; null for an empty batch) may begin the history of `workflow_id`, which has neither events
+/// nor a record: only a workflowSubmitted event may. Anything else is an append to a workflow
+/// that is gone (purged while an actor still held it) and would leave a history replay cannot
+/// read: NOT_FOUND, saying so.
+Result<void> check_history_start(std::string_view workflow_id, const std::string* first);
+
 std::string encode_workflow_record(const WorkflowRecord& record);
 /// INVALID_ARGUMENT if `bytes` is not a WorkflowRecord.
 Result<WorkflowRecord> decode_workflow_record(std::string_view bytes);

@@ -147,8 +147,12 @@ class HistoryStore {
   /// Appends `events` to `workflow_id`'s history and, if given, writes its index record,
   /// atomically. Sequences are consecutive per workflow, from 1. `done` runs exactly once,
   /// on the store's writer thread (keep it short), after the append is durable or failed.
-  /// Errors: INVALID_ARGUMENT (bad id, malformed body), UNAVAILABLE (store stopped or
-  /// fail-stopped), INTERNAL (a write failed; the message has the cause).
+  /// A workflow with neither events nor a record gets a history only from an append whose first
+  /// event is its workflowSubmitted: any other append to it (one from an actor that still held
+  /// the workflow when it was purged) is refused whole with NOT_FOUND, and does not fail-stop
+  /// the store.
+  /// Errors: INVALID_ARGUMENT (bad id, malformed body), NOT_FOUND (see above), UNAVAILABLE
+  /// (store stopped or fail-stopped), INTERNAL (a write failed; the message has the cause).
   virtual void append(std::string workflow_id, std::vector<NewEvent> events,
                       std::optional<WorkflowRecord> record, AppendCallback done) = 0;
 

@@ -50,6 +50,14 @@ void MemoryHistoryStore::append(std::string workflow_id, std::vector<NewEvent> e
           composed.push_back(StoredEvent{first + i, std::move(*packed)});
         }
       }
+      if (outcome && history.empty() && !workflows_.count(workflow_id)) {
+        // As RocksHistoryStore: only a submission may start a history.
+        auto starts = check_history_start(workflow_id, composed.empty() ? nullptr : &composed.front().packed);
+        if (!starts) {
+          outcome = starts.error();
+          events_.erase(workflow_id);  // leaves no empty history behind
+        }
+      }
       if (outcome) {
         for (auto& e : composed) {
           stats_.bytes_written += e.packed.size();

@@ -404,6 +404,15 @@ struct RocksHistoryStore::Impl {
       }
       composed.push_back(std::move(*event));
     }
+    if (last == 0) {
+      // No history: only a submission may start one (see check_history_start).
+      auto record = effective_record(op.workflow_id, pending);
+      if (!record) return record.error();
+      if (!*record) {
+        auto starts = check_history_start(op.workflow_id, composed.empty() ? nullptr : &composed.front());
+        if (!starts) return starts.error();
+      }
+    }
     for (size_t i = 0; i < composed.size(); ++i) {
       (void)batch.Put(events, slice(event_key(op.workflow_id, last + 1 + i)), slice(composed[i]));
     }
@@ -455,7 +464,7 @@ struct RocksHistoryStore::Impl {
       (void)batch.Delete(workflows, slice(id));
       (void)batch.Delete(open_index, slice(id));
       pending[id] = std::nullopt;
-      last_assigned[id] = 0;  // a later append in this batch starts a new history
+      last_assigned[id] = 0;  // a later append in this batch may only start a new history
       ++purged;
     }
     return purged;

@@ -19,8 +19,9 @@ namespace troupe::actors {
 class HistoryWriter {
  public:
   HistoryWriter() = default;
-  /// `store` must accept appends until the actor system stops. After a failed append the
-  /// store is fail-stopped, and so is every later append.
+  /// `store` must accept appends until the actor system stops. After a failed write the
+  /// store is fail-stopped, and so is every later append; an append it refuses (NOT_FOUND: the
+  /// workflow was purged meanwhile) fails alone. Either way the actor fail-stops its workflow.
   explicit HistoryWriter(std::shared_ptr<storage::HistoryStore> store) : store_(std::move(store)) {}
 
   /// Appends `batch` to the history of `workflow_id`. Once it is durable (or failed), `to` gets

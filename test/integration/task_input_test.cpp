@@ -181,12 +181,44 @@ cp "$TROUPE_WORKFLOW_INPUT_FILE" ')" + copies + R"(/own.json' && echo "file=$TRO
                     read_whole(logs + "plain.1.1.log") << read_whole(logs + "own.1.1.log"));
     CHECK(read_whole(copies + "/plain.json") == input);
     CHECK(read_whole(copies + "/own.json") == input);
+    // Beside the log, named after the invocation.
     const std::string plain_log = read_whole(logs + "plain.1.1.log");
-    CHECK(plain_log == "file=" + logs + "plain.1.1.input.json\n");
+    const std::string plain_prefix = "file=" + logs + "plain.1.1.";
+    REQUIRE_MESSAGE(plain_log.starts_with(plain_prefix), plain_log);
+    CHECK(plain_log.ends_with(".input.json\n"));
     const std::string own_log = read_whole(logs + "own.1.1.log");
-    CHECK(own_log == "input={\"part\":1}\nfile=" + logs + "own.1.1.workflow-input.json\n");
+    const std::string own_prefix = "input={\"part\":1}\nfile=" + logs + "own.1.1.";
+    REQUIRE_MESSAGE(own_log.starts_with(own_prefix), own_log);
+    CHECK(own_log.ends_with(".workflow-input.json\n"));
     // Gone with the processes that read them.
-    CHECK_FALSE(fs::exists(logs + "plain.1.1.input.json"));
-    CHECK_FALSE(fs::exists(logs + "own.1.1.workflow-input.json"));
+    CHECK_FALSE(fs::exists(plain_log.substr(5, plain_log.size() - 6)));
+    CHECK_FALSE(fs::exists(own_log.substr(own_log.find("file=") + 5, own_log.size() - own_log.find("file=") - 6)));
+  }
+
+  TEST_CASE("tasks whose names map to the same file name get input files of their own, readable by the user alone") {
+    Cluster cluster(one_worker());
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    const std::string copies = cluster.dir / "copies";
+    fs::create_directories(copies);
+    // "a b" and "a_b" share their log's file name; both run at once, each with its own big input,
+    // and each waits until the other's file exists, so neither can have ended and removed its own.
+    auto task = [&](const std::string& name, const std::string& copy, char fill) {
+      const std::string script = R"(stat -c %a "$TROUPE_INPUT_FILE" > ')" + copies + "/" + copy + R"(.mode'
+cp "$TROUPE_INPUT_FILE" ')" + copies + "/" + copy + R"(.json'
+touch ')" + copies + "/" + copy + R"(.ready'
+i=0; while [ ! -e ')" + copies + R"(/a.ready' ] || [ ! -e ')" + copies + R"(/b.ready' ]; do i=$((i+1)); [ $i -gt 600 ] && exit 5; sleep 0.05; done
+cmp "$TROUPE_INPUT_FILE" ')" + copies + "/" + copy + R"(.json' || exit 6)";
+      return shell_task(name, script, R"("input": {"blob": ")" + std::string(size_t{100} << 10, fill) + R"("})");
+    };
+    const std::string definition =
+        R"({"name": "clash", "tasks": [)" + task("a b", "a", 'a') + ", " + task("a_b", "b", 'b') + "]}";
+    auto client = gateway(cluster.port);
+    start(*client, "clash-1", definition, "{}");
+    REQUIRE(ended(*client, "clash-1") == "SUCCESS");
+    CHECK(read_whole(copies + "/a.json") == R"({"blob":")" + std::string(size_t{100} << 10, 'a') + R"("})");
+    CHECK(read_whole(copies + "/b.json") == R"({"blob":")" + std::string(size_t{100} << 10, 'b') + R"("})");
+    CHECK(read_whole(copies + "/a.mode") == "600\n");
+    CHECK(read_whole(copies + "/b.mode") == "600\n");
   }
 }

@@ -41,6 +41,18 @@ inline storage::NewEvent sample_event(uint32_t writer, uint32_t counter, uint32_
   return event;
 }
 
+/// The workflowSubmitted event that begins every history (a store refuses to begin one with
+/// anything else); its definition is not read by the store.
+inline storage::NewEvent submitted_event() {
+  storage::NewEvent event;
+  event.timestamp_us = 1'700'000'000'000'000;
+  event.actor_kind = storage::ActorKind::WORKFLOW;
+  event.body = storage::make_body([](schema::EventBody::Builder body) {
+    body.initWorkflowSubmitted().setDefinitionJson("{}");
+  });
+  return event;
+}
+
 /// True if `event` is exactly what sample_event(writer, counter, index) produced, where
 /// writer and index are read back from its actor id.
 inline bool is_intact_sample(const schema::HistoryEvent::Reader& event) {

@@ -25,6 +25,19 @@ int append_forever(HistoryStore& store) {
   for (uint32_t t = 0; t < 4; ++t) {
     writers.emplace_back([&, t] {
       const std::string workflow = "wf-" + std::to_string(t);
+      // A history begins with its submission (made by the first round); the appends under
+      // test follow it.
+      auto last = store.last_sequence(workflow);
+      if (!last) {
+        std::fprintf(stderr, "reading failed: %s\n", last.error().to_string().c_str());
+        std::exit(1);
+      }
+      if (auto submitted = *last > 0 ? Result<AppendReceipt>(AppendReceipt{})
+                                     : store.append_wait(workflow, {test::submitted_event()});
+          !submitted) {
+        std::fprintf(stderr, "append failed: %s\n", submitted.error().to_string().c_str());
+        std::exit(1);
+      }
       for (uint32_t i = 0; i < 1'000'000; ++i) {
         std::vector<NewEvent> events;
         for (uint32_t e = 0; e <= i % 3; ++e) events.push_back(test::sample_event(t, i, e));

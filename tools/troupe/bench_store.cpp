@@ -120,12 +120,27 @@ uint32_t micros_since(Clock::time_point then) {
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - then).count());
 }
 
+/// Submits the workflows bench-0 .. bench-(appenders - 1), untimed: a store begins a history
+/// only with its submission.
+Result<void> submit_workflows(storage::HistoryStore& store, int appenders) {
+  storage::NewEvent submitted;
+  submitted.body = storage::make_body([](schema::EventBody::Builder body) {
+    body.initWorkflowSubmitted().setDefinitionJson("{}");
+  });
+  for (int t = 0; t < appenders; ++t) {
+    auto receipt = store.append_wait("bench-" + std::to_string(t), {submitted});
+    if (!receipt) return receipt.error();
+  }
+  return ok();
+}
+
 /// One OS thread per appender, each blocked in append_wait until its append is durable.
 Result<RunFigures> run_blocking_threads(const StoreBenchOptions& options, int appenders,
                                         const storage::NewEvent& event) {
   auto scratch = ScratchStore::open(options, "threads-" + std::to_string(appenders));
   if (!scratch) return scratch.error();
   storage::HistoryStore& store = (*scratch)->store();
+  if (auto submitted = submit_workflows(store, appenders); !submitted) return submitted.error();
 
   std::atomic<bool> failed{false};
   Error failure;
@@ -163,6 +178,7 @@ Result<RunFigures> run_chained_appenders(const StoreBenchOptions& options, int a
   auto scratch = ScratchStore::open(options, "chained-" + std::to_string(appenders));
   if (!scratch) return scratch.error();
   storage::HistoryStore& store = (*scratch)->store();
+  if (auto submitted = submit_workflows(store, appenders); !submitted) return submitted.error();
 
   std::vector<std::string> workflows(appenders);
   std::vector<Clock::time_point> issued(appenders);

@@ -95,7 +95,8 @@ std::map<std::string, size_t> surviving_events(const std::string& dir,
       REQUIRE((*events)[i].sequence == i + 1);
       auto decoded = DecodedEvent::decode((*events)[i].packed);
       REQUIRE(decoded);
-      CHECK(test::is_intact_sample(decoded->get()));
+      // Every history begins with its submission.
+      CHECK((i == 0 ? decoded->get().getBody().isWorkflowSubmitted() : test::is_intact_sample(decoded->get())));
     }
     out[wf] = events->size();
   }
@@ -122,6 +123,7 @@ TEST_SUITE("storage.faults") {
     std::atomic<int> acks{0};
     std::atomic<int> refused{0};
     FaultyStore faulty(dir.path(), options);
+    for (const auto& wf : workflows) REQUIRE(faulty.store->append_wait(wf, {test::submitted_event()}, open_record()));
     {
       std::atomic<bool> stop{false};
       std::vector<std::thread> writers;
@@ -164,7 +166,8 @@ TEST_SUITE("storage.faults") {
       options.sync = false;
       FaultyStore faulty(dir.path(), options);
       for (uint32_t i = 0; i < 50; ++i) {
-        REQUIRE(faulty.store->append_wait("wf", {test::sample_event(0, i, 0)}, open_record()));
+        REQUIRE(faulty.store->append_wait("wf", {i == 0 ? test::submitted_event() : test::sample_event(0, i, 0)},
+                                          open_record()));
         ++acked;
       }
       faulty.fs->pull_plug();
@@ -180,7 +183,7 @@ TEST_SUITE("storage.faults") {
     test::TempDir dir;
     {
       FaultyStore faulty(dir.path());
-      REQUIRE(faulty.store->append_wait("wf", {test::sample_event(0, 0, 0)}, open_record()));
+      REQUIRE(faulty.store->append_wait("wf", {test::submitted_event()}, open_record()));
       faulty.fs->fail_syncs(rocksdb::IOStatus::IOError("injected fsync failure"));
 
       constexpr int threads = 8;
@@ -226,7 +229,7 @@ TEST_SUITE("storage.faults") {
     test::TempDir dir;
     FaultyStore faulty(dir.path());
     faulty.fs->fail_appends(rocksdb::IOStatus::NoSpace("No space left on device (injected)"));
-    auto outcome = faulty.store->append_wait("wf", {test::sample_event(0, 0, 0)}, open_record());
+    auto outcome = faulty.store->append_wait("wf", {test::submitted_event()}, open_record());
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().code == Errc::UNAVAILABLE);
     CHECK(outcome.error().message.find("the disk is full") != std::string::npos);
@@ -245,7 +248,8 @@ TEST_SUITE("storage.faults") {
     {
       FaultyStore faulty(dir.path(), stops.options());
       for (uint32_t i = 0; i < 20; ++i) {
-        auto receipt = faulty.store->append_wait("wf", {test::sample_event(0, i, 0)}, open_record());
+        auto receipt = faulty.store->append_wait(
+            "wf", {i == 0 ? test::submitted_event() : test::sample_event(0, i, 0)}, open_record());
         REQUIRE_MESSAGE(receipt, test::why(receipt));
         acked.push_back(receipt->first_sequence);
       }
@@ -288,7 +292,7 @@ TEST_SUITE("storage.faults") {
       FaultyStore faulty(dir.path(), stops.options(small));
       faulty.fs->fail_appends(no_space, ".sst");  // the write-ahead log still works
       for (uint32_t i = 0; i < 5000 && stops.count() == 0; ++i) {
-        auto receipt = faulty.store->append_wait("wf", {test::sample_event(0, i, 0), test::sample_event(0, i, 1)},
+        auto receipt = faulty.store->append_wait("wf", {i == 0 ? test::submitted_event() : test::sample_event(0, i, 0), test::sample_event(0, i, 1)},
                                                  open_record());
         if (receipt) acked = receipt->first_sequence + receipt->count - 1;
       }
@@ -311,7 +315,7 @@ TEST_SUITE("storage.faults") {
     {
       auto store = RocksHistoryStore::open(dir.path());
       REQUIRE(store);
-      REQUIRE((*store)->append_wait("wf", {test::sample_event(0, 0, 0)}, open_record()));
+      REQUIRE((*store)->append_wait("wf", {test::submitted_event()}, open_record()));
     }
     FailStops stops;
     auto fs = std::make_shared<test::FaultInjectionFs>();

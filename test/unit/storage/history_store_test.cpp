@@ -75,12 +75,12 @@ TEST_SUITE("storage.history_store") {
   TEST_CASE("appends get consecutive sequences per workflow and read back in order") {
     test::TempDir dir;
     auto store = open_store(dir.path());
-    auto first = store->append_wait("wf-a", {test::sample_event(0, 1, 0), test::sample_event(0, 1, 1)},
+    auto first = store->append_wait("wf-a", {test::submitted_event(), test::sample_event(0, 1, 1)},
                                     open_record("a"));
     REQUIRE(first);
     CHECK(first->first_sequence == 1);
     CHECK(first->count == 2);
-    auto other = store->append_wait("wf-b", {test::sample_event(0, 1, 0)}, open_record("b"));
+    auto other = store->append_wait("wf-b", {test::submitted_event()}, open_record("b"));
     REQUIRE(other);
     CHECK(other->first_sequence == 1);
     auto second = store->append_wait("wf-a", {test::sample_event(0, 2, 0)});
@@ -89,7 +89,7 @@ TEST_SUITE("storage.history_store") {
 
     auto events = read_all(*store, "wf-a");
     REQUIRE(events.size() == 3);
-    for (auto& e : events) CHECK(test::is_intact_sample(e.get()));
+    for (size_t i = 1; i < events.size(); ++i) CHECK(test::is_intact_sample(events[i].get()));
     CHECK(store->last_sequence("wf-a").value() == 3);
     CHECK(store->last_sequence("wf-none").value() == 0);
 
@@ -103,7 +103,7 @@ TEST_SUITE("storage.history_store") {
     test::TempDir dir;
     {
       auto store = open_store(dir.path());
-      REQUIRE(store->append_wait("wf", {test::sample_event(0, 1, 0), test::sample_event(0, 1, 1)},
+      REQUIRE(store->append_wait("wf", {test::submitted_event(), test::sample_event(0, 1, 1)},
                                  open_record("x")));
     }
     auto store = open_store(dir.path());
@@ -126,6 +126,12 @@ TEST_SUITE("storage.history_store") {
     std::mutex mutex;
     std::map<int, std::vector<Acked>> acked;  // thread -> its appends to the shared workflow
 
+    REQUIRE(store->append_wait("shared", {test::submitted_event()}, open_record("shared")));
+    for (int t = 0; t < threads; ++t) {
+      REQUIRE(store->append_wait("own-" + std::to_string(t), {test::submitted_event()}, open_record("own")));
+    }
+    const uint64_t submissions = threads + 1;
+
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
@@ -147,7 +153,7 @@ TEST_SUITE("storage.history_store") {
     auto shared = read_all(*store, "shared");
     size_t expected_events = 0;
     for (uint32_t i = 0; i < appends_per_thread; ++i) expected_events += i % 3 + 1;
-    CHECK(shared.size() == expected_events * threads);
+    CHECK(shared.size() == expected_events * threads + 1);
 
     for (const auto& [t, appends] : acked) {
       uint64_t previous_first = 0;
@@ -165,13 +171,13 @@ TEST_SUITE("storage.history_store") {
           CHECK(event.getAttempt() == a.counter);
         }
       }
-      CHECK(read_all(*store, "own-" + std::to_string(t)).size() == expected_events);
+      CHECK(read_all(*store, "own-" + std::to_string(t)).size() == expected_events + 1);
     }
     // Group commit: threads waiting on one sync share it.
     auto stats = store->stats();
-    CHECK(stats.operations == threads * appends_per_thread * 2);
+    CHECK(stats.operations == threads * appends_per_thread * 2 + submissions);
     CHECK(stats.batches < stats.operations);
-    CHECK(stats.events == expected_events * threads * 2);
+    CHECK(stats.events == expected_events * threads * 2 + submissions);
   }
 
   TEST_CASE("the open index lists open workflows a page at a time and forgets closed ones") {
@@ -180,7 +186,7 @@ TEST_SUITE("storage.history_store") {
     for (int i = 0; i < 25; ++i) {
       char id[16];
       std::snprintf(id, sizeof id, "wf-%02d", i);
-      REQUIRE(store->append_wait(id, {test::sample_event(0, 1, 0)}, open_record("n", i)));
+      REQUIRE(store->append_wait(id, {test::submitted_event()}, open_record("n", i)));
     }
     REQUIRE(store->close_wait("wf-03", 500));
     // Closing through an append's record update works the same way.
@@ -228,7 +234,7 @@ TEST_SUITE("storage.history_store") {
     auto store = open_store(dir.path());
     for (int i = 0; i < 30; ++i) {
       std::string id = "wf-" + std::to_string(i);
-      REQUIRE(store->append_wait(id, {test::sample_event(0, 1, 0), test::sample_event(0, 2, 0)},
+      REQUIRE(store->append_wait(id, {test::submitted_event(), test::sample_event(0, 2, 0)},
                                  open_record("n")));
       if (i < 20) REQUIRE(store->close_wait(id, i < 10 ? 100 : 900));
     }
@@ -241,7 +247,7 @@ TEST_SUITE("storage.history_store") {
     CHECK(read_all(*store, "wf-15").size() == 2);
     CHECK(read_all(*store, "wf-25").size() == 2);
     // A purged id starts a new history from 1.
-    auto again = store->append_wait("wf-5", {test::sample_event(0, 1, 0)}, open_record("n"));
+    auto again = store->append_wait("wf-5", {test::submitted_event()}, open_record("n"));
     REQUIRE(again);
     CHECK(again->first_sequence == 1);
   }
@@ -256,7 +262,7 @@ TEST_SUITE("storage.history_store") {
     for (int round = 0; round < 3; ++round) {
       for (const auto& id : ids) {
         for (uint64_t seq = 1; seq <= 3; ++seq) {
-          REQUIRE(store->append_wait(id, {test::sample_event(0, seq, 0)}, open_record("n")));
+          REQUIRE(store->append_wait(id, {seq == 1 ? test::submitted_event() : test::sample_event(0, seq, 0)}, open_record("n")));
         }
         REQUIRE(store->close_wait(id, 100));
       }
@@ -266,7 +272,7 @@ TEST_SUITE("storage.history_store") {
       for (const auto& id : ids) CHECK(store->read(id, 1, 100)->empty());
     }
     for (const auto& id : ids) {
-      auto again = store->append_wait(id, {test::sample_event(0, 1, 0), test::sample_event(0, 2, 0)}, open_record("n"));
+      auto again = store->append_wait(id, {test::submitted_event(), test::sample_event(0, 2, 0)}, open_record("n"));
       REQUIRE(again);
       CHECK(again->first_sequence == 1);
       CHECK(read_all(*store, id).size() == 2);
@@ -298,13 +304,13 @@ TEST_SUITE("storage.history_store") {
     auto store = open_store(dir.path());
     auto bad_event = test::sample_event(0, 1, 0);
     bad_event.body = std::string(24, 'x');
-    auto bad = store->append_wait("wf", {test::sample_event(0, 1, 0), bad_event}, open_record("x"));
+    auto bad = store->append_wait("wf", {test::submitted_event(), bad_event}, open_record("x"));
     REQUIRE_FALSE(bad);
     CHECK(bad.error().code == Errc::INVALID_ARGUMENT);
     CHECK(bad.error().message.find("event 1 appended to workflow 'wf'") != std::string::npos);
     CHECK(store->read("wf", 1, 10)->empty());
     CHECK_FALSE(store->find_workflow("wf").value());
-    auto good = store->append_wait("wf", {test::sample_event(0, 1, 0)}, open_record("x"));
+    auto good = store->append_wait("wf", {test::submitted_event()}, open_record("x"));
     REQUIRE(good);
     CHECK(good->first_sequence == 1);
   }
@@ -366,7 +372,7 @@ TEST_SUITE("storage.history_store.errors") {
     test::TempDir dir;
     {
       auto store = open_store(dir.path());
-      REQUIRE(store->append_wait("wf", {test::sample_event(0, 1, 0), test::sample_event(0, 1, 1),
+      REQUIRE(store->append_wait("wf", {test::submitted_event(), test::sample_event(0, 1, 1),
                                         test::sample_event(0, 1, 2)},
                                  open_record("x")));
     }
@@ -387,7 +393,7 @@ TEST_SUITE("storage.history_store.errors") {
     {
       auto store = open_store(dir.path());
       for (const char* id : {"wf-a", "wf-b", "wf-c"}) {
-        REQUIRE(store->append_wait(id, {test::sample_event(0, 1, 0)}, open_record("x")));
+        REQUIRE(store->append_wait(id, {test::submitted_event()}, open_record("x")));
       }
     }
     { RawDb(dir.path()).put("workflows", "wf-b", "garbage that is not a packed record"); }
@@ -411,7 +417,7 @@ TEST_SUITE("storage.history_store.errors") {
     test::TempDir dir;
     {
       auto store = open_store(dir.path());
-      REQUIRE(store->append_wait("wf", {test::sample_event(0, 1, 0)}, open_record("x")));
+      REQUIRE(store->append_wait("wf", {test::submitted_event()}, open_record("x")));
     }
     auto moved = compose_event(9, test::sample_event(0, 1, 0));
     REQUIRE(moved);

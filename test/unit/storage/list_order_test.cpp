@@ -66,7 +66,7 @@ void load(HistoryStore& store, const std::vector<WorkflowEntry>& workflows) {
   std::atomic<size_t> failures{0};
   std::promise<void> all_done;
   for (const auto& w : workflows) {
-    store.append(w.id, {}, w.record, [&](Result<AppendReceipt> r) {
+    store.append(w.id, {test::submitted_event()}, w.record, [&](Result<AppendReceipt> r) {
       if (!r) ++failures;
       if (--pending == 0) all_done.set_value();
     });
@@ -292,7 +292,7 @@ TEST_SUITE("storage.list_order") {
     REQUIRE(page);
     CHECK(page->entries.size() == model.size());
     CHECK(store.read("old-7", 1, 10)->size() == 1);
-    REQUIRE(store.append_wait("new", {test::sample_event(0, 1, 0)}, open_record(9'000'000)));
+    REQUIRE(store.append_wait("new", {test::submitted_event()}, open_record(9'000'000)));
     CHECK(ids(list_all(store, [] {
             ListQuery q;
             q.limit = 1;

@@ -70,7 +70,7 @@ void load(HistoryStore& store, const std::vector<WorkflowEntry>& workflows) {
   std::atomic<size_t> failures{0};
   std::promise<void> all_done;
   for (const auto& w : workflows) {
-    store.append(w.id, {}, w.record, [&](Result<AppendReceipt> r) {
+    store.append(w.id, {test::submitted_event()}, w.record, [&](Result<AppendReceipt> r) {
       if (!r) ++failures;
       if (--pending == 0) all_done.set_value();
     });
@@ -336,8 +336,8 @@ TEST_SUITE("storage.list") {
   TEST_CASE_TEMPLATE("the final state of a CLOSED record survives close() and a restart", Store,
                      OnDisk, InMemory) {
     Store s;
-    REQUIRE(s.store().append_wait("wf-a", {test::sample_event(0, 1, 0)}, open_record("n", 1)));
-    REQUIRE(s.store().append_wait("wf-b", {test::sample_event(0, 1, 0)}, open_record("n", 2)));
+    REQUIRE(s.store().append_wait("wf-a", {test::submitted_event()}, open_record("n", 1)));
+    REQUIRE(s.store().append_wait("wf-b", {test::submitted_event()}, open_record("n", 2)));
     // As the workflow actor closes a workflow: an append whose record is CLOSED.
     REQUIRE(s.store().append_wait("wf-a", {test::sample_event(0, 2, 0)},
                                   closed_record("n", 1, "FAILED")));
@@ -369,7 +369,7 @@ TEST_SUITE("storage.list") {
   TEST_CASE_TEMPLATE("queries no page can answer are INVALID_ARGUMENT naming the field", Store,
                      OnDisk, InMemory) {
     Store s;
-    REQUIRE(s.store().append_wait("wf", {}, open_record("n", 5)));
+    REQUIRE(s.store().append_wait("wf", {test::submitted_event()}, open_record("n", 5)));
     struct Bad {
       const char* field;
       std::function<void(ListQuery&)> set;

@@ -34,7 +34,7 @@ TEST_SUITE("storage.scan_memory") {
       for (int i = 0; i < workflows; ++i) {
         char id[32];
         std::snprintf(id, sizeof id, "workflow-%07d", i);
-        (*store)->append(id, {test::sample_event(0, 1, 0)},
+        (*store)->append(id, {test::submitted_event()},
                          WorkflowRecord{WorkflowStatus::OPEN, name + std::to_string(i), "d", i,
                                         0, "", ""},
                          [&](Result<AppendReceipt> r) {
