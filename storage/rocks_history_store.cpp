@@ -549,6 +549,19 @@ Result<void> add_created_index(RocksHistoryStore::Impl& impl) {
     batch.Clear();
     return ok();
   };
+  // What an interrupted conversion wrote goes first: meanwhile an older troupe may have purged
+  // workflows without knowing this index, and their entries must not survive as ghosts.
+  {
+    std::unique_ptr<rocksdb::Iterator> old(impl.db->NewIterator(rocksdb::ReadOptions(), impl.created));
+    for (old->SeekToFirst(); old->Valid(); old->Next()) {
+      (void)batch.Delete(impl.created, old->key());
+      if (batch.Count() >= migration_page) {
+        if (auto written = write(); !written) return written.error();
+      }
+    }
+    if (!old->status().ok()) return to_error(old->status(), context);
+    if (auto written = write(); !written) return written.error();
+  }
   std::unique_ptr<rocksdb::Iterator> it(impl.db->NewIterator(rocksdb::ReadOptions(), impl.workflows));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const std::string_view id = view(it->key());

@@ -244,6 +244,38 @@ TEST_SUITE("storage.list_order") {
     CHECK(ids(list_all(s.store(), ListQuery{})) == std::vector<std::string>{"wf-new", "wf-open"});
   }
 
+  TEST_CASE("a conversion that was interrupted leaves no ghost: the index is rebuilt from the records") {
+    test::TempDir dir;
+    {
+      // Format 1 with part of a `created` family: a conversion stopped half way, after which an
+      // older build purged "ghost" from the records alone.
+      rocksdb::DBOptions options;
+      options.create_if_missing = true;
+      options.create_missing_column_families = true;
+      std::vector<rocksdb::ColumnFamilyDescriptor> families;
+      for (const char* name : {"default", "events", "workflows", "open", "workers", "meta", "created"}) {
+        families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+      }
+      std::vector<rocksdb::ColumnFamilyHandle*> handles;
+      rocksdb::DB* raw = nullptr;
+      REQUIRE(rocksdb::DB::Open(options, dir.path(), families, &handles, &raw).ok());
+      std::unique_ptr<rocksdb::DB> db(raw);
+      REQUIRE(db->Put(rocksdb::WriteOptions(), handles[5], "format_version", "1").ok());
+      const WorkflowRecord kept = closed_record(2'000'000);
+      auto event = compose_event(1, test::sample_event(0, 1, 0));
+      REQUIRE(event);
+      REQUIRE(db->Put(rocksdb::WriteOptions(), handles[1], event_key("kept", 1), *event).ok());
+      REQUIRE(db->Put(rocksdb::WriteOptions(), handles[2], "kept", encode_workflow_record(kept)).ok());
+      REQUIRE(db->Put(rocksdb::WriteOptions(), handles[6], created_key(1'000'000, "ghost"),
+                      encode_workflow_record(closed_record(1'000'000)))
+                  .ok());
+      for (auto* handle : handles) REQUIRE(db->DestroyColumnFamilyHandle(handle).ok());
+    }
+    auto opened = RocksHistoryStore::open(dir.path());
+    REQUIRE_MESSAGE(opened, test::why(opened));
+    CHECK(ids(list_all(**opened, ListQuery{})) == std::vector<std::string>{"kept"});
+  }
+
   TEST_CASE("a store of format 1 gets its creation-time index when opened, and lists newest first") {
     test::TempDir dir;
     std::vector<WorkflowEntry> model;
