@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "schema/json_syntax.hpp"
 #include "schema/result.hpp"
 
 namespace troupe::actors {
@@ -129,24 +130,24 @@ class StateTable {
   std::string json() const {
     std::string out = "{\"states\":[";
     for (size_t i = 0; i < Traits::states; ++i) {
-      out += (i ? "," : "") + json_string(Traits::name(static_cast<State>(i)));
+      out += (i ? "," : "") + json_quote(Traits::name(static_cast<State>(i)));
     }
     out += "],\"events\":[";
     for (size_t i = 0; i < Traits::events; ++i) {
-      out += (i ? "," : "") + json_string(Traits::name(static_cast<Event>(i)));
+      out += (i ? "," : "") + json_quote(Traits::name(static_cast<Event>(i)));
     }
     out += "],\"transitions\":[";
     for (size_t r = 0; r < rows_.size(); ++r) {
       const auto& row = rows_[r];
-      out += std::string(r ? "," : "") + "{\"from\":" + json_string(Traits::name(row.from)) +
-             ",\"event\":" + json_string(Traits::name(row.event)) + ",\"to\":" + json_string(Traits::name(row.to)) +
+      out += std::string(r ? "," : "") + "{\"from\":" + json_quote(Traits::name(row.from)) +
+             ",\"event\":" + json_quote(Traits::name(row.event)) + ",\"to\":" + json_quote(Traits::name(row.to)) +
              ",\"actions\":[";
       bool first = true;
       for (Action a : row.actions) {
-        out += (first ? "" : ",") + json_string(Traits::name(a));
+        out += (first ? "" : ",") + json_quote(Traits::name(a));
         first = false;
       }
-      out += std::string("],\"ignored\":") + (row.ignored ? "true" : "false") + ",\"note\":" + json_string(row.note) + "}";
+      out += std::string("],\"ignored\":") + (row.ignored ? "true" : "false") + ",\"note\":" + json_quote(row.note) + "}";
     }
     return out + "]}";
   }
@@ -158,24 +159,6 @@ class StateTable {
   }
 
  private:
-  /// `text` as a JSON string (names and notes are printable ASCII; anything else is escaped).
-  static std::string json_string(std::string_view text) {
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out = "\"";
-    for (unsigned char c : text) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += static_cast<char>(c);
-      } else if (c < 0x20) {
-        out += "\\u00";
-        out += hex[c >> 4];
-        out += hex[c & 15];
-      } else {
-        out += static_cast<char>(c);
-      }
-    }
-    return out + "\"";
-  }
   static size_t index(State s, Event e) {
     return static_cast<size_t>(s) * Traits::events + static_cast<size_t>(e);
   }

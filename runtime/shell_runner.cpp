@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "actors/caf_types.hpp"
+#include "schema/json_syntax.hpp"
 
 namespace troupe::runtime {
 namespace {
@@ -26,23 +27,6 @@ std::string safe(std::string_view part) {
     out += plain ? c : '_';
   }
   if (out.empty() || out == "." || out == "..") out = "_" + out;
-  return out;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
   return out;
 }
 
@@ -226,7 +210,7 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
       } else if (exit.success() && context->async_completion()) {
         context->handed_off();  // the task ends when its token is presented
       } else if (exit.success()) {
-        context->succeed("{\"exitCode\":0,\"log\":\"" + json_escape(log_path) + "\"}");
+        context->succeed("{\"exitCode\":0,\"log\":" + json_quote(log_path) + "}");
       } else if (exit.signal != 0) {
         context->fail("Signal:" + std::to_string(exit.signal), exit.describe() + "; log: " + log_path);
       } else {

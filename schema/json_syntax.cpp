@@ -244,6 +244,29 @@ Result<void> check_json(std::string_view text, std::string_view what) {
   return ok();
 }
 
+std::string json_quote(std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
 const char* json_kind_of(std::string_view json) {
   size_t at = 0;
   while (at < json.size() && is_space(json[at])) ++at;

@@ -37,6 +37,10 @@ std::optional<JsonSyntaxError> json_syntax_error(std::string_view text, size_t m
 /// JSON. `what` names the text for the user, e.g. "the workflow input".
 Result<void> check_json(std::string_view text, std::string_view what);
 
+/// `text` as a JSON string, quotes included: '"' and '\\' escaped, control characters as \n,
+/// \t, \r or \u00XX; everything else (UTF-8 included) as it is.
+std::string json_quote(std::string_view text);
+
 /// What the JSON text `json` holds at its top level, for messages: "an object", "an array",
 /// "a string", "a number", "a boolean", "null" (or "nothing" for a blank text).
 const char* json_kind_of(std::string_view json);

@@ -9,30 +9,12 @@
 #include <capnp/message.h>
 #include <kj/exception.h>
 
+#include "schema/json_syntax.hpp"
+
 namespace troupe::actors {
 namespace {
 
-/// `text` as a JSON string literal.
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      default:
-        if (c < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-          out += escaped;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_duration(Duration d) { return json_string(format_duration(d)); }
+std::string json_duration(Duration d) { return json_quote(format_duration(d)); }
 
 /// A retry policy as a definition writes it.
 std::string retry_json(const RetrySpec& r) {
@@ -46,7 +28,7 @@ std::string retry_json(const RetrySpec& r) {
   if (!r.non_retryable_errors.empty()) {
     out += ",\"nonRetryableErrors\":[";
     for (size_t i = 0; i < r.non_retryable_errors.size(); ++i) {
-      out += (i == 0 ? "" : ",") + json_string(r.non_retryable_errors[i]);
+      out += (i == 0 ? "" : ",") + json_quote(r.non_retryable_errors[i]);
     }
     out += "]";
   }
@@ -123,7 +105,7 @@ Result<TaskOverrides> resolve_patch(const TaskSpec& task, const TaskOptionsPatch
   }
   // The definition of one task with the options the patch leads to.
   std::string json = R"({"name":"update","tasks":[{"name":"task","handler":"update","taskList":)";
-  json += json_string(patch.task_list.empty() ? task.task_list : patch.task_list);
+  json += json_quote(patch.task_list.empty() ? task.task_list : patch.task_list);
   json += ",\"priority\":" + std::to_string(patch.set_priority ? patch.priority : task.priority);
   std::string timeouts;
   auto timeout = [&](const char* key, const std::string& given, const std::optional<Duration>& now) {
@@ -131,7 +113,7 @@ Result<TaskOverrides> resolve_patch(const TaskSpec& task, const TaskOptionsPatch
     if (given.empty()) {
       if (now) value = json_duration(*now);
     } else if (given != "none") {
-      value = json_string(given);
+      value = json_quote(given);
     }
     if (!value.empty()) timeouts += (timeouts.empty() ? "\"" : ",\"") + std::string(key) + "\":" + value;
   };

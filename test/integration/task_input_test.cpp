@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "runtime/client/gateway_client.hpp"
+#include "schema/json_syntax.hpp"
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
 
@@ -36,23 +37,9 @@ std::string read_whole(const std::string& path) {
   return all.str();
 }
 
-/// `text` as a JSON string, quotes included.
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 /// A task running `script` with sh -c; `extra` adds members ("input", "dependsOn").
 std::string shell_task(const std::string& name, const std::string& script, const std::string& extra = "") {
-  return R"({"name": ")" + name + R"(", "shell": {"command": ["sh", "-c", )" + json_string(script) + "]}" +
+  return R"({"name": ")" + name + R"(", "shell": {"command": ["sh", "-c", )" + troupe::json_quote(script) + "]}" +
          (extra.empty() ? "" : ", " + extra) + "}";
 }
 

@@ -219,7 +219,8 @@ TEST_SUITE("integration.user_errors") {
   TEST_CASE("troupe dev writes --listen into its config as a TOML string, whatever it holds, and refuses it") {
     troupe::test::TempDir dir;
     // Quotes and line breaks that, pasted into the file, would have added keys and a table.
-    const std::string hostile = "127.0.0.1:7700\"\nroles = [\"worker\"]\n[injected]\nx = \"1";
+    const std::string hostile = "127.0.0.1:" + std::to_string(troupe::test::free_port()) +
+                                "\"\nroles = [\"worker\"]\n[injected]\nx = \"1";
     auto run = troupe_cli({"dev", "--listen", hostile, "--dir", dir / "dev"});
     CHECK(run.code == 2);
     CHECK_MESSAGE(contains(run.output, "node[0].listen: bad address"), run.output);

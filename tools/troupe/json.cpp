@@ -4,30 +4,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include "schema/json_syntax.hpp"
+
 namespace troupe::cli {
 namespace {
 
-void quote(std::string& out, const std::string& s) {
-  out.push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out.push_back('"');
-}
+void quote(std::string& out, const std::string& s) { out += json_quote(s); }
 
 }  // namespace
 
