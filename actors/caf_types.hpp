@@ -162,6 +162,9 @@ struct TaskReport {
   std::string details;
   bool non_retryable = false;
   Loss loss = Loss::MAY_HAVE_STARTED;  ///< LOST: what is known of it
+  /// An outcome's end on the scheduler's wall clock (µs since the epoch), no earlier than the
+  /// true end; 0: unknown, take the time it arrives.
+  int64_t ended_at_us = 0;
 };
 
 template <class Inspector>
@@ -187,7 +190,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TaskReport& x) {
   storage::EnumByte<Loss> loss{x.loss};
   return f(caf::meta::type_name("TaskReport"), x.invocation_id, x.kind, x.payload, x.reason,
-           x.details, x.non_retryable, loss.byte);
+           x.details, x.non_retryable, loss.byte, x.ended_at_us);
 }
 
 }  // namespace troupe::actors

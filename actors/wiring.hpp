@@ -26,6 +26,10 @@ struct Wiring {
   /// How long a killed invocation may take to confirm before KILLED is assumed; also the grace
   /// its executor gives it between asking it to stop (SIGTERM) and killing it (SIGKILL).
   Duration kill_grace = std::chrono::seconds(10);
+  /// After a restart, how long the scheduler waits for workers to come back (the dispatcher's
+  /// recovery window): the longest a revived invocation's startToClose deadline is held for its
+  /// worker to say whether the attempt ended in time.
+  Duration recovery_window = std::chrono::seconds(30);
   /// Live workflows the directory keeps before it asks idle ones to passivate (0: no limit).
   /// Like Temporal's workflow cache, it bounds the scheduler's memory by what is busy rather
   /// than by what is open.

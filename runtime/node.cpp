@@ -189,6 +189,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     wiring.executor = caf::actor_cast<actors::executor_actor>(scheduler->dispatcher);
     wiring.fences = fences;
     wiring.kill_grace = cluster.kill_grace;
+    wiring.recovery_window = cluster.recovery_window;
     wiring.workflow_cache = node.workflow_cache;
     wiring.now_us = [] {
       return std::chrono::duration_cast<std::chrono::microseconds>(

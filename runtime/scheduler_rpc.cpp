@@ -1,6 +1,8 @@
 // Gateway, ClientService, WorkerSession, TaskReporter and the Cap'n Proto WorkerLink.
 #include "runtime/scheduler_rpc.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -48,6 +50,12 @@ TaskReport report_of(const std::string& id, schema::Outcome::Reader outcome) {
     case schema::Outcome::CANCELLED: report.kind = TaskReport::CANCELLED; break;
     case schema::Outcome::HANDED_OFF: report.kind = TaskReport::HANDED_OFF; break;
   }
+  // Dated on this node's wall clock (the task actors' clock): the worker says only how long ago
+  // it ended, so the date is late by the message's transit, never early.
+  const int64_t now_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  report.ended_at_us = now_us - static_cast<int64_t>(std::min<uint64_t>(outcome.getEndedAgoUs(), now_us));
   return report;
 }
 
@@ -123,14 +131,15 @@ class CapnpWorkerLink final : public actors::WorkerLink {
   /// On the RPC thread, once the worker actor exists.
   void bind(actors::worker_actor worker) { box_->worker = std::move(worker); }
 
-  void get_running_tasks(std::function<void(Result<std::vector<std::string>>)> done) override {
+  void get_running_tasks(std::function<void(Result<actors::RunningTasks>)> done) override {
     Box* box = box_;
     rpc_->post([box, done] {
       box->tasks->add(box->control.getRunningTasksRequest().send().then(
           [done](auto response) {
-            std::vector<std::string> ids;
-            for (auto id : response.getInvocationIds()) ids.push_back(text(id));
-            done(std::move(ids));
+            actors::RunningTasks running;
+            for (auto id : response.getInvocationIds()) running.ids.push_back(text(id));
+            for (auto id : response.getEndedIds()) running.ended.push_back(text(id));
+            done(std::move(running));
           },
           [done](kj::Exception&& e) { done(fail(Errc::UNAVAILABLE, e.getDescription().cStr())); }));
     });

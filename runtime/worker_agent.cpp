@@ -71,8 +71,9 @@ size_t outcome_bytes(const TaskReport& report) {
   return report.payload.size() + report.reason.size() + report.details.size();
 }
 
-/// An outcome as the worker protocol carries it.
-void fill(schema::Outcome::Builder out, const TaskReport& report) {
+/// An outcome as the worker protocol carries it, built `ended_ago` after the invocation ended.
+void fill(schema::Outcome::Builder out, const TaskReport& report, Duration ended_ago) {
+  out.setEndedAgoUs(static_cast<uint64_t>(ended_ago.count()));
   switch (report.kind) {
     case TaskReport::SUCCEEDED: out.setSucceeded(as_data(report.payload)); break;
     case TaskReport::CANCELLED: out.setCancelled(); break;
@@ -138,6 +139,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
 
   // --- WorkerControl ---------------------------------------------------------------------
   std::vector<std::string> running_ids() { return state_.running_ids(); }
+  std::vector<std::string> ended_ids() const { return state_.ended_ids(); }
 
   /// runTask's answer: the invocation runs, or it ended before the answer and, if the
   /// scheduler asked for it there, how.
@@ -387,7 +389,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
       default: {
         const bool awaited = calls.answer.get() != nullptr && calls.answer->isWaiting();
         auto outcome = std::make_shared<const TaskReport>(std::move(report));
-        if (state_.ended(id, outcome, awaited) == actors::EndAnswer::WITH_OUTCOME) {
+        if (state_.ended(id, outcome, awaited, Clock::now()) == actors::EndAnswer::WITH_OUTCOME) {
           // The answer carries it; it stays here until the scheduler acknowledges it.
           answer(calls, RunAnswer{true, *outcome});
           return;
@@ -439,7 +441,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
       }));
     };
     auto request = calls_.at(id).reporter.completeRequest(message_size(outcome_bytes(*outcome)));
-    fill(request.initOutcome(), *outcome);
+    fill(request.initOutcome(), *outcome, state_.ended_ago(id, Clock::now()));
     // Moved in: kj's then() keeps an lvalue handler by reference, which would dangle.
     tasks_.add(request.send().then([acknowledged](auto) { acknowledged(); }, kj::mv(retry)));
   }
@@ -459,7 +461,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     KJ_IF_MAYBE(session, connection_->session) {
       auto request = session->updateStatusRequest();
       request.setInvocationId(id);
-      fill(request.initOutcome(), *outcome);
+      fill(request.initOutcome(), *outcome, state_.ended_ago(id, Clock::now()));
       tasks_.add(request.send().then(
           [self, id, again](auto response) {
             const auto code = response.hasError() ? response.getError().getCode() : schema::ErrorCode::NONE;
@@ -497,8 +499,12 @@ class Agent : public std::enable_shared_from_this<Agent> {
 
 kj::Promise<void> WorkerControlImpl::getRunningTasks(GetRunningTasksContext context) {
   auto ids = agent_->running_ids();
-  auto list = context.getResults().initInvocationIds(ids.size());
+  auto ended = agent_->ended_ids();
+  auto results = context.getResults();
+  auto list = results.initInvocationIds(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) list.set(i, ids[i]);
+  auto ended_list = results.initEndedIds(ended.size());
+  for (size_t i = 0; i < ended.size(); ++i) ended_list.set(i, ended[i]);
   return kj::READY_NOW;
 }
 
@@ -513,7 +519,7 @@ kj::Promise<void> WorkerControlImpl::runTask(RunTaskContext context) {
   return started->then([context](Agent::RunAnswer answer) mutable {
     auto results = context.getResults(message_size(answer.outcome ? outcome_bytes(*answer.outcome) : 0));
     results.setEnded(answer.ended);
-    if (answer.outcome) fill(results.initOutcome(), *answer.outcome);
+    if (answer.outcome) fill(results.initOutcome(), *answer.outcome, Duration::zero());  // it just ended
   });
 }
 

@@ -92,6 +92,11 @@ struct Outcome {
     cancelled @2 :Void;              # stopped because it was asked to
     handedOff @3 :Void;              # asyncCompletion: done here; its token will end the task
   }
+  endedAgoUs @4 :UInt64;
+  # How long before this message was built the invocation ended, on the worker's monotonic
+  # clock. The scheduler dates the end by its own clock (receipt minus this, never earlier than
+  # the true end): after a restart it tells an outcome that beat the task's startToClose from
+  # one that overran it without trusting the worker's wall clock. 0 from older workers: now.
 }
 
 struct FailureReport {
@@ -113,7 +118,9 @@ interface TaskReporter {
 
 interface WorkerControl {
   # Served by the worker, called by the scheduler.
-  getRunningTasks @0 () -> (invocationIds :List(Text));
+  getRunningTasks @0 () -> (invocationIds :List(Text), endedIds :List(Text));
+  # invocationIds: every invocation it holds. endedIds: those of them that ended, whose outcomes
+  # are on their way (a restarted scheduler waits for those rather than take them as running).
   runTask @1 (invocation :InvocationSpec, notifySequence :UInt64, reporter :TaskReporter,
                outcomeInAnswer :Bool, fence :Fence)
       -> (error :Common.Error, ended :Bool, outcome :Outcome);

@@ -108,9 +108,10 @@ std::optional<std::vector<std::string>> WorkerState::die() {
 }
 
 EndAnswer WorkerState::ended(const std::string& id, std::shared_ptr<const TaskReport> outcome,
-                             bool answer_awaited) {
+                             bool answer_awaited, TimePoint now) {
   auto& run = runs_.at(id);
   run.ended = true;
+  run.ended_at = now;
   run.outcome = std::move(outcome);
   // Otherwise the answer goes first: the scheduler then knows the outcome that follows it needs
   // no start of its own.
@@ -121,6 +122,12 @@ std::shared_ptr<const TaskReport> WorkerState::outcome(const std::string& id) co
   auto it = runs_.find(id);
   if (it == runs_.end() || !it->second.ended) return nullptr;
   return it->second.outcome;
+}
+
+Duration WorkerState::ended_ago(const std::string& id, TimePoint now) const {
+  auto it = runs_.find(id);
+  if (it == runs_.end() || !it->second.ended || now <= it->second.ended_at) return Duration::zero();
+  return std::chrono::duration_cast<Duration>(now - it->second.ended_at);
 }
 
 std::vector<std::string> WorkerState::ended_ids() const {

@@ -79,8 +79,8 @@ class WorkerState {
   bool healthy(TimePoint now) const;
 
   // --- WorkerControl ---------------------------------------------------------------------
-  /// getRunningTasks: every invocation it runs or has ended and keeps until acknowledged. The
-  /// question associates it: from then on it takes tasks.
+  /// getRunningTasks: every invocation it runs or has ended and keeps until acknowledged (those
+  /// that ended are ended_ids()). The question associates it: from then on it takes tasks.
   std::vector<std::string> running_ids();
   /// runTask: takes invocation `id` carrying `fence`, or refuses it (NOT_ALLOWED_IN_STATE when
   /// not HEALTHY or older than the last notify, ALREADY_EXISTS when given before).
@@ -99,11 +99,16 @@ class WorkerState {
   bool dying() const { return dying_; }
 
   // --- what the executor reports ---------------------------------------------------------
-  /// Invocation `id` ended with `outcome`. `answer_awaited`: its runTask is still waiting for
-  /// an answer.
-  EndAnswer ended(const std::string& id, std::shared_ptr<const TaskReport> outcome, bool answer_awaited);
+  /// Invocation `id` ended at `now` with `outcome`. `answer_awaited`: its runTask is still
+  /// waiting for an answer.
+  EndAnswer ended(const std::string& id, std::shared_ptr<const TaskReport> outcome, bool answer_awaited,
+                  TimePoint now);
   /// How it ended, while it is held and has ended; nullptr otherwise.
   std::shared_ptr<const TaskReport> outcome(const std::string& id) const;
+  /// How long before `now` it ended, while it is held and has ended; zero otherwise. Sent with
+  /// the outcome (Outcome.endedAgoUs): a restarted scheduler tells by it an outcome that beat
+  /// its task's deadline from one that overran it, on no clock but its own.
+  Duration ended_ago(const std::string& id, TimePoint now) const;
   /// Invocation ids that ended and wait for an acknowledgement.
   std::vector<std::string> ended_ids() const;
   /// Its reporter failed (it went with its connection): heartbeats go through the session.
@@ -121,6 +126,7 @@ class WorkerState {
  private:
   struct Run {
     bool ended = false;
+    TimePoint ended_at{};
     std::shared_ptr<const TaskReport> outcome;
     bool reporter_lost = false;      ///< heartbeats go through the session
     bool outcome_in_answer = false;  ///< the scheduler takes an outcome known by then in the answer

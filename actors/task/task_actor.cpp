@@ -42,6 +42,16 @@ struct TaskActorState {
   /// worker has re-attached it (its first report), since heartbeats sent while the scheduler
   /// was down, or before the worker found the new one, reached nobody.
   bool reattach_pending = false;
+  /// Revived while its invocation ran, with its startToClose deadline passed or too near for
+  /// the worker to come back first: the worker may have ended the attempt in time and still
+  /// hold the outcome. The timeout then waits (until the recovery window ends) for the worker's
+  /// word: an outcome dated before the deadline counts; one dated after, or a report that it
+  /// still runs past the deadline, times the attempt out.
+  struct HeldDeadline {
+    std::string invocation_id;
+    int64_t deadline_us = 0;
+  };
+  std::optional<HeldDeadline> held_deadline;
   /// Revived after a restart, its timers run from the revival, not from the times its history
   /// shows: it passivates only once an event of its own moves those times on.
   std::optional<uint64_t> recovered_at_event;
@@ -508,11 +518,35 @@ void fail_over(Self self, const std::string& why, Loss loss) {
   }
 }
 
+/// The first report on a revived invocation whose startToClose is held (see HeldDeadline)
+/// settles the hold. True if it timed the attempt out, so the report itself counts for nothing.
+bool timed_out_after_hold(Self self, const TaskReport& report) {
+  auto& s = self->state;
+  const int64_t deadline = s.held_deadline->deadline_us;
+  s.held_deadline.reset();
+  // A loss fails over as it would have; a kill under way ends the task whatever the report.
+  if (report.kind == TaskReport::LOST || !timer_applies(TimerKind::START_TO_CLOSE, s.model)) return false;
+  const int64_t now = s.wiring->now_us();
+  const bool runs = report.kind == TaskReport::STARTED || report.kind == TaskReport::HEARTBEAT;
+  const int64_t ended_at = report.ended_at_us != 0 ? std::min(report.ended_at_us, now) : now;
+  if ((runs ? now : ended_at) < deadline) {
+    if (runs) arm(self, TimerKind::START_TO_CLOSE, Duration(deadline - now));  // the designed deadline again
+    return false;
+  }
+  attempt_failed(self, AttemptFailure{timeout_reason(TimerKind::START_TO_CLOSE), false, false, {}},
+                 TimerKind::START_TO_CLOSE);
+  return true;
+}
+
 /// A report from the executor on this task's current invocation.
 void on_report(Self self, const TaskReport& report) {
   auto& s = self->state;
   if (report.invocation_id.empty() || report.invocation_id != s.model.invocation_id) {
     return;  // a report on an invocation this task abandoned (retried, timed out, killed)
+  }
+  if (s.held_deadline && s.held_deadline->invocation_id == report.invocation_id &&
+      timed_out_after_hold(self, report)) {
+    return;
   }
   if (s.reattach_pending) {
     // The worker has it: from now on it heartbeats to this incarnation.
@@ -610,9 +644,18 @@ void recover(Self self) {
       // The invocation may still run on its worker: ask the executor to take it back
       // (Bistro's "unsure if running"); it reports LOST if the worker does not have it.
       // startToClose counts from the recorded dispatch, as it would have without the restart (a
-      // designed timeout still fires); the heartbeat timeout from the worker's re-attachment.
+      // designed timeout still fires), but a deadline that passed while nobody could hear the
+      // outcome is held for the worker's word (HeldDeadline); the heartbeat timeout counts from
+      // the worker's re-attachment.
       if (timeouts.start_to_close) {
-        arm(self, TimerKind::START_TO_CLOSE, Duration(s.model.dispatched_us + timeouts.start_to_close->count() - now));
+        const int64_t deadline = s.model.dispatched_us + timeouts.start_to_close->count();
+        const int64_t hold_until = now + s.wiring->recovery_window.count();
+        if (deadline < hold_until) {
+          s.held_deadline = TaskActorState::HeldDeadline{s.model.invocation_id, deadline};
+          arm(self, TimerKind::START_TO_CLOSE, Duration(hold_until - now));
+        } else {
+          arm(self, TimerKind::START_TO_CLOSE, Duration(deadline - now));
+        }
       }
       s.reattach_pending = s.model.state == TaskState::RUNNING && timeouts.heartbeat.has_value();
       if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, kill_grace(s));
@@ -817,6 +860,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
         // Disarming happens once the event that stops a timer is durable; until then the state
         // already says whether the timer still means anything.
         if (!timer_applies(kind, s.model)) return;
+        if (kind == TimerKind::START_TO_CLOSE) s.held_deadline.reset();  // the worker never said
         switch (kind) {
           case TimerKind::SCHEDULE_TO_CLOSE:
             attempt_failed(self, AttemptFailure{timeout_reason(kind), false, true, {}}, kind);

@@ -49,6 +49,9 @@ struct WorkerActorState {
   /// Invocations the worker runs that no task has claimed yet, kept for adoption until the
   /// recovery window closes.
   std::set<std::string> orphans;
+  /// Invocations the worker's last getRunningTasks answer said had ended: their outcomes are on
+  /// their way, so holding one is no sign that it still runs.
+  std::set<std::string> outcomes_on_the_way;
   /// Outcomes from runTask answers that are durable and not yet acknowledged to the worker.
   std::vector<std::string> acks;
   /// Tasks waiting for an invocation (given or orphaned) to be over before their next attempt.
@@ -172,11 +175,13 @@ void query_running_tasks(Self self) {
   st.querying = true;
   auto me = caf::actor_cast<worker_actor>(self);
   const uint64_t epoch = st.link_epoch;
-  st.setup.link->get_running_tasks([me, epoch](Result<std::vector<std::string>> ids) {
-    if (ids) {
-      caf::anon_send(me, associate_atom::value, epoch, true, std::move(*ids), std::string());
+  st.setup.link->get_running_tasks([me, epoch](Result<RunningTasks> running) {
+    if (running) {
+      caf::anon_send(me, associate_atom::value, epoch, true, std::move(running->ids), std::move(running->ended),
+                     std::string());
     } else {
-      caf::anon_send(me, associate_atom::value, epoch, false, std::vector<std::string>(), ids.error().message);
+      caf::anon_send(me, associate_atom::value, epoch, false, std::vector<std::string>(), std::vector<std::string>(),
+                     running.error().message);
     }
   });
 }
@@ -359,7 +364,7 @@ void on_notified(Self self, bool ok, const std::vector<std::string>& asked,
 
 /// getRunningTasks answered: reconcile what the worker runs with what it was given.
 void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::string>& running,
-                   const std::string& error) {
+                   const std::vector<std::string>& ended, const std::string& error) {
   auto& s = self->state;
   if (epoch != s.link_epoch) return;
   s.querying = false;
@@ -372,6 +377,7 @@ void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::st
   // was given and does not run is lost unless its outcome is still on its way (unsure
   // until notifyIfTasksNotRunning says).
   std::set<std::string> runs(running.begin(), running.end());
+  s.outcomes_on_the_way = std::set<std::string>(ended.begin(), ended.end());
   const auto now = self->clock().now();
   for (const auto& id : running) {
     if (s.given.count(id)) continue;
@@ -386,9 +392,11 @@ void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::st
     if (!runs.count(id)) {
       given.unsure = true;
     } else if (given.adopted && given.unsure) {
-      given.unsure = false;  // adopted before this answer, and it runs: it started
+      given.unsure = false;  // adopted before this answer, and the worker has it: it started
       given.started = true;
-      self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+      given.ended = s.outcomes_on_the_way.erase(id) > 0;
+      // One that ended is not said to run: its task waits for the outcome instead.
+      if (!given.ended) self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
     }
   }
   handle(self, HealthEvent::ASSOCIATED);
@@ -423,11 +431,15 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         auto& s = self->state;
         const std::string id = invocation.invocation_id;
         if (s.given.count(id)) return;
-        const bool runs = s.orphans.erase(id) > 0;
-        Given given{std::move(task), invocation.task_list, !runs, true, false};
-        given.started = runs;
+        const bool held = s.orphans.erase(id) > 0;
+        Given given{std::move(task), invocation.task_list, !held, true, false};
+        given.started = held;
+        given.ended = held && s.outcomes_on_the_way.erase(id) > 0;
         given.fence = invocation.fence;
-        if (runs) self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+        // One that ended is not said to run: its task waits for the outcome instead.
+        if (held && !given.ended) {
+          self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+        }
         s.given.emplace(id, std::move(given));
         claim_adopted(self);
         // While NEW, the answer to getRunningTasks settles it; once HEALTHY, a notify does.
@@ -567,7 +579,8 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         handle(self, replaced ? HealthEvent::REPLACED : HealthEvent::SUICIDE);
       },
       [=](associate_atom, uint64_t epoch, bool ok, const std::vector<std::string>& running,
-          const std::string& error) { on_associated(self, epoch, ok, running, error); },
+          const std::vector<std::string>& ended,
+          const std::string& error) { on_associated(self, epoch, ok, running, ended, error); },
       [=](timeout_atom, uint64_t generation) {
         auto& s = self->state;
         if (generation != s.timer_generation) return;

@@ -86,7 +86,8 @@ using worker_actor = caf::typed_actor<
     // so its invocations fail over at once) or told to die (false: they wait for its lease)
     caf::reacts_to<kill_atom, std::string /* reason */, bool /* replaced */>,
     // from the link's callbacks: getRunningTasks answered (ok, ids, error)
-    caf::reacts_to<associate_atom, uint64_t /* link epoch */, bool, std::vector<std::string>, std::string>,
+    caf::reacts_to<associate_atom, uint64_t /* link epoch */, bool, std::vector<std::string> /* held */,
+                   std::vector<std::string> /* of them, ended */, std::string>,
     // from the link's callbacks: runTask answered (id, what it said as a Sent in worker_actor.cpp,
     // error); not sent for an answer that carried the invocation's outcome, which settles it
     caf::reacts_to<sent_atom, std::string, uint8_t, std::string>,

@@ -45,10 +45,16 @@ struct WorkerInfo {
   }
 };
 
+/// getRunningTasks' answer.
+struct RunningTasks {
+  std::vector<std::string> ids;    ///< every invocation the worker holds
+  std::vector<std::string> ended;  ///< of them, those that ended: their outcomes are on their way
+};
+
 class WorkerLink {
  public:
   virtual ~WorkerLink() = default;
-  virtual void get_running_tasks(std::function<void(Result<std::vector<std::string>>)> done) = 0;
+  virtual void get_running_tasks(std::function<void(Result<RunningTasks>)> done) = 0;
   /// Sends runTask with the invocation's fence. `done` gets the worker's answer (see
   /// RunAnswer); an error of kind UNAVAILABLE when the outcome is unknown (the connection
   /// failed), and another kind when the worker refused it (it did not start).

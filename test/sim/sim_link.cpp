@@ -10,13 +10,13 @@ Error disconnected() { return fail(Errc::UNAVAILABLE, "the connection to the wor
 
 }  // namespace
 
-void SimWorkerLink::get_running_tasks(std::function<void(Result<std::vector<std::string>>)> done) {
+void SimWorkerLink::get_running_tasks(std::function<void(Result<actors::RunningTasks>)> done) {
   connection_->call(
       Side::SCHEDULER,
       [worker = worker_, done](Connection::Responder respond) {
         auto w = worker.lock();
         if (!w || !w->alive()) return;
-        respond([done, ids = w->running_ids()] { done(ids); });
+        respond([done, running = w->running_tasks()] { done(running); });
       },
       [done] { done(disconnected()); });
 }

@@ -21,7 +21,7 @@ class SimWorkerLink final : public actors::WorkerLink {
   /// The worker actor its registration was given: the invocations' reporters report to it.
   void bind(actors::worker_actor actor) { actor_ = std::move(actor); }
 
-  void get_running_tasks(std::function<void(Result<std::vector<std::string>>)> done) override;
+  void get_running_tasks(std::function<void(Result<actors::RunningTasks>)> done) override;
   void run_task(const actors::Invocation& invocation, std::function<void(Result<actors::RunAnswer>)> done) override;
   void acknowledge(std::vector<std::string> invocation_ids) override;
   void notify_if_not_running(std::vector<std::string> invocation_ids, actors::Fence fence,

@@ -34,6 +34,7 @@ SchedulerNode::SchedulerNode(World& world, std::shared_ptr<storage::MemoryHistor
   dispatch.timeouts = options.timeouts;
   dispatch.fences = fences;
   dispatch.recovery_window = options.timeouts.lease;  // a node's default: the lease
+  fx_.wiring.recovery_window = dispatch.recovery_window;
   dispatcher_ = fx_.own(actors::spawn_dispatcher(fx_.sys, dispatch));
   fx_.wiring.executor = caf::actor_cast<actors::executor_actor>(dispatcher_);
   directory_ = fx_.own(actors::spawn_directory(fx_.sys, fx_.store, fx_.wiring));

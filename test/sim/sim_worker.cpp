@@ -297,7 +297,7 @@ void WorkerProcess::on_report(TaskReport report) {
     default: {
       const bool awaited = calls.answer != nullptr && calls.connection->open();
       auto outcome = std::make_shared<const TaskReport>(std::move(report));
-      if (state_.ended(id, outcome, awaited) == actors::EndAnswer::WITH_OUTCOME) {
+      if (state_.ended(id, outcome, awaited, clock()) == actors::EndAnswer::WITH_OUTCOME) {
         answer(calls, actors::RunAnswer{true, outcome});
         return;
       }
@@ -315,6 +315,15 @@ void WorkerProcess::answer(Calls& calls, actors::RunAnswer answer) {
   fulfil(std::move(answer));
 }
 
+std::function<TaskReport()> WorkerProcess::dated(const TaskReport& outcome, Duration ago) const {
+  // As the scheduler's RPC layer dates an outcome: on arrival, minus how long ago it ended.
+  return [outcome, ago, &world = world()] {
+    TaskReport report = outcome;
+    report.ended_at_us = test::ActorFixture::epoch_us + (world.now() - ago).count();
+    return report;
+  };
+}
+
 void WorkerProcess::delivered(const std::string& id) {
   state_.delivered(id);
   calls_.erase(id);
@@ -325,6 +334,7 @@ void WorkerProcess::deliver(const std::string& id) {
   if (outcome == nullptr) return;
   auto& calls = calls_.at(id);
   auto weak = weak_from_this();
+  const Duration ago = state_.ended_ago(id, clock());
   auto retry = [weak, id] {
     auto self = weak.lock();
     if (!self || !self->alive_) return;
@@ -333,8 +343,8 @@ void WorkerProcess::deliver(const std::string& id) {
   };
   calls.connection->call(
       Side::WORKER,
-      [actor = calls.reporter, outcome, weak, id, retry](Connection::Responder respond) {
-        caf::anon_send(actor, actors::update_atom::value, *outcome,
+      [actor = calls.reporter, outcome = dated(*outcome, ago), weak, id, retry](Connection::Responder respond) {
+        caf::anon_send(actor, actors::update_atom::value, outcome(),
                        reply_to<bool>(
                            [respond, weak, id, retry](Result<bool> acknowledged) {
                              // The reporter's complete fails the call on an error.
@@ -367,9 +377,10 @@ void WorkerProcess::deliver_through_session(const std::string& id) {
   }
   connection_->call(
       Side::WORKER,
-      [actor = *session_, outcome, weak, id, again](Connection::Responder respond) {
+      [actor = *session_, outcome = dated(*outcome, state_.ended_ago(id, clock())), weak, id,
+       again](Connection::Responder respond) {
         caf::anon_send(
-            actor, actors::update_atom::value, *outcome,
+            actor, actors::update_atom::value, outcome(),
             reply_to<bool>(
                 [respond, weak, id, again](Result<bool> acknowledged) {
                   // updateStatus carries an error in its results rather than failing.

@@ -63,7 +63,7 @@ class WorkerProcess : public std::enable_shared_from_this<WorkerProcess> {
   /// says it started or how it ended.
   void run_task(const actors::Invocation& invocation, std::shared_ptr<Connection> on, actors::worker_actor reporter,
                 std::function<void(Result<actors::RunAnswer>)> answer);
-  std::vector<std::string> running_ids() { return state_.running_ids(); }
+  actors::RunningTasks running_tasks() { return {state_.running_ids(), state_.ended_ids()}; }
   std::vector<std::string> not_running(const std::vector<std::string>& ids, actors::Fence fence) {
     return state_.not_running(ids, fence);
   }
@@ -87,6 +87,9 @@ class WorkerProcess : public std::enable_shared_from_this<WorkerProcess> {
 
   TimePoint clock() const;
   World& world() const { return *env_.world; }
+  /// An outcome sent `ago` after the invocation ended, as the scheduler reads it on arrival
+  /// (called there).
+  std::function<actors::TaskReport()> dated(const actors::TaskReport& outcome, Duration ago) const;
   Duration interval() const { return state_.timeouts().heartbeat_interval; }
   /// `fn` later, if this process is still alive then.
   void later(Duration d, std::function<void(WorkerProcess&)> fn);

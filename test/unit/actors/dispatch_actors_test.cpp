@@ -55,7 +55,7 @@ class FakeWorkerLink final : public WorkerLink {
   };
 
   /// getRunningTasks calls not answered yet; `running_queries_asked` counts all of them.
-  std::vector<Done<std::vector<std::string>>> running_queries;
+  std::vector<Done<RunningTasks>> running_queries;
   size_t running_queries_asked = 0;
   std::vector<RunCall> runs;
   std::vector<NotifyCall> notifies;
@@ -64,7 +64,7 @@ class FakeWorkerLink final : public WorkerLink {
   std::vector<std::string> acknowledged;  ///< outcomes from answers, acknowledged as durable
   size_t acknowledge_calls = 0;
 
-  void get_running_tasks(Done<std::vector<std::string>> done) override {
+  void get_running_tasks(Done<RunningTasks> done) override {
     ++running_queries_asked;
     running_queries.push_back(std::move(done));
   }
@@ -82,12 +82,12 @@ class FakeWorkerLink final : public WorkerLink {
   void cancel_task(const std::string& invocation_id, Duration) override { cancels.push_back(invocation_id); }
   void request_suicide(const std::string& reason) override { suicides.push_back(reason); }
 
-  /// Answers every pending getRunningTasks with `running`.
-  void answer_running(const std::vector<std::string>& running = {}) {
+  /// Answers every pending getRunningTasks: the worker holds `running`, of which `ended` ended.
+  void answer_running(const std::vector<std::string>& running = {}, const std::vector<std::string>& ended = {}) {
     REQUIRE_MESSAGE(!running_queries.empty(), "the scheduler never asked for the running tasks");
     auto pending = std::move(running_queries);
     running_queries.clear();
-    for (auto& done : pending) done(running);
+    for (auto& done : pending) done(RunningTasks{running, ended});
   }
 
   /// The invocation ids of every runTask, in the order they were sent.
@@ -158,6 +158,7 @@ struct Scheduler {
     // node wires it.
     if (!options.fences) options.fences = std::make_shared<FenceCounter>(epoch);
     fx.wiring.fences = options.fences;
+    fx.wiring.recovery_window = options.recovery_window;
     dispatcher = fx.own(spawn_dispatcher(fx.sys, std::move(options)));
     // Task actors send their invocations to the dispatcher instead of the local executor.
     fx.wiring.executor = caf::actor_cast<executor_actor>(dispatcher);
@@ -1347,6 +1348,96 @@ TEST_SUITE("actors.dispatch") {
     after.advance(2s, {&w});
     CHECK(revived.count("taskRetryScheduled:t0") == 1);
     CHECK(revived.task("t0").failure_reason == "Timeout:heartbeat");
+  }
+
+  /// A task with a startToClose of 5s RUNNING on w1 (dispatched at the fixtures' epoch) when
+  /// the scheduler restarts; the restarted one has revived it and waits for w1.
+  struct RestartedNearDeadline {
+    Scheduler before;
+    std::string invocation;
+    int64_t dispatched_us = 0;
+    std::optional<Scheduler> after;
+    std::optional<Flow> revived;
+
+    explicit RestartedNearDeadline(const std::string& workflow_id) {
+      auto w1 = before.connect("w1", {{"jobs", 1}});
+      Flow flow(before, workflow_id, independent_tasks(1, "jobs",
+          R"("timeouts": {"startToClose": "5s", "scheduleToClose": "5m"}, )" + std::string(retry_twice)));
+      flow.start();
+      REQUIRE(w1.link->runs.size() == 1);
+      invocation = w1.link->runs[0].invocation.invocation_id;
+      w1.link->runs[0].done(false);
+      before.fx.run();
+      REQUIRE(flow.count("taskRunning:t0") == 1);
+      dispatched_us = before.fx.wiring.now_us();
+      after.emplace(DispatcherOptions{}, before.fx.store, true, 2);
+      revived.emplace(*after, workflow_id);
+      after->recovered(1);
+    }
+
+    /// w1 comes back holding the invocation; `ended`: it ended and its outcome is on its way.
+    Worker reconnect(bool ended) {
+      auto link = std::make_shared<FakeWorkerLink>();
+      auto registered = after->register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
+      REQUIRE_MESSAGE(registered, test::why(registered));
+      link->answer_running({invocation}, ended ? std::vector<std::string>{invocation} : std::vector<std::string>{});
+      after->fx.run();
+      return Worker{"w1", link, registered->worker};
+    }
+
+    /// The outcome the worker holds, dated `ended_after` past the dispatch.
+    TaskReport success(Duration ended_after) const {
+      TaskReport report = report_of(invocation, TaskReport::SUCCEEDED, "in time");
+      report.ended_at_us = dispatched_us + ended_after.count();
+      return report;
+    }
+  };
+
+  TEST_CASE("after a scheduler restart, an outcome from before the startToClose deadline counts, though the deadline passed while nobody could hear it") {
+    RestartedNearDeadline r("wf-ended-in-time");
+    // The worker ended the attempt 2s in and holds the outcome; it finds the new scheduler only
+    // after the deadline.
+    r.after->advance(6s);
+    CHECK(r.revived->count("taskRetryScheduled:t0") == 0);
+    auto w = r.reconnect(true);
+    CHECK(w.link->cancels.empty());  // not taken as running: its outcome is on the way
+    CHECK(r.revived->count("taskRunning:t0") == 1);  // the first incarnation's only
+    REQUIRE(r.after->update(w, r.success(2s)).is(true));
+    auto outcome = r.revived->outcome();
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+    CHECK(r.revived->count("taskTimedOut:t0") == 0);
+    CHECK(r.revived->count("taskRetryScheduled:t0") == 0);
+  }
+
+  TEST_CASE("after a scheduler restart, an outcome from after the startToClose deadline times the attempt out") {
+    RestartedNearDeadline r("wf-ended-late");
+    r.after->advance(7s);
+    auto w = r.reconnect(true);
+    CHECK(r.after->update(w, r.success(6s)).is(true));  // settled: the task has decided
+    CHECK(r.revived->count("taskSucceeded:t0") == 0);
+    CHECK(r.revived->count("taskRetryScheduled:t0") == 1);
+    CHECK(r.revived->task("t0").failure_reason == "Timeout:startToClose");
+  }
+
+  TEST_CASE("after a scheduler restart, a worker that still runs the invocation past its startToClose deadline times it out on its return") {
+    RestartedNearDeadline r("wf-overran");
+    r.after->advance(6s);
+    auto w = r.reconnect(false);
+    CHECK(r.revived->count("taskRetryScheduled:t0") == 1);
+    CHECK(r.revived->task("t0").failure_reason == "Timeout:startToClose");
+    CHECK(w.link->cancels == std::vector<std::string>{r.invocation});
+  }
+
+  TEST_CASE("after a scheduler restart, a worker back before the startToClose deadline has the timeout at the deadline") {
+    RestartedNearDeadline r("wf-back-early");
+    r.after->advance(2s);
+    auto w = r.reconnect(false);
+    r.after->advance(2500ms, {&w});
+    CHECK(r.revived->count("taskRetryScheduled:t0") == 0);
+    r.after->advance(1s, {&w});
+    CHECK(r.revived->count("taskRetryScheduled:t0") == 1);
+    CHECK(r.revived->task("t0").failure_reason == "Timeout:startToClose");
   }
 
   TEST_CASE("after a scheduler restart, what a worker runs of a closed workflow is cancelled at once, not when the window closes") {
