@@ -518,6 +518,19 @@ void fail_over(Self self, const std::string& why, Loss loss) {
   }
 }
 
+/// The attempt ran out of time (`kind`: any timeout but scheduleToClose). If the task's whole
+/// time has run out too, that ends it instead: timers due within moments of each other fire in
+/// either order, and the task's own deadline is the one that leaves nothing to retry.
+void attempt_timed_out(Self self, TimerKind kind) {
+  auto& s = self->state;
+  const auto& whole = s.task().timeouts.schedule_to_close;
+  if (whole && timer_applies(TimerKind::SCHEDULE_TO_CLOSE, s.model) &&
+      s.model.elapsed(s.wiring->now_us()) >= *whole) {
+    kind = TimerKind::SCHEDULE_TO_CLOSE;
+  }
+  attempt_failed(self, AttemptFailure{timeout_reason(kind), false, kind == TimerKind::SCHEDULE_TO_CLOSE, {}}, kind);
+}
+
 /// The first report on a revived invocation whose startToClose is held (see HeldDeadline)
 /// settles the hold. True if it timed the attempt out, so the report itself counts for nothing.
 bool timed_out_after_hold(Self self, const TaskReport& report) {
@@ -533,8 +546,7 @@ bool timed_out_after_hold(Self self, const TaskReport& report) {
     if (runs) arm(self, TimerKind::START_TO_CLOSE, Duration(deadline - now));  // the designed deadline again
     return false;
   }
-  attempt_failed(self, AttemptFailure{timeout_reason(TimerKind::START_TO_CLOSE), false, false, {}},
-                 TimerKind::START_TO_CLOSE);
+  attempt_timed_out(self, TimerKind::START_TO_CLOSE);
   return true;
 }
 
@@ -868,7 +880,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           case TimerKind::SCHEDULE_TO_START:
           case TimerKind::START_TO_CLOSE:
           case TimerKind::HEARTBEAT:
-            attempt_failed(self, AttemptFailure{timeout_reason(kind), false, false, {}}, kind);
+            attempt_timed_out(self, kind);
             break;
           case TimerKind::BACKOFF:
             dispatch_when_settled(self, TaskEvent::DISPATCH);
