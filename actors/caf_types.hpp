@@ -154,6 +154,7 @@ struct TaskReport {
     CANCELLED,
     LOST,  ///< the executor running it was lost (a worker declared MUST_DIE)
     HANDED_OFF,  ///< asyncCompletion: the invocation is done; its token will end the task
+    INTERRUPTED,  ///< its worker stopped it to shut down: not the task's failure
   };
   std::string invocation_id;
   uint8_t kind = STARTED;

@@ -1,6 +1,7 @@
 // What is known of an invocation lost with its executor (mirrors schema::FailoverKind in
 // history.capnp). It decides whether the task's attempt is used up: only an invocation that
-// provably never started is dispatched again under the same attempt.
+// provably never started, or that its worker interrupted to shut down, is dispatched again under
+// the same attempt.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@ enum class Loss : uint8_t {
   NEVER_STARTED,     ///< provably never reached an executor (refused, or never sent)
   WHILE_RUNNING,     ///< started, and lost before it finished
   RESULT_LOST,       ///< finished, and lost before its outcome was durable
+  INTERRUPTED,       ///< its worker stopped it to shut down: run again, the attempt kept
 };
 
 inline std::string_view loss_name(Loss loss) {
@@ -21,6 +23,7 @@ inline std::string_view loss_name(Loss loss) {
     case Loss::NEVER_STARTED: return "never started";
     case Loss::WHILE_RUNNING: return "lost while running";
     case Loss::RESULT_LOST: return "finished, result lost";
+    case Loss::INTERRUPTED: return "interrupted";
   }
   return "?";
 }

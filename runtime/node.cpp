@@ -76,6 +76,29 @@ class StopSignal {
   std::string why_;
 };
 
+/// What a signal does on a node with the worker role: the first starts the worker's graceful
+/// shutdown, the second ends its grace; only a third (or a signal before the worker is up, or on
+/// a node without the role) stops the node at once.
+class GracefulShutdown {
+ public:
+  void arm(std::function<void(const std::string&)> shut_down) {
+    std::lock_guard lock(mutex_);
+    shut_down_ = std::move(shut_down);
+  }
+  /// False if the signal should stop the node at once.
+  bool signalled(const std::string& signal) {
+    std::lock_guard lock(mutex_);
+    if (!shut_down_ || ++signals_ > 2) return false;
+    shut_down_(signal);
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::function<void(const std::string&)> shut_down_;
+  int signals_ = 0;
+};
+
 /// The node's actor threads: as configured, else one per core but one.
 uint32_t actor_threads(const NodeConfig& node) {
   if (node.actor_threads > 0) return node.actor_threads;
@@ -93,10 +116,16 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   auto stop = std::make_shared<StopSignal>();
-  std::thread signal_thread([signals, stop] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    stop->stop(0, signal == SIGINT ? "SIGINT" : "SIGTERM");
+  auto graceful = std::make_shared<GracefulShutdown>();
+  std::thread signal_thread([signals, stop, graceful] {
+    for (;;) {
+      int signal = 0;
+      sigwait(&signals, &signal);
+      const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+      if (graceful->signalled(name)) continue;
+      stop->stop(0, name);
+      return;
+    }
   });
   signal_thread.detach();
 
@@ -236,6 +265,8 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     agent->cluster_token = cluster_token;
     if (agent->node.scheduler_address.empty()) agent->node.scheduler_address = node.listen;
     agent->exit = [stop](const std::string& reason) { stop->stop(1, reason); };
+    agent->stopped = [stop](const std::string& how) { stop->stop(0, how); };
+    agent->shutdown_grace = cluster.shutdown_grace;
     // The keepers enforce the lease on their own, even while this process is frozen.
     agent->extend_lease = [weak = std::weak_ptr<ProcessSupervisor>(processes)](auto deadline) {
       if (auto supervisor = weak.lock()) supervisor->extend_lease(deadline);
@@ -257,7 +288,8 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     if (node.worker) {
       auto started = start_worker_agent(io, tasks, agent);
       if (!started) return started.error();
-      stop_worker = std::move(*started);
+      stop_worker = std::move(started->stop);
+      graceful->arm(std::move(started->shut_down));
     }
     return std::function<void()>([stop_scheduler, stop_worker] {
       if (stop_worker) stop_worker();

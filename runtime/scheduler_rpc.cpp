@@ -49,6 +49,10 @@ TaskReport report_of(const std::string& id, schema::Outcome::Reader outcome) {
     }
     case schema::Outcome::CANCELLED: report.kind = TaskReport::CANCELLED; break;
     case schema::Outcome::HANDED_OFF: report.kind = TaskReport::HANDED_OFF; break;
+    case schema::Outcome::INTERRUPTED:
+      report.kind = TaskReport::INTERRUPTED;
+      report.details = text(outcome.getInterrupted());
+      break;
   }
   // Dated on this node's wall clock (the task actors' clock): the worker says only how long ago
   // it ended, so the date is late by the message's transit, never early.
@@ -276,6 +280,18 @@ class WorkerSessionImpl final : public schema::WorkerSession::Server {
     return b.promise.then([context](Result<bool> r) mutable {
       if (!r) set_error(context.getResults().initError(), r.error());
     });
+  }
+
+  kj::Promise<void> stopping(StoppingContext context) override {
+    auto params = context.getParams();
+    caf::anon_send(worker_, actors::stop_atom::value, text(params.getReason()),
+                   int64_t{params.getGraceMs()} * 1000);
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> stopped(StoppedContext) override {
+    caf::anon_send(worker_, actors::finished_atom::value);
+    return kj::READY_NOW;
   }
 
   kj::Promise<void> taskHeartbeat(TaskHeartbeatContext context) override {

@@ -78,6 +78,7 @@ void fill(schema::Outcome::Builder out, const TaskReport& report, Duration ended
     case TaskReport::SUCCEEDED: out.setSucceeded(as_data(report.payload)); break;
     case TaskReport::CANCELLED: out.setCancelled(); break;
     case TaskReport::HANDED_OFF: out.setHandedOff(); break;
+    case TaskReport::INTERRUPTED: out.setInterrupted(report.details); break;
     default: {
       auto f = out.initFailed();
       f.setReason(report.reason);
@@ -135,6 +136,35 @@ class Agent : public std::enable_shared_from_this<Agent> {
   void stop() {
     stopped_ = true;
     connection_ = nullptr;
+  }
+
+  /// A signal asked this worker to stop (Deadline's worker-initiated drain): it takes no new
+  /// task from now on and tells the scheduler so; what runs gets the shutdown grace to finish,
+  /// then is interrupted (SIGKILL) and reported INTERRUPTED, which the scheduler runs again
+  /// elsewhere without using an attempt. Once every outcome is delivered it tells the scheduler
+  /// it STOPPED and the node exits 0. Called again (a second signal): the grace ends now.
+  void shut_down(const std::string& why) {
+    if (stopped_ || state_.dying()) return;
+    if (!state_.begin_stopping()) {
+      std::cerr << "worker " << setup_->node.name << ": " << why << " again: interrupting what still runs\n";
+      interrupt_remaining();
+      return;
+    }
+    shutdown_reason_ = why;
+    const auto running = state_.unended_ids();
+    std::cerr << "worker " << setup_->node.name << ": shutting down (" << why << "): no new tasks; "
+              << running.size() << " running get " << format_duration(setup_->shutdown_grace) << " to finish\n";
+    tell_stopping();
+    auto self = shared_from_this();
+    if (!running.empty()) {
+      tasks_.add(io_.provider->getTimer().afterDelay(to_kj(setup_->shutdown_grace)).then([self] {
+        self->interrupt_remaining();
+      }));
+    }
+    // Outcomes go on being delivered until the scheduler has them all, but not for ever: an
+    // unreachable scheduler fails them over once this worker's lease runs out.
+    const auto give_up = Clock::now() + setup_->shutdown_grace + std::max(state_.timeouts().must_die_after, Duration(std::chrono::seconds(2)));
+    tasks_.add(stop_when_idle(give_up));
   }
 
   // --- WorkerControl ---------------------------------------------------------------------
@@ -220,6 +250,58 @@ class Agent : public std::enable_shared_from_this<Agent> {
     explicit Connection(kj::Own<kj::AsyncIoStream> s)
         : stream(kj::mv(s)), client(*stream), gateway(client.bootstrap().castAs<schema::Gateway>()) {}
   };
+
+  void interrupt_remaining() {
+    for (const auto& id : state_.unended_ids()) {
+      state_.interrupt(id);
+      cancel(id, Duration::zero());
+    }
+  }
+
+  /// Tells the scheduler this worker is shutting down (again after a reconnection).
+  void tell_stopping() {
+    if (connection_.get() == nullptr) return;
+    KJ_IF_MAYBE(session, connection_->session) {
+      auto request = session->stoppingRequest();
+      request.setGraceMs(static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(setup_->shutdown_grace).count()));
+      request.setReason(shutdown_reason_);
+      tasks_.add(request.send().ignoreResult().catch_([](kj::Exception&&) {}));
+    }
+  }
+
+  /// Checks every few milliseconds whether every outcome is delivered; then (or at `give_up`)
+  /// says STOPPED and has the node exit.
+  kj::Promise<void> stop_when_idle(Clock::time_point give_up) {
+    if (stopped_) return kj::READY_NOW;
+    const bool idle = state_.idle();
+    if (!idle && Clock::now() < give_up) {
+      auto self = shared_from_this();
+      return io_.provider->getTimer().afterDelay(20 * kj::MILLISECONDS).then([self, give_up] {
+        return self->stop_when_idle(give_up);
+      });
+    }
+    std::string how = idle ? "every task finished or was interrupted, and the scheduler has every outcome"
+                           : std::to_string(state_.ended_ids().size()) +
+                                 " outcomes did not reach the scheduler; it fails them over when this worker's lease runs out";
+    auto self = shared_from_this();
+    auto exit = [self, how] {
+      std::cerr << "worker " << self->setup_->node.name << ": stopped: " << how << "\n";
+      if (self->setup_->stopped) self->setup_->stopped(self->shutdown_reason_ + ": " + how);
+    };
+    if (!idle || connection_.get() == nullptr) {
+      exit();
+      return kj::READY_NOW;
+    }
+    KJ_IF_MAYBE(session, connection_->session) {
+      // Awaited (briefly): the scheduler fails nothing over on the worker's word until it has it.
+      return session->stoppedRequest().send().ignoreResult()
+          .exclusiveJoin(io_.provider->getTimer().afterDelay(2 * kj::SECONDS))
+          .catch_([](kj::Exception&&) {})
+          .then(kj::mv(exit));
+    }
+    exit();
+    return kj::READY_NOW;
+  }
 
   void die(const std::string& reason) {
     auto cancels = state_.die();
@@ -316,6 +398,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
                 << self->setup_->node.scheduler_address.to_string()
                 << (registration.getStartClean() ? " (replacing an earlier instance)" : "") << "\n";
       self->tasks_.add(self->heartbeat_loop(++self->heartbeat_generation_));
+      if (self->state_.stopping()) self->tell_stopping();
       for (const auto& id : undelivered) self->deliver(id);
       return self->connection_->client.onDisconnect().then([self] {
         std::cerr << "worker " << self->setup_->node.name << ": lost the connection to the scheduler\n";
@@ -493,6 +576,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   bool stopped_ = false;
   uint64_t heartbeat_generation_ = 0;
   std::string last_refusal_;  ///< the registration refusal last logged
+  std::string shutdown_reason_;  ///< the signal that started the shutdown
   actors::task_port bridge_;  ///< where the executor reports this worker's invocations
   std::unordered_map<std::string, Calls> calls_;  ///< by invocation id, for every invocation state_ holds
 };
@@ -553,11 +637,19 @@ kj::Promise<void> WorkerControlImpl::requestSuicide(RequestSuicideContext contex
 
 }  // namespace
 
-Result<std::function<void()>> start_worker_agent(kj::AsyncIoContext& io, kj::TaskSet& tasks,
-                                                 std::shared_ptr<WorkerAgentSetup> setup) {
+Result<WorkerAgentHandle> start_worker_agent(kj::AsyncIoContext& io, kj::TaskSet& tasks,
+                                            std::shared_ptr<WorkerAgentSetup> setup) {
+  RpcThread* rpc = setup->rpc;
   auto agent = std::make_shared<Agent>(io, tasks, std::move(setup));
   agent->start();
-  return std::function<void()>([agent] { agent->stop(); });
+  WorkerAgentHandle handle;
+  handle.stop = [agent] { agent->stop(); };
+  handle.shut_down = [rpc, weak = std::weak_ptr<Agent>(agent)](const std::string& why) {
+    rpc->post([weak, why] {
+      if (auto agent = weak.lock()) agent->shut_down(why);
+    });
+  };
+  return handle;
 }
 
 }  // namespace troupe::runtime

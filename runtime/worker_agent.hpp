@@ -29,14 +29,27 @@ struct WorkerAgentSetup {
   RpcThread* rpc = nullptr;
   /// Asks the node to exit (MUST_DIE, requestSuicide); called on the RPC thread.
   std::function<void(const std::string& reason)> exit;
+  /// Asks the node to exit 0: a shutdown (see WorkerAgentHandle::shut_down) is done. Called on
+  /// the RPC thread.
+  std::function<void(const std::string& how)> stopped;
+  /// How long a shutdown lets running tasks finish before it interrupts them.
+  Duration shutdown_grace = std::chrono::seconds(5);
   /// The worker's lease now ends at `deadline` (the send time of the registration or heartbeat
   /// the scheduler acknowledged, plus the lease): its tasks must be dead by then, even if this
   /// process is frozen. Called on the RPC thread; optional.
   std::function<void(std::chrono::steady_clock::time_point deadline)> extend_lease;
 };
 
-/// Starts the agent on the RPC thread (RpcThread::Setup); the teardown drops the connection.
-Result<std::function<void()>> start_worker_agent(kj::AsyncIoContext& io, kj::TaskSet& tasks,
-                                                 std::shared_ptr<WorkerAgentSetup> setup);
+struct WorkerAgentHandle {
+  /// The teardown, on the RPC thread: drops the connection.
+  std::function<void()> stop;
+  /// From any thread: shut down gracefully (a signal; see WorkerAgentSetup::stopped). A second
+  /// call ends the grace at once.
+  std::function<void(const std::string& why)> shut_down;
+};
+
+/// Starts the agent on the RPC thread (RpcThread::Setup).
+Result<WorkerAgentHandle> start_worker_agent(kj::AsyncIoContext& io, kj::TaskSet& tasks,
+                                            std::shared_ptr<WorkerAgentSetup> setup);
 
 }  // namespace troupe::runtime

@@ -96,6 +96,8 @@ enum FailoverKind {
   neverStarted @1;              # it provably never reached a worker: dispatched again, same attempt
   lostWhileRunning @2;          # it ran on a worker that was lost before it finished
   resultLost @3;                # it finished, but its worker was lost before the outcome was durable
+  interrupted @4;               # its worker shut down (SIGTERM, a drain) before it finished: not the
+                                # task's failure, so dispatched again elsewhere, same attempt
 }
 
 struct WorkflowSubmitted {

@@ -52,6 +52,7 @@ enum Health {
   healthy @1;
   unhealthy @2;                      # heartbeats late: gets no new work
   mustDie @3;                        # declared lost: its invocations failed over; it must exit
+  stopping @4;                       # it said it is shutting down: gets no new work
 }
 
 struct HealthTimeouts {
@@ -91,6 +92,8 @@ struct Outcome {
     failed @1 :FailureReport;
     cancelled @2 :Void;              # stopped because it was asked to
     handedOff @3 :Void;              # asyncCompletion: done here; its token will end the task
+    interrupted @5 :Text;            # the worker shut down before it finished (why): not the task's
+                                     # failure; the scheduler runs it again elsewhere, attempt kept
   }
   endedAgoUs @4 :UInt64;
   # How long before this message was built the invocation ended, on the worker's monotonic
@@ -151,6 +154,12 @@ interface WorkerSession {
   # For a finished invocation whose reporter was lost. Returns once durable; an invocation
   # this worker was not given is refused.
   taskHeartbeat @2 (invocationId :Text, progress :Data) -> (cancelRequested :Bool, error :Common.Error);
+  stopping @3 (graceMs :UInt32, reason :Text) -> ();
+  # The worker is shutting down (a signal): it takes no new task from this moment, gives what it
+  # runs graceMs to finish, then interrupts the rest. Every outcome follows as usual.
+  stopped @4 () -> ();
+  # The worker is about to exit having delivered every outcome: nothing of it runs any more, so
+  # its invocations need not wait for its lease.
   # TaskReporter.heartbeat for an invocation whose reporter was lost (the scheduler restarted
   # and took the invocation back); refused for an invocation this worker was not given.
 }

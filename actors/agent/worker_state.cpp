@@ -3,7 +3,9 @@
 #include "actors/agent/worker_state.hpp"
 
 #include <algorithm>
+#include <utility>
 
+#include "actors/caf_types.hpp"
 #include "schema/duration.hpp"
 
 namespace troupe::actors {
@@ -65,6 +67,7 @@ std::vector<std::string> WorkerState::running_ids() {
 }
 
 Result<void> WorkerState::accept(const std::string& id, Fence fence, bool outcome_in_answer, TimePoint now) {
+  if (stopping_) return fail(Errc::NOT_ALLOWED_IN_STATE, "worker " + shard_id_ + " is shutting down");
   if (!healthy(now)) return fail(Errc::NOT_ALLOWED_IN_STATE, "worker " + shard_id_ + " is not HEALTHY");
   if (fence < fence_) {
     return fail(Errc::NOT_ALLOWED_IN_STATE, "runTask of " + id + " (fence " + fence.to_string() +
@@ -107,11 +110,35 @@ std::optional<std::vector<std::string>> WorkerState::die() {
   return ids;
 }
 
+bool WorkerState::begin_stopping() { return !std::exchange(stopping_, true); }
+
+std::vector<std::string> WorkerState::unended_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& [id, run] : runs_) {
+    if (!run.ended) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void WorkerState::interrupt(const std::string& id) {
+  if (auto it = runs_.find(id); it != runs_.end() && !it->second.ended) it->second.interrupted = true;
+}
+
 EndAnswer WorkerState::ended(const std::string& id, std::shared_ptr<const TaskReport> outcome,
                              bool answer_awaited, TimePoint now) {
   auto& run = runs_.at(id);
   run.ended = true;
   run.ended_at = now;
+  if (run.interrupted && outcome->kind != TaskReport::SUCCEEDED && outcome->kind != TaskReport::HANDED_OFF) {
+    // Killed to shut down: whatever the kill looked like to the executor, the task did not fail.
+    auto interrupted = std::make_shared<TaskReport>(*outcome);
+    interrupted->kind = TaskReport::INTERRUPTED;
+    interrupted->reason.clear();
+    interrupted->payload.clear();
+    interrupted->details = "worker " + shard_id_ + " shut down before it finished";
+    outcome = std::move(interrupted);
+  }
   run.outcome = std::move(outcome);
   // Otherwise the answer goes first: the scheduler then knows the outcome that follows it needs
   // no start of its own.

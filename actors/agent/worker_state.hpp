@@ -98,6 +98,18 @@ class WorkerState {
   std::optional<std::vector<std::string>> die();
   bool dying() const { return dying_; }
 
+  // --- shutting down (a signal) ----------------------------------------------------------
+  /// From now on it refuses runTask: it is shutting down. False if it already was.
+  bool begin_stopping();
+  bool stopping() const { return stopping_; }
+  /// The invocations it holds that have not ended, sorted.
+  std::vector<std::string> unended_ids() const;
+  /// It stops invocation `id` to shut down: unless it still succeeds (or hands off), it ends
+  /// INTERRUPTED, which is not the task's failure.
+  void interrupt(const std::string& id);
+  /// Whether it holds nothing: every outcome was delivered.
+  bool idle() const { return runs_.empty(); }
+
   // --- what the executor reports ---------------------------------------------------------
   /// Invocation `id` ended at `now` with `outcome`. `answer_awaited`: its runTask is still
   /// waiting for an answer.
@@ -130,6 +142,7 @@ class WorkerState {
     std::shared_ptr<const TaskReport> outcome;
     bool reporter_lost = false;      ///< heartbeats go through the session
     bool outcome_in_answer = false;  ///< the scheduler takes an outcome known by then in the answer
+    bool interrupted = false;        ///< stopped to shut down (see interrupt)
   };
 
   /// Keeps the fence of this instance's first registration with each scheduler incarnation
@@ -144,6 +157,7 @@ class WorkerState {
   bool associated_ = false;
   bool ever_registered_ = false;
   bool dying_ = false;
+  bool stopping_ = false;
   Fence fence_;  ///< of the last notifyIfTasksNotRunning: older runTasks are refused
   std::vector<Fence> registrations_;
   /// By invocation id. Hashed: it is looked up several times per task on the worker's hot

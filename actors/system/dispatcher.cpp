@@ -264,7 +264,8 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
                     shared_reply->deliver(registered(self, current, false));
                     return;
                   }
-                  const bool replaceable = state == HealthState::MUST_DIE ||
+                  // One that is shutting down is going away: a new instance (its restart) takes over.
+                  const bool replaceable = state == HealthState::MUST_DIE || state == HealthState::STOPPING ||
                                            (state == HealthState::UNHEALTHY && s.options.replace_unhealthy);
                   if (!replaceable) {
                     shared_reply->deliver(fail(

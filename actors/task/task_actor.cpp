@@ -465,19 +465,20 @@ Duration never_started_backoff(uint32_t in_a_row) {
   return std::min<Duration>(backoff, std::chrono::seconds(5));
 }
 
-/// After a failover of an invocation that never started: the same attempt is dispatched again
-/// (a retry that keeps the attempt, whatever the retry policy says), or paused if a pause was
-/// asked for meanwhile.
+/// After a failover of an invocation that never started, or that its worker interrupted to shut
+/// down: the same attempt is dispatched again (a retry that keeps the attempt, whatever the retry
+/// policy says), or paused if a pause was asked for meanwhile.
 void dispatch_again(Self self) {
   auto& st = self->state;
   const bool pause_instead = st.model.pause_requested;
+  const bool interrupted = st.model.failover == Loss::INTERRUPTED;
   decide(self, TaskEvent::RETRY, [&](Body b) {
     auto r = b.initTaskRetryScheduled();
     r.setNextAttempt(st.model.attempt);
-    r.setBackoffUs(never_started_backoff(st.model.never_started).count());
+    r.setBackoffUs(interrupted ? 0 : never_started_backoff(st.model.never_started).count());
     auto cause = r.initCause();
-    cause.setReason("Failover");
-    cause.setDetails(st.model.failure_details + " (it never started: dispatched again, attempt " +
+    cause.setReason(interrupted ? "Interrupted" : "Failover");
+    cause.setDetails(st.model.failure_details + (interrupted ? " (dispatched again, attempt " : " (it never started: dispatched again, attempt ") +
                      std::to_string(st.model.attempt) + " kept)");
   });
   if (pause_instead) decide(self, TaskEvent::PAUSE, [](Body b) { b.setTaskPauseRequested(); });
@@ -487,7 +488,7 @@ void dispatch_again(Self self) {
 /// other is a failed attempt, retried or failed per the policy.
 void after_failover(Self self) {
   auto& st = self->state;
-  if (st.model.failover == Loss::NEVER_STARTED) {
+  if (st.model.failover == Loss::NEVER_STARTED || st.model.failover == Loss::INTERRUPTED) {
     dispatch_again(self);
     return;
   }
@@ -605,6 +606,10 @@ void on_report(Self self, const TaskReport& report) {
       break;
     case TaskReport::LOST:
       fail_over(self, report.details.empty() ? "the executor was lost" : report.details, report.loss);
+      break;
+    case TaskReport::INTERRUPTED:
+      fail_over(self, report.details.empty() ? "its worker shut down before it finished" : report.details,
+                Loss::INTERRUPTED);
       break;
   }
 }

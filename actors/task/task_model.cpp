@@ -10,6 +10,7 @@ static_assert(static_cast<uint16_t>(schema::FailoverKind::MAY_HAVE_STARTED) == u
 static_assert(static_cast<uint16_t>(schema::FailoverKind::NEVER_STARTED) == uint8_t(Loss::NEVER_STARTED));
 static_assert(static_cast<uint16_t>(schema::FailoverKind::LOST_WHILE_RUNNING) == uint8_t(Loss::WHILE_RUNNING));
 static_assert(static_cast<uint16_t>(schema::FailoverKind::RESULT_LOST) == uint8_t(Loss::RESULT_LOST));
+static_assert(static_cast<uint16_t>(schema::FailoverKind::INTERRUPTED) == uint8_t(Loss::INTERRUPTED));
 
 std::optional<TaskEvent> TaskModel::event_of(Body::Which body, TaskState state) {
   switch (body) {
@@ -249,7 +250,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       {
         // A kind this version does not know may have started: the attempt counts.
         const auto kind = static_cast<uint16_t>(body.getTaskFailover().getKind());
-        failover = kind <= static_cast<uint16_t>(Loss::RESULT_LOST) ? static_cast<Loss>(kind) : Loss::MAY_HAVE_STARTED;
+        failover = kind <= static_cast<uint16_t>(Loss::INTERRUPTED) ? static_cast<Loss>(kind) : Loss::MAY_HAVE_STARTED;
       }
       if (failover == Loss::NEVER_STARTED) ++never_started;
       invocation_id.clear();

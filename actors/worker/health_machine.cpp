@@ -5,6 +5,9 @@
 // over once they are known dead: at once when a new instance replaced it (which kills what its
 // predecessor left before it registers), else when its lease runs out (the worker kills its
 // tasks by then). MUST_DIE ignores the rest (a heartbeat's reply tells the worker to exit).
+// A worker shutting down says so (STOP_REQUESTED): STOPPING gets no new tasks whatever its
+// heartbeats do, and its word that it STOPPED (every outcome delivered) fails over what is left at
+// once, with no lease to wait for: nothing of it runs any more.
 #include "actors/worker/health_machine.hpp"
 
 #include <algorithm>
@@ -26,6 +29,10 @@ void dying(std::vector<R>& rows, S s) {
   rows.push_back({s, E::REPLACED, S::MUST_DIE,
                   {A::LEAVE_TASK_LISTS, A::REQUEST_SUICIDE, A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER}});
   rows.push_back({s, E::LEASE_EXPIRED, s, {}, true, "a live worker holds no running-out lease"});
+  rows.push_back({s, E::STOPPED, S::MUST_DIE, {A::LEAVE_TASK_LISTS, A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER}});
+  if (s != S::STOPPING) {
+    rows.push_back({s, E::STOP_REQUESTED, S::STOPPING, {A::STOP_ASSIGNING, A::ARM_HEALTH_TIMER}});
+  }
 }
 
 std::vector<R> rows() {
@@ -48,6 +55,13 @@ std::vector<R> rows() {
       {S::UNHEALTHY, E::HEARTBEAT_LATE, S::UNHEALTHY, {}, true, "already unhealthy"},
   });
   dying(rows, S::UNHEALTHY);
+  rows.insert(rows.end(), {
+      {S::STOPPING, E::ASSOCIATED, S::STOPPING, {}, true, "it takes no new tasks: nothing to offer"},
+      {S::STOPPING, E::HEARTBEAT, S::STOPPING, {A::ARM_HEALTH_TIMER}},
+      {S::STOPPING, E::HEARTBEAT_LATE, S::STOPPING, {}, true, "it gets no new tasks anyway"},
+      {S::STOPPING, E::STOP_REQUESTED, S::STOPPING, {}, true, "already stopping"},
+  });
+  dying(rows, S::STOPPING);
   const S dead = S::MUST_DIE;
   rows.insert(rows.end(), {
       {dead, E::ASSOCIATED, dead, {}, true, "too late: it must die"},
@@ -58,6 +72,9 @@ std::vector<R> rows() {
       {dead, E::REPLACED, dead, {A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER}},
       {dead, E::SUICIDE, dead, {}, true, "already must die"},
       {dead, E::LEASE_EXPIRED, dead, {A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER}},
+      {dead, E::STOP_REQUESTED, dead, {}, true, "already must die"},
+      // Its word that nothing runs any more comes before its lease runs out.
+      {dead, E::STOPPED, dead, {A::FAIL_OVER_INVOCATIONS, A::STOP_HEALTH_TIMER}},
   });
   return rows;
 }
@@ -70,6 +87,7 @@ std::string_view HealthMachineTraits::name(HealthState s) {
     case S::HEALTHY: return "HEALTHY";
     case S::UNHEALTHY: return "UNHEALTHY";
     case S::MUST_DIE: return "MUST_DIE";
+    case S::STOPPING: return "STOPPING";
   }
   return "?";
 }
@@ -83,6 +101,8 @@ std::string_view HealthMachineTraits::name(HealthEvent e) {
     case E::REPLACED: return "REPLACED";
     case E::SUICIDE: return "SUICIDE";
     case E::LEASE_EXPIRED: return "LEASE_EXPIRED";
+    case E::STOP_REQUESTED: return "STOP_REQUESTED";
+    case E::STOPPED: return "STOPPED";
   }
   return "?";
 }
@@ -122,7 +142,7 @@ Result<void> HealthTimeouts::validate() const {
 HealthState health_after(HealthState current, Duration since, const HealthTimeouts& timeouts) {
   since = std::max(since, Duration::zero());
   if (current == S::MUST_DIE || since >= timeouts.must_die_after) return S::MUST_DIE;
-  if (current == S::NEW) return S::NEW;
+  if (current == S::NEW || current == S::STOPPING) return current;
   if (since >= timeouts.unhealthy_after) return S::UNHEALTHY;
   return S::HEALTHY;
 }
@@ -145,7 +165,8 @@ std::optional<Duration> until_health_timeout(HealthState current, Duration since
     case S::MUST_DIE: return std::max(Duration::zero(), timeouts.lease - since);
     case S::HEALTHY: return std::max(Duration::zero(), timeouts.unhealthy_after - since);
     case S::NEW:
-    case S::UNHEALTHY: return std::max(Duration::zero(), timeouts.must_die_after - since);
+    case S::UNHEALTHY:
+    case S::STOPPING: return std::max(Duration::zero(), timeouts.must_die_after - since);
   }
   return std::nullopt;
 }

@@ -20,6 +20,8 @@ enum class HealthState : uint8_t {
   UNHEALTHY,  ///< heartbeats are late: it keeps its tasks but gets no new ones
   MUST_DIE,   ///< lost, replaced or told to die; terminal for this instance. Until its lease
               ///< runs out (or a new instance replaces it) its invocations may still run there
+  STOPPING,   ///< shutting down (a signal): it keeps its tasks for their grace and gets no new
+              ///< ones; it says STOPPED once every outcome is delivered
 };
 
 enum class HealthEvent : uint8_t {
@@ -30,6 +32,8 @@ enum class HealthEvent : uint8_t {
   REPLACED,        ///< a new worker instance with the same shard id registered
   SUICIDE,         ///< the worker asked to die, or an operator or the scheduler decided it must
   LEASE_EXPIRED,   ///< a MUST_DIE instance's lease ran out: the worker side has killed its tasks
+  STOP_REQUESTED,  ///< the worker is shutting down (WorkerSession.stopping)
+  STOPPED,         ///< the worker delivered every outcome and exits (WorkerSession.stopped)
 };
 
 /// What the scheduler's worker actor does for a transition, in this order. Nothing is persisted:
@@ -50,8 +54,8 @@ struct HealthMachineTraits {
   using State = HealthState;
   using Event = HealthEvent;
   using Action = HealthAction;
-  static constexpr size_t states = 4;
-  static constexpr size_t events = 7;
+  static constexpr size_t states = 5;
+  static constexpr size_t events = 9;
   static std::string_view name(HealthState s);
   static std::string_view name(HealthEvent e);
   static std::string_view name(HealthAction a);

@@ -204,8 +204,9 @@ void handle(Self self, HealthEvent event) {
         break;
       case HealthAction::FAIL_OVER_INVOCATIONS: {
         const std::string why = "worker " + st.setup.info.describe() +
-                                (event == HealthEvent::REPLACED ? " was replaced by a new instance"
-                                                                : " was lost and its lease ran out");
+                                (event == HealthEvent::REPLACED  ? " was replaced by a new instance"
+                                 : event == HealthEvent::STOPPED ? " stopped before this outcome reached the scheduler"
+                                                                 : " was lost and its lease ran out");
         std::vector<std::pair<std::string, Loss>> lost;
         for (const auto& [id, given] : st.given) lost.emplace_back(id, loss_of(given));
         for (const auto& [id, loss] : lost) lose(self, id, why, loss);
@@ -217,6 +218,10 @@ void handle(Self self, HealthEvent event) {
       case HealthAction::LEAVE_TASK_LISTS:
         for (const auto& [list, matcher] : st.setup.matchers) {
           self->send(matcher, leave_atom::value, st.setup.info.shard_id);
+        }
+        if (event == HealthEvent::STOPPED) {
+          std::cerr << "worker " << st.setup.info.describe() << " stopped\n";
+          break;
         }
         std::cerr << "worker " << st.setup.info.describe() << " is MUST_DIE ("
                   << HealthMachineTraits::name(event) << ")";
@@ -281,9 +286,11 @@ void send_run(Self self, const Invocation& invocation, task_port task) {
   Given given{task, invocation.task_list, false};
   given.fence = invocation.fence;
   s.given[id] = std::move(given);
-  if (HealthMachine::is_terminal(s.health)) {
-    // Granted before the worker left its task lists: never sent.
-    lose(self, id, "worker " + s.setup.info.shard_id + " must die", Loss::NEVER_STARTED);
+  if (HealthMachine::is_terminal(s.health) || s.health == HealthState::STOPPING) {
+    // Granted before the worker left its task lists (or withdrew its slots): never sent.
+    lose(self, id,
+         "worker " + s.setup.info.shard_id + (s.health == HealthState::STOPPING ? " is shutting down" : " must die"),
+         Loss::NEVER_STARTED);
     return;
   }
   auto me = caf::actor_cast<worker_actor>(self);
@@ -497,6 +504,15 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         if (s.health == HealthState::HEALTHY) resolve_unsure(self);
         reply.deliver(s.health);
       },
+      [=](stop_atom, const std::string& why, int64_t grace_us) {
+        auto& s = self->state;
+        if (s.health != HealthState::STOPPING && !HealthMachine::is_terminal(s.health)) {
+          std::cerr << "worker " << s.setup.info.describe() << " is shutting down (" << why << "): no new tasks; "
+                    << s.given.size() << " running get " << format_duration(Duration(grace_us)) << " to finish\n";
+        }
+        handle(self, HealthEvent::STOP_REQUESTED);
+      },
+      [=](finished_atom) { handle(self, HealthEvent::STOPPED); },
       [=](report_atom, TaskReport& report, Reply<bool>& reply) {
         auto& s = self->state;
         auto it = s.given.find(report.invocation_id);

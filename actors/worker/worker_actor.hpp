@@ -69,6 +69,11 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<recovered_atom, int64_t>,
     // from RPC: the worker's heartbeat; the reply is its HealthState as the scheduler sees it
     caf::reacts_to<heartbeat_atom, Reply<HealthState>>,
+    // from RPC: the worker is shutting down (why, the grace its tasks get in microseconds): it
+    // takes no new tasks from now on
+    caf::reacts_to<stop_atom, std::string, int64_t>,
+    // from RPC: the worker delivered every outcome and exits: nothing of it runs any more
+    caf::reacts_to<finished_atom>,
     // from RPC: STARTED or HEARTBEAT; the reply says whether cancellation was requested
     caf::reacts_to<report_atom, TaskReport, Reply<bool>>,
     // from RPC: an invocation ended; the reply comes once its outcome is durable

@@ -37,6 +37,7 @@ constexpr std::string_view cluster_keys[] = {"name",
                                              "must_die_after",
                                              "replace_unhealthy_workers",
                                              "kill_grace",
+                                             "shutdown_grace",
                                              "recovery_window",
                                              "worker_lease",
                                              "retention"};
@@ -428,6 +429,7 @@ class Checker {
       out.replace_unhealthy_workers = *b;
     }
     if (auto d = duration_value(field(*t, "kill_grace", "cluster", line))) out.kill_grace = *d;
+    if (auto d = duration_value(field(*t, "shutdown_grace", "cluster", line))) out.shutdown_grace = *d;
     if (auto d = duration_value(field(*t, "retention", "cluster", line))) out.retention = *d;
     const Field window_f = field(*t, "recovery_window", "cluster", line);
     const Field lease_f = field(*t, "worker_lease", "cluster", line);

@@ -119,6 +119,10 @@ struct ClusterConfig {
   /// and how long its task waits for the confirmation before it counts it as killed. > 0.
   /// Default: 10s.
   Duration kill_grace = std::chrono::seconds(10);
+  /// How long a worker shutting down on SIGTERM or SIGINT lets its running tasks finish before
+  /// it interrupts them (SIGKILL) and reports them INTERRUPTED, to run again elsewhere. A host
+  /// shutdown sends SIGKILL 5 s after SIGTERM. Default: 5s.
+  Duration shutdown_grace = std::chrono::seconds(5);
   /// How long a worker keeps running its tasks without an acknowledged heartbeat: it rides out
   /// scheduler restarts and network cuts shorter than this, and kills its tasks when it runs
   /// out. A lost worker's tasks are retried elsewhere only then (or once a new instance of the

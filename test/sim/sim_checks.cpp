@@ -53,6 +53,7 @@ const char* failover_name(schema::FailoverKind kind) {
     case schema::FailoverKind::NEVER_STARTED: return "neverStarted";
     case schema::FailoverKind::LOST_WHILE_RUNNING: return "lostWhileRunning";
     case schema::FailoverKind::RESULT_LOST: return "resultLost";
+    case schema::FailoverKind::INTERRUPTED: return "interrupted";
   }
   return "?";
 }

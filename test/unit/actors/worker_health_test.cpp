@@ -34,8 +34,12 @@ struct SpecRow {
 const std::string silent = "leave task lists, request suicide, arm health timer";
 const std::string replaced = "leave task lists, request suicide, fail over invocations, stop health timer";
 const std::string failed_over = "fail over invocations, stop health timer";
+// A worker shutting down gets no new tasks; its word that it stopped fails over what is left at
+// once: nothing of it runs any more.
+const std::string stopping = "stop assigning, arm health timer";
+const std::string stopped = "leave task lists, fail over invocations, stop health timer";
 
-/// Every pair: the table defines all 28.
+/// Every pair: the table defines all 45.
 const std::vector<SpecRow> spec = {
     {"NEW", "ASSOCIATED", "HEALTHY", "reconcile invocations, accept tasks, arm health timer"},
     {"NEW", "HEARTBEAT", "NEW", "arm health timer, query running tasks"},
@@ -44,6 +48,8 @@ const std::vector<SpecRow> spec = {
     {"NEW", "SUICIDE", "MUST_DIE", silent},
     {"NEW", "REPLACED", "MUST_DIE", replaced},
     {"NEW", "LEASE_EXPIRED", "=", ""},
+    {"NEW", "STOP_REQUESTED", "STOPPING", stopping},
+    {"NEW", "STOPPED", "MUST_DIE", stopped},
 
     {"HEALTHY", "ASSOCIATED", "=", ""},
     {"HEALTHY", "HEARTBEAT", "HEALTHY", "arm health timer"},
@@ -52,6 +58,8 @@ const std::vector<SpecRow> spec = {
     {"HEALTHY", "SUICIDE", "MUST_DIE", silent},
     {"HEALTHY", "REPLACED", "MUST_DIE", replaced},
     {"HEALTHY", "LEASE_EXPIRED", "=", ""},
+    {"HEALTHY", "STOP_REQUESTED", "STOPPING", stopping},
+    {"HEALTHY", "STOPPED", "MUST_DIE", stopped},
 
     {"UNHEALTHY", "ASSOCIATED", "=", ""},
     {"UNHEALTHY", "HEARTBEAT", "HEALTHY", "accept tasks, arm health timer"},
@@ -60,6 +68,18 @@ const std::vector<SpecRow> spec = {
     {"UNHEALTHY", "SUICIDE", "MUST_DIE", silent},
     {"UNHEALTHY", "REPLACED", "MUST_DIE", replaced},
     {"UNHEALTHY", "LEASE_EXPIRED", "=", ""},
+    {"UNHEALTHY", "STOP_REQUESTED", "STOPPING", stopping},
+    {"UNHEALTHY", "STOPPED", "MUST_DIE", stopped},
+
+    {"STOPPING", "ASSOCIATED", "=", ""},
+    {"STOPPING", "HEARTBEAT", "STOPPING", "arm health timer"},
+    {"STOPPING", "HEARTBEAT_LATE", "=", ""},
+    {"STOPPING", "HEARTBEAT_LOST", "MUST_DIE", silent},
+    {"STOPPING", "SUICIDE", "MUST_DIE", silent},
+    {"STOPPING", "REPLACED", "MUST_DIE", replaced},
+    {"STOPPING", "LEASE_EXPIRED", "=", ""},
+    {"STOPPING", "STOP_REQUESTED", "=", ""},
+    {"STOPPING", "STOPPED", "MUST_DIE", stopped},
 
     {"MUST_DIE", "ASSOCIATED", "=", ""},
     {"MUST_DIE", "HEARTBEAT", "=", ""},
@@ -68,6 +88,8 @@ const std::vector<SpecRow> spec = {
     {"MUST_DIE", "REPLACED", "MUST_DIE", failed_over},
     {"MUST_DIE", "SUICIDE", "=", ""},
     {"MUST_DIE", "LEASE_EXPIRED", "MUST_DIE", failed_over},
+    {"MUST_DIE", "STOP_REQUESTED", "=", ""},
+    {"MUST_DIE", "STOPPED", "MUST_DIE", failed_over},
 };
 
 const SpecRow* find_spec(std::string_view state, std::string_view event) {
@@ -77,9 +99,9 @@ const SpecRow* find_spec(std::string_view state, std::string_view event) {
   return nullptr;
 }
 
-constexpr S all_states[] = {S::NEW, S::HEALTHY, S::UNHEALTHY, S::MUST_DIE};
-constexpr E all_events[] = {E::ASSOCIATED, E::HEARTBEAT, E::HEARTBEAT_LATE, E::HEARTBEAT_LOST,
-                            E::REPLACED,   E::SUICIDE,   E::LEASE_EXPIRED};
+constexpr S all_states[] = {S::NEW, S::HEALTHY, S::UNHEALTHY, S::MUST_DIE, S::STOPPING};
+constexpr E all_events[] = {E::ASSOCIATED, E::HEARTBEAT, E::HEARTBEAT_LATE, E::HEARTBEAT_LOST, E::REPLACED,
+                            E::SUICIDE,    E::LEASE_EXPIRED, E::STOP_REQUESTED, E::STOPPED};
 
 bool before(const ActionList<A>& actions, A first, A second) {
   int i = 0, a = -1, b = -1;
@@ -139,12 +161,12 @@ TEST_SUITE("actors.worker_health") {
       }
       // MUST_DIE is terminal: only the end of what may still run there is acted on.
       if (row.from == S::MUST_DIE) {
-        CHECK((row.event == E::LEASE_EXPIRED || row.event == E::REPLACED));
+        CHECK((row.event == E::LEASE_EXPIRED || row.event == E::REPLACED || row.event == E::STOPPED));
         CHECK(row.actions.contains(A::FAIL_OVER_INVOCATIONS));
         continue;
       }
       // A worker leaves NEW for a live state only once its running tasks are known.
-      if (row.from == S::NEW && row.to != S::NEW && row.to != S::MUST_DIE) {
+      if (row.from == S::NEW && row.to != S::NEW && row.to != S::MUST_DIE && row.to != S::STOPPING) {
         CHECK(row.event == E::ASSOCIATED);
         CHECK(before(row.actions, A::RECONCILE, A::ACCEPT_TASKS));
       }
@@ -157,23 +179,27 @@ TEST_SUITE("actors.worker_health") {
       // for good on dying.
       CHECK(row.actions.contains(A::ACCEPT_TASKS) ==
             (row.to == S::HEALTHY && row.from != S::HEALTHY));
-      CHECK(row.actions.contains(A::STOP_ASSIGNING) == (row.from == S::HEALTHY && row.to == S::UNHEALTHY));
+      CHECK(row.actions.contains(A::STOP_ASSIGNING) ==
+            ((row.from == S::HEALTHY && row.to == S::UNHEALTHY) || row.event == E::STOP_REQUESTED));
+      if (row.event == E::STOP_REQUESTED) CHECK(row.to == S::STOPPING);
       // Dying: out of its task lists first, told to die; its invocations fail over at once only
-      // when a new instance replaced it, else the health timer counts down to its lease.
+      // when a new instance replaced it or it said it stopped, else the health timer counts down
+      // to its lease.
       const bool dies = row.to == S::MUST_DIE;
+      const bool nothing_runs = row.event == E::REPLACED || row.event == E::STOPPED;
       CHECK(row.actions.contains(A::LEAVE_TASK_LISTS) == dies);
-      CHECK(row.actions.contains(A::REQUEST_SUICIDE) == dies);
-      CHECK(row.actions.contains(A::FAIL_OVER_INVOCATIONS) == (dies && row.event == E::REPLACED));
-      CHECK(row.actions.contains(A::STOP_HEALTH_TIMER) == (dies && row.event == E::REPLACED));
-      CHECK(row.actions.contains(A::ARM_HEALTH_TIMER) == (row.event != E::REPLACED));
-      if (dies) CHECK(before(row.actions, A::LEAVE_TASK_LISTS, A::REQUEST_SUICIDE));
+      CHECK(row.actions.contains(A::REQUEST_SUICIDE) == (dies && row.event != E::STOPPED));
+      CHECK(row.actions.contains(A::FAIL_OVER_INVOCATIONS) == (dies && nothing_runs));
+      CHECK(row.actions.contains(A::STOP_HEALTH_TIMER) == (dies && nothing_runs));
+      CHECK(row.actions.contains(A::ARM_HEALTH_TIMER) == !nothing_runs);
+      if (dies && row.event != E::STOPPED) CHECK(before(row.actions, A::LEAVE_TASK_LISTS, A::REQUEST_SUICIDE));
       CHECK(row.actions.contains(A::QUERY_RUNNING_TASKS) ==
             (row.from == S::NEW && row.event == E::HEARTBEAT));
     }
     CHECK(HealthMachine::accepts_tasks(S::HEALTHY));
-    for (S s : {S::NEW, S::UNHEALTHY, S::MUST_DIE}) CHECK_FALSE(HealthMachine::accepts_tasks(s));
+    for (S s : {S::NEW, S::UNHEALTHY, S::MUST_DIE, S::STOPPING}) CHECK_FALSE(HealthMachine::accepts_tasks(s));
     CHECK(HealthMachine::is_terminal(S::MUST_DIE));
-    for (S s : {S::NEW, S::HEALTHY, S::UNHEALTHY}) CHECK_FALSE(HealthMachine::is_terminal(s));
+    for (S s : {S::NEW, S::HEALTHY, S::UNHEALTHY, S::STOPPING}) CHECK_FALSE(HealthMachine::is_terminal(s));
   }
 
   TEST_CASE("random event sequences keep the worker actor's bookkeeping consistent") {
@@ -246,6 +272,7 @@ TEST_SUITE("actors.worker_health") {
           CHECK(reconciled);
           CHECK(timer);
         }
+        if (state == S::STOPPING) CHECK(timer);
       }
     }
   }
