@@ -327,8 +327,8 @@ class Checker {
     return v;
   }
 
-  /// A duration string longer than zero.
-  std::optional<Duration> duration_value(const Field& f) {
+  /// A duration string longer than zero (or zero, if `zero_allowed`).
+  std::optional<Duration> duration_value(const Field& f, bool zero_allowed = false) {
     if (!f) return std::nullopt;
     const auto* s = f.node->as_string();
     if (s == nullptr) {
@@ -340,8 +340,9 @@ class Checker {
       problem(f.line, f.path, d.error().message);
       return std::nullopt;
     }
-    if (d->count() <= 0) {
-      problem(f.line, f.path, "must be longer than zero, not " + quote(s->get()));
+    if (d->count() < 0 || (d->count() == 0 && !zero_allowed)) {
+      problem(f.line, f.path, std::string(zero_allowed ? "must not be negative" : "must be longer than zero") +
+                                  ", not " + quote(s->get()));
       return std::nullopt;
     }
     return *d;
@@ -429,7 +430,7 @@ class Checker {
       out.replace_unhealthy_workers = *b;
     }
     if (auto d = duration_value(field(*t, "kill_grace", "cluster", line))) out.kill_grace = *d;
-    if (auto d = duration_value(field(*t, "shutdown_grace", "cluster", line))) out.shutdown_grace = *d;
+    if (auto d = duration_value(field(*t, "shutdown_grace", "cluster", line), true)) out.shutdown_grace = *d;
     if (auto d = duration_value(field(*t, "retention", "cluster", line))) out.retention = *d;
     const Field window_f = field(*t, "recovery_window", "cluster", line);
     const Field lease_f = field(*t, "worker_lease", "cluster", line);

@@ -121,7 +121,7 @@ struct ClusterConfig {
   Duration kill_grace = std::chrono::seconds(10);
   /// How long a worker shutting down on SIGTERM or SIGINT lets its running tasks finish before
   /// it interrupts them (SIGKILL) and reports them INTERRUPTED, to run again elsewhere. A host
-  /// shutdown sends SIGKILL 5 s after SIGTERM. Default: 5s.
+  /// shutdown sends SIGKILL 5 s after SIGTERM. 0: interrupt them at once. Default: 5s.
   Duration shutdown_grace = std::chrono::seconds(5);
   /// How long a worker keeps running its tasks without an acknowledged heartbeat: it rides out
   /// scheduler restarts and network cuts shorter than this, and kills its tasks when it runs

@@ -97,10 +97,12 @@ TEST_SUITE("integration.lifecycle") {
     CHECK(contains(status.output, "in-flight"));
   }
 
-  TEST_CASE("a worker node running a task stops without crashing on SIGTERM or SIGINT, and kills its task") {
+  TEST_CASE("a worker node running a task stops without crashing on SIGTERM or SIGINT, and kills its task after its shutdown grace") {
     const Signal signal = pick_signal();
     CAPTURE(signal.name);
-    Cluster cluster(one_worker());
+    auto spec = one_worker();
+    spec.shutdown_grace = "1s";
+    Cluster cluster(spec);
     cluster.start("scheduler");
     cluster.nodes["worker-a"] = troupe::test::start_node_with_output(cluster.config, "worker-a");
     auto client = troupe::test::connect(cluster.port);
@@ -111,6 +113,8 @@ TEST_SUITE("integration.lifecycle") {
 
     auto stopped = troupe::test::stop_with(*cluster.nodes["worker-a"], signal.number, 5s);
     CHECK_MESSAGE(stopped.exited_with(0), stopped.describe());
+    CHECK_MESSAGE(contains(stopped.output, "shutting down (" + signal.name + ")"), stopped.describe());
+    CHECK_MESSAGE(stopped.took >= 1s, stopped.describe());  // the task had its grace
     check_clean(stopped);
     CHECK_MESSAGE(eventually([&] { return !alive(task.pid); }, 5s), "the task outlived its worker");
   }

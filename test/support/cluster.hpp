@@ -61,6 +61,9 @@ struct ClusterSpec {
   std::string recovery_window = "10s";
   /// `kill_grace`; empty: the default.
   std::string kill_grace;
+  /// `shutdown_grace` (how long a worker stopping on a signal lets its tasks finish); empty: the
+  /// default.
+  std::string shutdown_grace;
   /// `retention`: closed workflows are purged this long after; empty: kept.
   std::string retention;
   /// The scheduler node's `sync`; false writes `sync = false` (faster, for bulk tests).

@@ -28,7 +28,9 @@ Result<std::vector<std::pair<std::string, int64_t>>> parse_task_lists(const std:
 }
 
 std::string dev_config_toml(const DevConfig& config) {
-  toml::table cluster{{"name", "dev"}};
+  // Ctrl-C stops troupe dev at once: what runs is interrupted, reported, and runs again (the
+  // same attempt) when it starts next.
+  toml::table cluster{{"name", "dev"}, {"shutdown_grace", "0s"}};
   if (!config.token_file.empty()) cluster.insert("token_file", config.token_file);
 
   toml::table lists;
