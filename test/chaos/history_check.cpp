@@ -280,7 +280,15 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
         if (record.failed_over) problem(e, "a second taskFailover of invocation " + e.invocation);
         record.failed_over = true;
         record.failover_us = e.timestamp_us;
-        if (e.failover_kind == "neverStarted") {
+        if (e.failover_kind == "interrupted") {
+          // Its worker stopped it to shut down: over, and dispatched again under the same attempt.
+          record.ended_by = e.kind;
+          record.end_reason = interrupted;
+          record.ended_seq = e.sequence;
+          record.ended_us = e.timestamp_us;
+          tasks[e.actor_id].has_pending = true;
+          tasks[e.actor_id].pending = interrupted;
+        } else if (e.failover_kind == "neverStarted") {
           // It never ran: it is over, and the task dispatches it again under the same attempt
           // (a taskRetryScheduled naming the same attempt may say when).
           if (record.running)
@@ -306,8 +314,10 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
       if (!track.last_invocation.empty() && !track.since_rerun) {
         auto& record = a.invocations[track.last_invocation];
         // Nothing of the task came between (its next dispatch would have taken the pending reason).
-        after_never_started = record.attempt == e.attempt && record.end_reason == never_started &&
-                              track.has_pending && track.pending == never_started;
+        // (or interrupted: either keeps the attempt)
+        const bool kept = record.end_reason == never_started || record.end_reason == interrupted;
+        after_never_started = record.attempt == e.attempt && kept && track.has_pending &&
+                              track.pending == record.end_reason;
       }
       if (e.next_attempt != e.attempt + 1 &&
           !(after_never_started && e.next_attempt == e.attempt)) {
@@ -317,7 +327,7 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
       if (after_never_started) {
         // The failover's own retry decision: the attempt is kept when it names the same one.
         track.has_pending = true;
-        track.pending = e.next_attempt == e.attempt ? never_started
+        track.pending = e.next_attempt == e.attempt ? track.pending
                                                     : (e.reason.empty() ? "(no cause)" : e.reason);
         continue;
       }

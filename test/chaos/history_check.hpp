@@ -48,6 +48,9 @@ std::string invocation_suffix(const std::string& invocation_id);
 /// The re-run reason of an invocation dispatched again because its predecessor provably never
 /// started (taskFailover kind neverStarted): it keeps its attempt and needs no taskRetryScheduled.
 inline const char* const never_started = "Failover:neverStarted";
+/// The re-run reason of an invocation dispatched again because its worker interrupted its
+/// predecessor to shut down (taskFailover kind interrupted): it keeps its attempt too.
+inline const char* const interrupted = "Failover:interrupted";
 
 /// One invocation as its history records it.
 struct InvocationRecord {

@@ -454,7 +454,9 @@ void Scenario::finish_and_check() {
     const Kind& k = kind(v.order->kind);
     for (const auto& id : v.analysis.dispatch_order) {
       const auto& inv = v.analysis.invocations.at(id);
-      if (!inv.rerun || inv.rerun_reason == never_started) continue;  // the same attempt again
+      if (!inv.rerun || inv.rerun_reason == never_started || inv.rerun_reason == interrupted) {
+        continue;  // the same attempt again
+      }
       auto designed = k.designed_reruns.find(inv.rerun_reason);
       const bool ok = designed != k.designed_reruns.end() &&
                       (designed->second == 0 || inv.attempt - 1 <= designed->second ||

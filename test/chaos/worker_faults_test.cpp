@@ -135,3 +135,35 @@ TEST_SUITE("chaos.worker_stops") {
     s.finish_and_check();
   }
 }
+
+TEST_SUITE("chaos.worker_sigterm") {
+  TEST_CASE("workers stopped with SIGTERM during long tasks (a deploy), and started again") {
+    // Each takes no new task from the signal on, lets its tasks run for the shutdown grace (5 s),
+    // interrupts the rest and exits 0: no workflow may fail for it, and an interrupted task runs
+    // again elsewhere under the same attempt (the history checks hold it to that).
+    Scenario s(worker_scenario("worker_sigterm", "wt"));
+    s.start();
+    std::vector<std::string> names;
+    for (const auto& w : s.cluster().workers()) names.push_back(w.name);
+    for (int k = 1; k <= 6; ++k) {
+      Scenario::pause_for(s.draw(1000ms, 3000ms));
+      const std::string victim = s.pick(names);
+      if (!s.wait_for_live_run(victim, 30s, 1000ms)) {
+        s.problem("scenario", "sigterm " + std::to_string(k) + ": " + victim + " ran no long task within 30 s");
+        continue;
+      }
+      s.cluster().hold(victim);
+      s.cluster().signal(victim, SIGTERM);
+      const auto status = s.cluster().wait_exit(victim, 20s);
+      if (!status) {
+        s.problem("scenario", victim + " did not exit within 20 s of SIGTERM");
+      } else if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+        s.problem("scenario", victim + " did not exit 0 after SIGTERM (wait status " + std::to_string(*status) + ")");
+      }
+      s.cluster().restart(victim);
+      s.cluster().release(victim);
+      s.count("worker_sigterms");
+    }
+    s.finish_and_check();
+  }
+}
