@@ -213,6 +213,7 @@ task_lists = { default = 2 }
     CHECK(config->must_die_after == Duration(3s));
     CHECK_FALSE(config->replace_unhealthy_workers);
     CHECK(config->kill_grace == Duration(10s));
+    CHECK(config->shutdown_grace == Duration(5s));
     CHECK(config->worker_lease == Duration(30s));
     CHECK(config->recovery_window == Duration(30s));  // the lease
     CHECK_FALSE(config->retention);                    // closed workflows are kept
@@ -575,6 +576,16 @@ listen = "127.0.0.1:1"
       auto config = f.load(with(c.from, c.to));
       CHECK_MESSAGE(has_problem(config, f.path, c.line, c.path, c.fragment), message_of(config));
     }
+  }
+
+  TEST_CASE("shutdown_grace may be zero: a worker then interrupts its tasks at once") {
+    ConfigFile f;
+    auto config = f.load(with("name = \"dev\"", "name = \"dev\"\nshutdown_grace = \"0s\""));
+    REQUIRE_MESSAGE(config, message_of(config));
+    CHECK(config->shutdown_grace == Duration(0));
+    auto later = f.load(with("name = \"dev\"", "name = \"dev\"\nshutdown_grace = \"1500ms\""));
+    REQUIRE_MESSAGE(later, message_of(later));
+    CHECK(later->shutdown_grace == Duration(1500ms));
   }
 
   TEST_CASE("log_cap takes a size of at least 1KiB") {
