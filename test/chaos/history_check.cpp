@@ -280,26 +280,20 @@ HistoryAnalysis analyse_history(const std::string& workflow_id, const std::vecto
         if (record.failed_over) problem(e, "a second taskFailover of invocation " + e.invocation);
         record.failed_over = true;
         record.failover_us = e.timestamp_us;
-        if (e.failover_kind == "interrupted") {
-          // Its worker stopped it to shut down: over, and dispatched again under the same attempt.
-          record.ended_by = e.kind;
-          record.end_reason = interrupted;
-          record.ended_seq = e.sequence;
-          record.ended_us = e.timestamp_us;
-          tasks[e.actor_id].has_pending = true;
-          tasks[e.actor_id].pending = interrupted;
-        } else if (e.failover_kind == "neverStarted") {
-          // It never ran: it is over, and the task dispatches it again under the same attempt
-          // (a taskRetryScheduled naming the same attempt may say when).
-          if (record.running)
+        // It never ran, or its worker stopped it to shut down: it is over, and the task dispatches
+        // it again under the same attempt (a taskRetryScheduled naming the same attempt may say when).
+        const bool never_ran = e.failover_kind == "neverStarted";
+        if (never_ran || e.failover_kind == "interrupted") {
+          if (never_ran && record.running)
             problem(e, "invocation " + e.invocation +
                            " failed over as never started after its taskRunning");
+          const char* const kept = never_ran ? never_started : interrupted;
           record.ended_by = e.kind;
-          record.end_reason = never_started;
+          record.end_reason = kept;
           record.ended_seq = e.sequence;
           record.ended_us = e.timestamp_us;
           tasks[e.actor_id].has_pending = true;
-          tasks[e.actor_id].pending = never_started;
+          tasks[e.actor_id].pending = kept;
         }
       } else if (ends_invocation(e.kind)) {
         record.ended_by = e.kind;

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "test/support/cli.hpp"
@@ -42,6 +43,13 @@ bool wait_for_line(troupe::test::ChildProcess& node, const std::string& text, st
   }
 }
 
+/// The scheduler, and worker-a started with its output readable; the client once connected.
+std::unique_ptr<troupe::test::Client> start_with_worker_a(Cluster& cluster) {
+  cluster.start("scheduler");
+  cluster.nodes["worker-a"] = troupe::test::start_node_with_output(cluster.config, "worker-a");
+  return troupe::test::connect(cluster.port);
+}
+
 }  // namespace
 
 TEST_SUITE("integration.worker_shutdown") {
@@ -50,9 +58,7 @@ TEST_SUITE("integration.worker_shutdown") {
     spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}, {"worker-b", {{"default", 2}}, std::nullopt}};
     spec.shutdown_grace = "3s";
     Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.nodes["worker-a"] = troupe::test::start_node_with_output(cluster.config, "worker-a");
-    auto client = troupe::test::connect(cluster.port);
+    auto client = start_with_worker_a(cluster);
     const std::string go = cluster.dir / "go";
     const std::string quick_started = cluster.dir / "quick.started";
     const std::string slow_started = cluster.dir / "slow.started";
@@ -100,9 +106,7 @@ TEST_SUITE("integration.worker_shutdown") {
     spec.workers = {{"worker-a", {{"default", 1}}, std::nullopt}};
     spec.shutdown_grace = "60s";
     Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.nodes["worker-a"] = troupe::test::start_node_with_output(cluster.config, "worker-a");
-    auto client = troupe::test::connect(cluster.port);
+    auto client = start_with_worker_a(cluster);
     const std::string started = cluster.dir / "started";
     REQUIRE(client->start("long", R"({"name": "long", "tasks": [)" +
                                       shell_task("nap", "touch " + started + "; exec sleep 60") + "]}") == "long");
