@@ -22,12 +22,14 @@
 #include "storage/codec.hpp"
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
+#include "test/support/gateway.hpp"
 
 using namespace std::chrono_literals;
 namespace client = troupe::client;
 using troupe::TaskStateCode;
 using troupe::WorkflowStateCode;
 using troupe::test::Cluster;
+using troupe::test::gateway;
 using troupe::test::ClusterSpec;
 using troupe::test::contains;
 using troupe::test::eventually;
@@ -36,21 +38,6 @@ using troupe::test::troupe_cli;
 namespace {
 
 std::string address_of(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
-
-/// A GatewayClient once the scheduler at `port` accepts connections (20 s at most).
-std::unique_ptr<client::GatewayClient> gateway(uint16_t port) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    client::ConnectOptions options;
-    options.timeout = 2s;
-    auto connected = client::GatewayClient::connect("127.0.0.1", port, options);
-    if (connected) return std::move(*connected);
-    if (connected.error().code != troupe::Errc::UNAVAILABLE || std::chrono::steady_clock::now() > deadline) {
-      REQUIRE_MESSAGE(false, "cannot connect to " << address_of(port) << ": " << connected.error().message);
-    }
-    std::this_thread::sleep_for(50ms);
-  }
-}
 
 /// A scheduler and one worker with four slots, started.
 std::unique_ptr<Cluster> start_cluster() {

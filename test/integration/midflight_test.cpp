@@ -13,28 +13,16 @@
 
 #include "runtime/client/gateway_client.hpp"
 #include "test/support/cluster.hpp"
+#include "test/support/gateway.hpp"
 
 using namespace std::chrono_literals;
 namespace client = troupe::client;
 using troupe::test::Cluster;
+using troupe::test::gateway;
 using troupe::test::ClusterSpec;
 using troupe::test::eventually;
 
 namespace {
-
-std::unique_ptr<client::GatewayClient> gateway(uint16_t port) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    client::ConnectOptions options;
-    options.timeout = 2s;
-    auto connected = client::GatewayClient::connect("127.0.0.1", port, options);
-    if (connected) return std::move(*connected);
-    if (connected.error().code != troupe::Errc::UNAVAILABLE || std::chrono::steady_clock::now() > deadline) {
-      REQUIRE_MESSAGE(false, "cannot connect to port " << port << ": " << connected.error().message);
-    }
-    std::this_thread::sleep_for(50ms);
-  }
-}
 
 void touch(const std::string& path) {
   std::ofstream out(path);

@@ -10,10 +10,12 @@
 #include "runtime/client/gateway_client.hpp"
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
+#include "test/support/gateway.hpp"
 
 using namespace std::chrono_literals;
 namespace client = troupe::client;
 using troupe::test::Cluster;
+using troupe::test::gateway;
 using troupe::test::ClusterSpec;
 using troupe::test::eventually;
 
@@ -23,18 +25,6 @@ constexpr const char* quick =
     R"({"name": "quick", "tasks": [{"name": "a", "handler": "noop"}]})";
 constexpr const char* slow =
     R"({"name": "slow", "tasks": [{"name": "a", "handler": "sleep", "input": {"duration": "10m"}}]})";
-
-std::unique_ptr<client::GatewayClient> gateway(uint16_t port) {
-  std::unique_ptr<client::GatewayClient> connected;
-  REQUIRE(eventually(
-      [&] {
-        auto c = client::GatewayClient::connect("127.0.0.1", port);
-        if (c) connected = std::move(*c);
-        return connected != nullptr;
-      },
-      20s));
-  return connected;
-}
 
 int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())

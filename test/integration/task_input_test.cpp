@@ -18,11 +18,13 @@
 #include "schema/json_syntax.hpp"
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
+#include "test/support/gateway.hpp"
 
 using namespace std::chrono_literals;
 namespace client = troupe::client;
 namespace fs = std::filesystem;
 using troupe::test::Cluster;
+using troupe::test::gateway;
 using troupe::test::ClusterSpec;
 using troupe::test::contains;
 using troupe::test::eventually;
@@ -50,21 +52,6 @@ ClusterSpec one_worker() {
   ClusterSpec spec;
   spec.workers = {{"worker-a", {{"default", 4}}, std::nullopt}};
   return spec;
-}
-
-/// A GatewayClient once the scheduler at `port` accepts connections (20 s at most).
-std::unique_ptr<client::GatewayClient> gateway(uint16_t port) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    client::ConnectOptions options;
-    options.timeout = 2s;
-    auto connected = client::GatewayClient::connect("127.0.0.1", port, options);
-    if (connected) return std::move(*connected);
-    if (std::chrono::steady_clock::now() > deadline) {
-      REQUIRE_MESSAGE(false, "cannot connect to port " << port << ": " << connected.error().message);
-    }
-    std::this_thread::sleep_for(50ms);
-  }
 }
 
 std::string start(client::GatewayClient& gateway, const std::string& id, const std::string& definition,

@@ -23,11 +23,13 @@
 #include "runtime/client/gateway_client.hpp"
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
+#include "test/support/gateway.hpp"
 
 using namespace std::chrono_literals;
 namespace client = troupe::client;
 namespace fs = std::filesystem;
 using troupe::test::Cluster;
+using troupe::test::gateway;
 using troupe::test::ClusterSpec;
 using troupe::test::contains;
 using troupe::test::eventually;
@@ -40,20 +42,6 @@ std::string read_whole(const std::string& path) {
   std::ostringstream all;
   all << in.rdbuf();
   return all.str();
-}
-
-std::unique_ptr<client::GatewayClient> gateway(uint16_t port) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    client::ConnectOptions options;
-    options.timeout = 2s;
-    auto connected = client::GatewayClient::connect("127.0.0.1", port, options);
-    if (connected) return std::move(*connected);
-    if (std::chrono::steady_clock::now() > deadline) {
-      REQUIRE_MESSAGE(false, "cannot connect to port " << port << ": " << connected.error().message);
-    }
-    std::this_thread::sleep_for(50ms);
-  }
 }
 
 /// A scheduler and one worker, running; the address clients use.

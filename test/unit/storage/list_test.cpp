@@ -14,6 +14,7 @@
 #include "storage/memory_history_store.hpp"
 #include "storage/rocks_history_store.hpp"
 #include "test/support/sample_events.hpp"
+#include "test/support/store_kinds.hpp"
 #include "test/support/temp_dir.hpp"
 #include "test/support/why.hpp"
 
@@ -22,31 +23,8 @@ using namespace troupe::storage;
 
 namespace {
 
-struct OnDisk {
-  test::TempDir dir;
-  std::unique_ptr<RocksHistoryStore> rocks = open();
-
-  std::unique_ptr<RocksHistoryStore> open() {
-    StoreOptions options;
-    options.sync = false;  // loading fixtures; durability is not under test here
-    auto opened = RocksHistoryStore::open(dir.path(), options);
-    REQUIRE_MESSAGE(opened, test::why(opened));
-    return std::move(*opened);
-  }
-  HistoryStore& store() { return *rocks; }
-  /// What a restarted node finds.
-  void reopen() {
-    rocks.reset();
-    rocks = open();
-  }
-};
-
-struct InMemory {
-  std::shared_ptr<MemoryHistoryStore> memory = std::make_shared<MemoryHistoryStore>();
-
-  HistoryStore& store() { return *memory; }
-  void reopen() { memory = memory->snapshot(); }
-};
+using test::InMemory;
+using test::OnDisk;
 
 std::string id_of(const char* prefix, int i, int digits) {
   char id[32];

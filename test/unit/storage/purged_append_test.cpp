@@ -6,6 +6,7 @@
 #include "storage/memory_history_store.hpp"
 #include "storage/rocks_history_store.hpp"
 #include "test/support/sample_events.hpp"
+#include "test/support/store_kinds.hpp"
 #include "test/support/temp_dir.hpp"
 #include "test/support/why.hpp"
 
@@ -14,27 +15,8 @@ using namespace troupe::storage;
 
 namespace {
 
-struct OnDisk {
-  test::TempDir dir;
-  std::unique_ptr<RocksHistoryStore> rocks = open();
-
-  std::unique_ptr<RocksHistoryStore> open() {
-    auto opened = RocksHistoryStore::open(dir.path());
-    REQUIRE_MESSAGE(opened, test::why(opened));
-    return std::move(*opened);
-  }
-  HistoryStore& store() { return *rocks; }
-  void reopen() {
-    rocks.reset();
-    rocks = open();
-  }
-};
-
-struct InMemory {
-  std::shared_ptr<MemoryHistoryStore> memory = std::make_shared<MemoryHistoryStore>();
-  HistoryStore& store() { return *memory; }
-  void reopen() { memory = memory->snapshot(); }
-};
+using test::InMemory;
+using test::OnDisk;
 
 WorkflowRecord record(WorkflowStatus status, int64_t created_us, std::string live_state) {
   return WorkflowRecord{status, "def", "digest", created_us, 0, "", std::move(live_state)};
