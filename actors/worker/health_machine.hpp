@@ -77,6 +77,9 @@ struct HealthMachine {
   static bool accepts_tasks(HealthState state) { return state == HealthState::HEALTHY; }
   /// MUST_DIE: the worker side kills its tasks and exits.
   static bool is_terminal(HealthState state) { return state == HealthState::MUST_DIE; }
+  /// Going away (dying or shutting down): an invocation granted to it before it withdrew its
+  /// slots is not sent; it never started.
+  static bool is_leaving(HealthState state) { return is_terminal(state) || state == HealthState::STOPPING; }
 };
 
 /// The heartbeat timeouts, the same on scheduler and workers (the cluster config carries them).

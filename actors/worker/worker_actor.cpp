@@ -286,7 +286,7 @@ void send_run(Self self, const Invocation& invocation, task_port task) {
   Given given{task, invocation.task_list, false};
   given.fence = invocation.fence;
   s.given[id] = std::move(given);
-  if (HealthMachine::is_terminal(s.health) || s.health == HealthState::STOPPING) {
+  if (HealthMachine::is_leaving(s.health)) {
     // Granted before the worker left its task lists (or withdrew its slots): never sent.
     lose(self, id,
          "worker " + s.setup.info.shard_id + (s.health == HealthState::STOPPING ? " is shutting down" : " must die"),
@@ -506,7 +506,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       },
       [=](stop_atom, const std::string& why, int64_t grace_us) {
         auto& s = self->state;
-        if (s.health != HealthState::STOPPING && !HealthMachine::is_terminal(s.health)) {
+        if (auto t = HealthMachine::transition(s.health, HealthEvent::STOP_REQUESTED); t && !t->ignored) {
           std::cerr << "worker " << s.setup.info.describe() << " is shutting down (" << why << "): no new tasks; "
                     << s.given.size() << " running get " << format_duration(Duration(grace_us)) << " to finish\n";
         }
