@@ -256,6 +256,7 @@ enum WorkerHealth {
   healthy @1;
   unhealthy @2;
   mustDie @3;
+  stopping @4;                  # shutting down on a signal (worker.capnp Health.stopping)
 }
 
 struct WorkerHealthChanged {

@@ -13,6 +13,8 @@ static_assert(static_cast<int>(HealthState::NEW) == static_cast<int>(schema::Wor
 static_assert(static_cast<int>(HealthState::HEALTHY) == static_cast<int>(schema::WorkerHealth::HEALTHY));
 static_assert(static_cast<int>(HealthState::UNHEALTHY) == static_cast<int>(schema::WorkerHealth::UNHEALTHY));
 static_assert(static_cast<int>(HealthState::MUST_DIE) == static_cast<int>(schema::WorkerHealth::MUST_DIE));
+static_assert(static_cast<int>(HealthState::STOPPING) == static_cast<int>(schema::WorkerHealth::STOPPING));
+static_assert(HealthMachineTraits::states == 5, "a new health state needs its WorkerHealth enumerant");
 
 schema::WorkerHealth to_schema(HealthState health) { return static_cast<schema::WorkerHealth>(health); }
 

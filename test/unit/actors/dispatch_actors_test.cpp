@@ -337,7 +337,7 @@ const char* retry_twice = R"("retry": {"initialInterval": "1s", "backoffCoeffici
 std::vector<std::string> journal_lines(storage::HistoryStore& store, const std::string& shard) {
   auto entries = store.read_worker_journal(shard, 1, 1000);
   REQUIRE_MESSAGE(entries, test::why(entries));
-  static const char* names[] = {"NEW", "HEALTHY", "UNHEALTHY", "MUST_DIE"};
+  static const char* names[] = {"NEW", "HEALTHY", "UNHEALTHY", "MUST_DIE", "STOPPING"};
   std::vector<std::string> out;
   for (const auto& entry : *entries) {
     auto event = storage::DecodedEvent::decode(entry.packed);
