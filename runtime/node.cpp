@@ -23,7 +23,9 @@
 #include "actors/invocation_id.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "actors/system/history_writer.hpp"
+#include "actors/worker/worker_book.hpp"
 #include "runtime/auth/task_token.hpp"
+#include "runtime/identity/worker_id.hpp"
 #include "runtime/incarnation.hpp"
 #include "runtime/process/process_supervisor.hpp"
 #include "runtime/retention.hpp"
@@ -192,8 +194,14 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     if (!node.definitions_dir.empty()) {
       scheduler->definitions = std::make_shared<DefinitionRegistry>(node.definitions_dir);
     }
+    wiring.now_us = [] {
+      return std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
     actors::DispatcherOptions dispatch;
     dispatch.timeouts = timeouts;
+    dispatch.book = std::make_shared<actors::WorkerBook>(store, wiring.now_us);
     dispatch.fences = fences;
     // A point lookup in the workflows index, made when a worker says what it runs.
     dispatch.workflow_closed = [store](const std::string& invocation_id) {
@@ -220,11 +228,6 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     wiring.kill_grace = cluster.kill_grace;
     wiring.recovery_window = cluster.recovery_window;
     wiring.workflow_cache = node.workflow_cache;
-    wiring.now_us = [] {
-      return std::chrono::duration_cast<std::chrono::microseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
     scheduler->directory = actors::spawn_directory(system, store, wiring);
     RetentionOptions retention;
     retention.retention = cluster.retention;
@@ -239,9 +242,18 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   auto agent = std::make_shared<WorkerAgentSetup>();
   actors::executor_actor local_executor;
   if (node.worker) {
-    // Records of running tasks live beside their logs, a directory of this node that outlives it
-    // (log_dir defaults to data_dir/NAME). Starting kills what a previous instance left there,
-    // before this one registers and is given tasks.
+    // The worker's identity, its records of running tasks and their logs live in log_dir, a
+    // directory of this node that outlives it (log_dir defaults to data_dir/NAME). The identity
+    // comes first: a damaged id file stops the node before it touches anything, rather than
+    // give it a new identity.
+    auto worker_id = load_or_create_worker_id(node.log_dir);
+    if (!worker_id) {
+      std::cerr << "troupe-node " << node.name << ": " << worker_id.error().message << "\n";
+      return 3;
+    }
+    std::cerr << "troupe-node " << node.name << ": worker id " << *worker_id << "\n";
+    // Starting kills what a previous instance left running, before this one registers and is
+    // given tasks.
     SupervisorOptions supervisor_options;
     supervisor_options.record_dir = node.log_dir + "/.running";
     auto supervisor = ProcessSupervisor::start(supervisor_options);
@@ -263,6 +275,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     agent->executor = local_executor;
     agent->node = node;
     agent->cluster_token = cluster_token;
+    agent->worker_id = *worker_id;
     if (agent->node.scheduler_address.empty()) agent->node.scheduler_address = node.listen;
     agent->exit = [stop](const std::string& reason) { stop->stop(1, reason); };
     agent->stopped = [stop](const std::string& how) { stop->stop(0, how); };

@@ -897,6 +897,7 @@ class GatewayImpl final : public schema::Gateway::Server {
     info.hostname = text(in.getHostname());
     info.pid = in.getPid();
     info.instance_id = text(in.getInstanceId());
+    info.worker_id = text(in.getWorkerId());
     for (auto list : in.getTaskLists()) info.task_lists[text(list.getName())] = list.getSlots();
     info.resource_id = text(in.getResourceId());
     info.max_concurrent_sessions = in.getMaxConcurrentSessions();

@@ -348,6 +348,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     info.setHostname(hostname_);
     info.setPid(static_cast<uint32_t>(::getpid()));
     info.setInstanceId(state_.instance_id());
+    info.setWorkerId(setup_->worker_id);
     auto lists = info.initTaskLists(setup_->node.task_lists.size());
     size_t i = 0;
     for (const auto& [name, slots] : setup_->node.task_lists) {

@@ -25,6 +25,8 @@ struct WorkerAgentSetup {
   caf::actor_system* system = nullptr;
   actors::executor_actor executor;
   NodeConfig node;
+  /// The worker's persisted identity (runtime/identity/worker_id.hpp), presented at registration.
+  std::string worker_id;
   std::string cluster_token;  ///< presented at registration; empty when the cluster has none
   RpcThread* rpc = nullptr;
   /// Asks the node to exit (MUST_DIE, requestSuicide); called on the RPC thread.

@@ -245,6 +245,9 @@ struct WorkerRegistered {
   taskLists @3 :List(TaskListSlots);
   resourceId @4 :Text;
   maxConcurrentSessions @5 :UInt32;
+  workerId @6 :Text;            # the identity the worker keeps across restarts; empty from an older worker
+  instanceId @7 :Text;          # the process that registered: a new one after each restart, the
+                                # same for a reconnect
 }
 
 enum WorkerHealth {
@@ -253,6 +256,7 @@ enum WorkerHealth {
   healthy @1;
   unhealthy @2;
   mustDie @3;
+  stopping @4;                  # shutting down on a signal (worker.capnp Health.stopping)
 }
 
 struct WorkerHealthChanged {
@@ -282,10 +286,21 @@ struct WorkflowRecord {
 }
 
 struct WorkerRecord {
-  # Value of the `workers` column family, keyed by shard id.
+  # Value of the `workers` column family, keyed by shard id. Fields are appended, never
+  # renumbered: a record written before one existed reads it as its default.
   workerId @0 :Text;            # identity persisted across the worker's restarts
   hostname @1 :Text;
   resourceId @2 :Text;
   firstRegisteredUs @3 :Int64;
   lastRegisteredUs @4 :Int64;
+  pid @5 :UInt32;               # of the instance that registered last
+  instanceId @6 :Text;          # of the instance that registered last
+  taskLists @7 :List(TaskListSlots);
+  lastSeenUs @8 :Int64;         # when the scheduler last heard from it, as of the record's last write
+  registrations @9 :UInt64;     # registrations accepted for this shard, reconnections included
+  status @10 :Text;             # the worker's status (STARTED...) as of the record's last write
 }
+
+# The worker journal (column family `worker_journal`, keyed like `events`: shard id, 0x00,
+# sequence) holds HistoryEvents of actorKind worker whose bodies are workerRegistered and
+# workerHealthChanged: the newest entries of each shard, the oldest trimmed past a bound.

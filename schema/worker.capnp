@@ -34,6 +34,10 @@ struct WorkerInfo {
   # registered with before (the latest few). It held its shard from then on: an invocation that
   # incarnation dispatched to the shard at a later fence was for this instance, so if the
   # instance does not have it, the invocation never reached a worker.
+  workerId @8 :Text;
+  # The worker's persisted identity ("wkr-" and 16 hex digits), the same across its restarts,
+  # where instanceId changes with every process start. Appended (never renumbered) so that
+  # workers and schedulers of either age still talk: an older worker sends none (empty).
 }
 
 struct Fence {

@@ -175,6 +175,18 @@ std::string encode_worker_record(const WorkerRecord& record) {
   root.setResourceId(record.resource_id);
   root.setFirstRegisteredUs(record.first_registered_us);
   root.setLastRegisteredUs(record.last_registered_us);
+  root.setPid(record.pid);
+  root.setInstanceId(record.instance_id);
+  auto lists = root.initTaskLists(static_cast<unsigned>(record.task_lists.size()));
+  unsigned i = 0;
+  for (const auto& [name, slots] : record.task_lists) {
+    lists[i].setTaskList(name);
+    lists[i].setSlots(slots);
+    ++i;
+  }
+  root.setLastSeenUs(record.last_seen_us);
+  root.setRegistrations(record.registrations);
+  root.setStatus(record.status);
   return pack(message);
 }
 
@@ -187,6 +199,12 @@ Result<WorkerRecord> decode_worker_record(std::string_view bytes) {
     record.resource_id = text(root.getResourceId());
     record.first_registered_us = root.getFirstRegisteredUs();
     record.last_registered_us = root.getLastRegisteredUs();
+    record.pid = root.getPid();
+    record.instance_id = text(root.getInstanceId());
+    for (auto list : root.getTaskLists()) record.task_lists[text(list.getTaskList())] = list.getSlots();
+    record.last_seen_us = root.getLastSeenUs();
+    record.registrations = root.getRegistrations();
+    record.status = text(root.getStatus());
     return record;
   });
 }

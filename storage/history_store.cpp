@@ -101,4 +101,10 @@ Result<void> HistoryStore::put_worker_wait(std::string shard_id, WorkerRecord re
   });
 }
 
+Result<AppendReceipt> HistoryStore::append_worker_journal_wait(std::string shard_id, NewEvent event) {
+  return wait_for<AppendReceipt>([&](AppendCallback done) {
+    append_worker_journal(std::move(shard_id), std::move(event), std::move(done));
+  });
+}
+
 }  // namespace troupe::storage

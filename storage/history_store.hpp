@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,13 +100,21 @@ std::string newest_first_cursor(int64_t created_us, std::string_view id);
 /// (created_us, id) of such a cursor; nullopt for any other text.
 std::optional<std::pair<int64_t, std::string>> parse_newest_first_cursor(std::string_view cursor);
 
-/// The persisted record of a worker, keyed by its shard id (column family `workers`).
+/// The persisted record of a worker, keyed by its shard id (column family `workers`). Times
+/// are microseconds since the Unix epoch. A record written before a field existed reads it as
+/// its default.
 struct WorkerRecord {
-  std::string worker_id;  ///< identity kept across the worker's restarts
+  std::string worker_id;  ///< identity kept across the worker's restarts; empty from an older worker
   std::string hostname;
   std::string resource_id;
   int64_t first_registered_us = 0;
   int64_t last_registered_us = 0;
+  uint32_t pid = 0;                            ///< of the instance that registered last
+  std::string instance_id;                     ///< of the instance that registered last
+  std::map<std::string, uint32_t> task_lists;  ///< slots per task list, as it registered last
+  int64_t last_seen_us = 0;  ///< when the scheduler last heard from it, as of this write
+  uint64_t registrations = 0;  ///< registrations accepted for the shard, reconnections included
+  std::string status;          ///< "STARTED"...; empty in records written before it was kept
 
   friend bool operator==(const WorkerRecord&, const WorkerRecord&) = default;
 };
@@ -114,6 +123,9 @@ struct WorkerEntry {
   std::string shard_id;
   WorkerRecord record;
 };
+
+/// The entries of one worker's journal a store keeps; older ones are trimmed as new ones come.
+inline constexpr size_t default_worker_journal_entries = 1000;
 
 /// What an append got: the sequences first_sequence .. first_sequence + count - 1.
 struct AppendReceipt {
@@ -135,7 +147,7 @@ using DoneCallback = std::function<void(Result<void>)>;
 
 /// Durable event histories. Thread-safe: any thread may call any member.
 ///
-/// Writes (append, close, put_worker, purge_closed) are acknowledged only once durable
+/// Writes (append, close, put_worker, append_worker_journal, purge_closed) are acknowledged only once durable
 /// (synced, unless StoreOptions::sync is off). After a write fails the store is
 /// fail-stopped: every waiting and later write fails with UNAVAILABLE until it is reopened,
 /// because a failed sync leaves the disk's state unknown and retrying could report
@@ -162,6 +174,19 @@ class HistoryStore {
 
   /// Writes a worker's record. `done` runs as for append().
   virtual void put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) = 0;
+
+  /// Appends `event` (its actor kind WORKER, its body a workerRegistered or workerHealthChanged)
+  /// to the journal of worker `shard_id`, and trims the journal to its newest entries (1000
+  /// unless the store was told otherwise). Sequences are consecutive per shard from 1 and never
+  /// reused, so a trimmed journal starts above 1. `done` runs as for append().
+  /// Errors: INVALID_ARGUMENT (bad shard id, malformed body), UNAVAILABLE, INTERNAL.
+  virtual void append_worker_journal(std::string shard_id, NewEvent event, AppendCallback done) = 0;
+
+  /// Up to `limit` entries of worker `shard_id`'s journal from sequence `from_sequence` on, in
+  /// order, each a packed HistoryEvent (DecodedEvent in codec.hpp); empty if there are none.
+  /// CORRUPTION names the damaged entry.
+  virtual Result<std::vector<StoredEvent>> read_worker_journal(std::string_view shard_id,
+                                                               uint64_t from_sequence, size_t limit) = 0;
 
   /// Up to `limit` events of `workflow_id` from sequence `from_sequence` on, in order.
   /// Empty if there are none. CORRUPTION names the damaged record's key.
@@ -206,6 +231,8 @@ class HistoryStore {
   Result<void> close_wait(std::string workflow_id, int64_t closed_us);
   /// put_worker() that waits for its outcome.
   Result<void> put_worker_wait(std::string shard_id, WorkerRecord record);
+  /// append_worker_journal() that waits for its outcome.
+  Result<AppendReceipt> append_worker_journal_wait(std::string shard_id, NewEvent event);
 };
 
 }  // namespace troupe::storage

@@ -75,9 +75,9 @@ std::optional<CreatedKey> parse_created_key(std::string_view key) {
   return parsed;
 }
 
-std::string describe_event_key(std::string_view key) {
+std::string describe_event_key(std::string_view key, std::string_view owner) {
   if (auto parsed = parse_event_key(key)) {
-    return "workflow '" + std::string(parsed->workflow_id) + "' sequence " +
+    return std::string(owner) + " '" + std::string(parsed->workflow_id) + "' sequence " +
            std::to_string(parsed->sequence);
   }
   static constexpr char hex[] = "0123456789abcdef";

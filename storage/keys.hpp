@@ -6,6 +6,7 @@
 //   open       workflow id                                       ->  (empty) while open
 //   created    newest-first created time (8 bytes), workflow id  ->  WorkflowRecord (as `workflows`)
 //   workers    shard id                                          ->  WorkerRecord
+//   worker_journal  shard id, 0x00, sequence (as in events)      ->  packed HistoryEvent
 //   meta       "format_version"                                  ->  decimal text
 // Big-endian sequences make key order equal sequence order; the 0x00 separator (which ids
 // may not contain) keeps "wf1" from seeing the events of "wf10". A created key's time is
@@ -57,7 +58,8 @@ struct CreatedKey {
 std::optional<CreatedKey> parse_created_key(std::string_view key);
 
 /// "workflow 'x' sequence 7" for an events key, or its bytes in hex when it does not parse;
-/// used to name a damaged record in error messages.
-std::string describe_event_key(std::string_view key);
+/// used to name a damaged record in error messages. `owner` names what the id is of ("journal
+/// of worker" for a worker_journal key, which has the same layout).
+std::string describe_event_key(std::string_view key, std::string_view owner = "workflow");
 
 }  // namespace troupe::storage

@@ -16,10 +16,11 @@ void MemoryHistoryStore::fail_writes(Error error) {
 
 std::shared_ptr<MemoryHistoryStore> MemoryHistoryStore::snapshot() const {
   std::lock_guard lock(mutex_);
-  auto copy = std::make_shared<MemoryHistoryStore>();
+  auto copy = std::make_shared<MemoryHistoryStore>(journal_entries_);
   copy->events_ = events_;
   copy->workflows_ = workflows_;
   copy->workers_ = workers_;
+  copy->journals_ = journals_;
   return copy;
 }
 
@@ -103,6 +104,45 @@ void MemoryHistoryStore::put_worker(std::string shard_id, WorkerRecord record, D
     }
   }
   report([done = std::move(done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
+}
+
+void MemoryHistoryStore::append_worker_journal(std::string shard_id, NewEvent event, AppendCallback done) {
+  Result<AppendReceipt> outcome = AppendReceipt{};
+  {
+    std::lock_guard lock(mutex_);
+    if (auto checked = check_id(shard_id, "shard id"); !checked) {
+      outcome = checked.error();
+    } else if (auto writable = check_writable(); !writable) {
+      outcome = writable.error();
+    } else {
+      auto& journal = journals_[shard_id];
+      auto packed = compose_event(journal.last + 1, event);
+      if (!packed) {
+        outcome = fail(packed.error().code, "journal entry of worker '" + shard_id + "': " + packed.error().message);
+      } else {
+        journal.last += 1;
+        stats_.bytes_written += packed->size();
+        journal.entries.push_back(StoredEvent{journal.last, std::move(*packed)});
+        while (journal.entries.size() > journal_entries_) journal.entries.pop_front();
+        stats_.batches += 1;
+        stats_.operations += 1;
+        outcome = AppendReceipt{journal.last, 1};
+      }
+    }
+  }
+  report([done = std::move(done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
+}
+
+Result<std::vector<StoredEvent>> MemoryHistoryStore::read_worker_journal(std::string_view shard_id,
+                                                                         uint64_t from_sequence, size_t limit) {
+  std::lock_guard lock(mutex_);
+  std::vector<StoredEvent> out;
+  auto it = journals_.find(shard_id);
+  if (it == journals_.end()) return out;
+  for (const auto& e : it->second.entries) {
+    if (e.sequence >= from_sequence && out.size() < limit) out.push_back(e);
+  }
+  return out;
 }
 
 void MemoryHistoryStore::report(std::function<void()> report) {

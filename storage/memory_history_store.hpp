@@ -3,6 +3,7 @@
 // thread), and failures can be injected.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,10 +17,17 @@ namespace troupe::storage {
 
 class MemoryHistoryStore final : public HistoryStore {
  public:
+  /// `worker_journal_entries`: the newest entries of each worker's journal kept, >= 1.
+  explicit MemoryHistoryStore(size_t worker_journal_entries = default_worker_journal_entries)
+      : journal_entries_(worker_journal_entries < 1 ? 1 : worker_journal_entries) {}
+
   void append(std::string workflow_id, std::vector<NewEvent> events,
               std::optional<WorkflowRecord> record, AppendCallback done) override;
   void close(std::string workflow_id, int64_t closed_us, DoneCallback done) override;
   void put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) override;
+  void append_worker_journal(std::string shard_id, NewEvent event, AppendCallback done) override;
+  Result<std::vector<StoredEvent>> read_worker_journal(std::string_view shard_id, uint64_t from_sequence,
+                                                       size_t limit) override;
   Result<std::vector<StoredEvent>> read(std::string_view workflow_id, uint64_t from_sequence,
                                         size_t limit) override;
   Result<uint64_t> last_sequence(std::string_view workflow_id) override;
@@ -54,6 +62,13 @@ class MemoryHistoryStore final : public HistoryStore {
   std::map<std::string, std::vector<StoredEvent>, std::less<>> events_;
   std::map<std::string, WorkflowRecord, std::less<>> workflows_;
   std::map<std::string, WorkerRecord, std::less<>> workers_;
+  /// A worker's journal: its newest entries, and the last sequence it ever had.
+  struct Journal {
+    uint64_t last = 0;
+    std::deque<StoredEvent> entries;
+  };
+  std::map<std::string, Journal, std::less<>> journals_;
+  const size_t journal_entries_;
   std::optional<Error> failure_;
   StoreStats stats_;
   bool holding_ = false;

@@ -43,6 +43,7 @@ constexpr const char* cf_open = "open";
 constexpr const char* cf_workers = "workers";
 constexpr const char* cf_meta = "meta";
 constexpr const char* cf_created = "created";
+constexpr const char* cf_worker_journal = "worker_journal";
 constexpr const char* format_version_key = "format_version";
 
 /// Records indexed per write while a store of format 1 gets its `created` index.
@@ -144,6 +145,12 @@ struct PutWorkerOp {
   DoneCallback done;
 };
 
+struct JournalOp {
+  std::string shard_id;
+  NewEvent event;
+  AppendCallback done;
+};
+
 /// Deletes those of `workflow_ids` that are still closed before `closed_before_us` when the
 /// op is committed (a workflow may have been reopened since it was picked).
 struct PurgeOp {
@@ -153,7 +160,7 @@ struct PurgeOp {
 };
 
 struct WriteOp {
-  std::variant<AppendOp, CloseOp, PutWorkerOp, PurgeOp> op;
+  std::variant<AppendOp, CloseOp, PutWorkerOp, JournalOp, PurgeOp> op;
 
   size_t size_bytes() const {
     if (auto* a = std::get_if<AppendOp>(&op)) {
@@ -162,6 +169,7 @@ struct WriteOp {
       return bytes;
     }
     if (auto* p = std::get_if<PurgeOp>(&op)) return p->workflow_ids.size() * 64;
+    if (auto* j = std::get_if<JournalOp>(&op)) return j->shard_id.size() + j->event.body.size() + 32;
     return 128;
   }
 
@@ -187,6 +195,7 @@ struct RocksHistoryStore::Impl {
   rocksdb::ColumnFamilyHandle* workers = nullptr;
   rocksdb::ColumnFamilyHandle* meta = nullptr;
   rocksdb::ColumnFamilyHandle* created = nullptr;  ///< the `workflows` records, newest first
+  rocksdb::ColumnFamilyHandle* worker_journal = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
 
   // Fail-stop: set once when a write or RocksDB's background work fails; never cleared.
@@ -197,6 +206,9 @@ struct RocksHistoryStore::Impl {
 
   // Writer-thread state.
   std::unordered_map<std::string, uint64_t> last_assigned;  // workflow id -> last sequence
+  /// Shard id -> the first and last sequence its journal holds ({0, 0}: none yet); one entry
+  /// per worker ever journaled, read from the database on a shard's first entry.
+  std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> journal_spans;
   uint64_t events_written = 0;
   uint64_t bytes_written = 0;
   std::atomic<uint64_t> events_written_shared{0};
@@ -275,6 +287,63 @@ struct RocksHistoryStore::Impl {
                                         describe_event_key(view(it->key())));
     }
     return key->sequence;
+  }
+
+  /// Up to `limit` entries of `id` from `from_sequence` on in `family`, whose keys are laid out
+  /// as events keys (events, worker_journal); `owner` names the id in messages ("workflow").
+  Result<std::vector<StoredEvent>> read_keyed(rocksdb::ColumnFamilyHandle* family, std::string_view id,
+                                              uint64_t from_sequence, size_t limit, std::string_view owner) {
+    std::vector<StoredEvent> out;
+    std::string upper = std::string(id);
+    upper.push_back('\x01');
+    const rocksdb::Slice upper_bound = slice(upper);
+    rocksdb::ReadOptions read_options;
+    read_options.iterate_upper_bound = &upper_bound;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read_options, family));
+    for (it->Seek(slice(event_key(id, from_sequence))); it->Valid() && out.size() < limit; it->Next()) {
+      auto key = parse_event_key(view(it->key()));
+      if (!key) {
+        return fail(Errc::CORRUPTION, where() + " has a malformed key " + describe_event_key(view(it->key()), owner));
+      }
+      auto event = DecodedEvent::decode(view(it->value()));
+      if (!event) {
+        return fail(Errc::CORRUPTION, "history record at " + describe_event_key(view(it->key()), owner) + " in " +
+                                          where() + " is damaged: " + event.error().message);
+      }
+      if (event->get().getSequence() != key->sequence) {
+        return fail(Errc::CORRUPTION, "history record at " + describe_event_key(view(it->key()), owner) + " in " +
+                                          where() + " claims sequence " + std::to_string(event->get().getSequence()));
+      }
+      out.push_back(StoredEvent{key->sequence, std::string(view(it->value()))});
+    }
+    if (!it->status().ok()) {
+      return to_error(it->status(), "reading " + std::string(owner) + " '" + std::string(id) + "' in " + where());
+    }
+    return out;
+  }
+
+  /// The first and last sequence of `shard_id`'s journal in the database ({0, 0}: empty).
+  Result<std::pair<uint64_t, uint64_t>> read_journal_span(std::string_view shard_id) {
+    const std::string prefix = event_prefix(shard_id);
+    std::string upper = std::string(shard_id);
+    upper.push_back('\x01');
+    const rocksdb::Slice upper_bound = slice(upper);
+    rocksdb::ReadOptions read_options;
+    read_options.iterate_upper_bound = &upper_bound;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read_options, worker_journal));
+    const std::string context = "reading the journal of worker '" + std::string(shard_id) + "' in " + where();
+    it->Seek(slice(prefix));
+    if (!it->status().ok()) return to_error(it->status(), context);
+    if (!it->Valid()) return std::pair<uint64_t, uint64_t>{0, 0};
+    auto first = parse_event_key(view(it->key()));
+    it->SeekToLast();  // the upper bound keeps it within this shard
+    if (!it->status().ok()) return to_error(it->status(), context);
+    auto last = it->Valid() ? parse_event_key(view(it->key())) : std::nullopt;
+    if (!first || !last) {
+      return fail(Errc::CORRUPTION, where() + " has a malformed key in the journal of worker '" +
+                                        std::string(shard_id) + "'; restore the directory from a backup");
+    }
+    return std::pair<uint64_t, uint64_t>{first->sequence, last->sequence};
   }
 
   /// An iterator over `family` (within `snapshot`, if given) at the first key sorting after
@@ -443,6 +512,33 @@ struct RocksHistoryStore::Impl {
     return std::monostate{};
   }
 
+  /// The entry goes after the shard's last one; the oldest go while more than
+  /// `worker_journal_entries` are left. Entries are deleted one by one from the front (normally
+  /// the one the new entry displaces), so the journal stays contiguous.
+  Outcome prepare(JournalOp& op, rocksdb::WriteBatch& batch, PendingRecords&) {
+    auto cached = journal_spans.find(op.shard_id);
+    if (cached == journal_spans.end()) {
+      auto read = read_journal_span(op.shard_id);
+      if (!read) return read.error();
+      cached = journal_spans.emplace(op.shard_id, *read).first;
+    }
+    auto& [first, last] = cached->second;
+    auto composed = compose_event(last + 1, op.event);
+    if (!composed) {
+      return fail(composed.error().code,
+                  "journal entry of worker '" + op.shard_id + "': " + composed.error().message);
+    }
+    (void)batch.Put(worker_journal, slice(event_key(op.shard_id, last + 1)), slice(*composed));
+    last += 1;
+    if (first == 0) first = last;
+    const size_t keep = std::max<size_t>(options.worker_journal_entries, 1);
+    while (last - first + 1 > keep) {
+      (void)batch.Delete(worker_journal, slice(event_key(op.shard_id, first)));
+      ++first;
+    }
+    return AppendReceipt{last, 1};
+  }
+
   Outcome prepare(PurgeOp& op, rocksdb::WriteBatch& batch, PendingRecords& pending) {
     // Check every candidate before deleting any, so a failed read leaves no partial purge.
     std::vector<std::pair<const std::string*, int64_t /* created_us */>> eligible;
@@ -509,6 +605,7 @@ struct RocksHistoryStore::Impl {
   static void deliver(WriteOp& op, Outcome& outcome) {
     if (auto* error = std::get_if<Error>(&outcome)) return op.fail_with(*error);
     if (auto* a = std::get_if<AppendOp>(&op.op)) return a->done(std::get<AppendReceipt>(outcome));
+    if (auto* j = std::get_if<JournalOp>(&op.op)) return j->done(std::get<AppendReceipt>(outcome));
     if (auto* p = std::get_if<PurgeOp>(&op.op)) return p->done(std::get<uint64_t>(outcome));
     if (auto* c = std::get_if<CloseOp>(&op.op)) return c->done(ok());
     if (auto* w = std::get_if<PutWorkerOp>(&op.op)) return w->done(ok());
@@ -720,7 +817,7 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
   // Open every column family that exists, so a store written by a newer build with more of
   // them still opens far enough to read its format version and refuse it clearly.
   std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName, cf_events, cf_workflows,
-                                    cf_open, cf_workers, cf_meta, cf_created};
+                                    cf_open, cf_workers, cf_meta, cf_created, cf_worker_journal};
   if (std::filesystem::exists(std::filesystem::path(directory) / "CURRENT")) {
     std::vector<std::string> existing;
     auto status = rocksdb::DB::ListColumnFamilies(db_options, directory, &existing);
@@ -756,6 +853,7 @@ Result<std::unique_ptr<RocksHistoryStore>> RocksHistoryStore::open(
   impl->workers = impl->handles[4];
   impl->meta = impl->handles[5];
   impl->created = impl->handles[6];
+  impl->worker_journal = impl->handles[7];  // created on first open by a build that keeps journals
 
   if (auto checked = check_format(*impl); !checked) return checked.error();
   {
@@ -794,6 +892,11 @@ void RocksHistoryStore::close(std::string workflow_id, int64_t closed_us, DoneCa
 void RocksHistoryStore::put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) {
   if (auto checked = check_id(shard_id, "shard id"); !checked) return done(checked.error());
   impl_->submit(WriteOp{PutWorkerOp{std::move(shard_id), std::move(record), std::move(done)}});
+}
+
+void RocksHistoryStore::append_worker_journal(std::string shard_id, NewEvent event, AppendCallback done) {
+  if (auto checked = check_id(shard_id, "shard id"); !checked) return done(checked.error());
+  impl_->submit(WriteOp{JournalOp{std::move(shard_id), std::move(event), std::move(done)}});
 }
 
 Result<uint64_t> RocksHistoryStore::purge_closed(int64_t closed_before_us) {
@@ -849,39 +952,13 @@ Result<uint64_t> RocksHistoryStore::purge_closed(int64_t closed_before_us) {
 Result<std::vector<StoredEvent>> RocksHistoryStore::read(std::string_view workflow_id,
                                                          uint64_t from_sequence, size_t limit) {
   if (auto checked = check_id(workflow_id, "workflow id"); !checked) return checked.error();
-  std::vector<StoredEvent> out;
-  std::string upper = std::string(workflow_id);
-  upper.push_back('\x01');
-  const rocksdb::Slice upper_bound = slice(upper);
-  rocksdb::ReadOptions read_options;
-  read_options.iterate_upper_bound = &upper_bound;
-  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(read_options, impl_->events));
-  for (it->Seek(slice(event_key(workflow_id, from_sequence))); it->Valid() && out.size() < limit;
-       it->Next()) {
-    auto key = parse_event_key(view(it->key()));
-    if (!key) {
-      return fail(Errc::CORRUPTION, impl_->where() + " has a malformed events key " +
-                                        describe_event_key(view(it->key())));
-    }
-    auto event = DecodedEvent::decode(view(it->value()));
-    if (!event) {
-      return fail(Errc::CORRUPTION, "history record at " + describe_event_key(view(it->key())) +
-                                        " in " + impl_->where() +
-                                        " is damaged: " + event.error().message);
-    }
-    if (event->get().getSequence() != key->sequence) {
-      return fail(Errc::CORRUPTION,
-                  "history record at " + describe_event_key(view(it->key())) + " in " +
-                      impl_->where() + " claims sequence " +
-                      std::to_string(event->get().getSequence()));
-    }
-    out.push_back(StoredEvent{key->sequence, std::string(view(it->value()))});
-  }
-  if (!it->status().ok()) {
-    return to_error(it->status(),
-                    "reading workflow '" + std::string(workflow_id) + "' in " + impl_->where());
-  }
-  return out;
+  return impl_->read_keyed(impl_->events, workflow_id, from_sequence, limit, "workflow");
+}
+
+Result<std::vector<StoredEvent>> RocksHistoryStore::read_worker_journal(std::string_view shard_id,
+                                                                        uint64_t from_sequence, size_t limit) {
+  if (auto checked = check_id(shard_id, "shard id"); !checked) return checked.error();
+  return impl_->read_keyed(impl_->worker_journal, shard_id, from_sequence, limit, "journal of worker");
 }
 
 Result<uint64_t> RocksHistoryStore::last_sequence(std::string_view workflow_id) {

@@ -37,6 +37,9 @@ class RocksHistoryStore final : public HistoryStore {
               std::optional<WorkflowRecord> record, AppendCallback done) override;
   void close(std::string workflow_id, int64_t closed_us, DoneCallback done) override;
   void put_worker(std::string shard_id, WorkerRecord record, DoneCallback done) override;
+  void append_worker_journal(std::string shard_id, NewEvent event, AppendCallback done) override;
+  Result<std::vector<StoredEvent>> read_worker_journal(std::string_view shard_id, uint64_t from_sequence,
+                                                       size_t limit) override;
   Result<std::vector<StoredEvent>> read(std::string_view workflow_id, uint64_t from_sequence,
                                         size_t limit) override;
   Result<uint64_t> last_sequence(std::string_view workflow_id) override;

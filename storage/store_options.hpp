@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "schema/result.hpp"
+#include "storage/history_store.hpp"
 
 namespace troupe::storage {
 
@@ -33,8 +34,13 @@ struct StoreOptions {
   size_t write_buffer_bytes = size_t{16} << 20;
 
   /// Size of each memtable of the small index column families (workflows, open, workers,
-  /// meta), in bytes. Default: 4 MiB.
+  /// worker_journal, meta), in bytes. Default: 4 MiB.
   size_t index_write_buffer_bytes = size_t{4} << 20;
+
+  /// The newest entries of each worker's journal kept (at least 1): an append past it deletes
+  /// the oldest. More keeps a longer past of a worker's registrations and health changes, at
+  /// about 100 bytes an entry. Default: 1000 (default_worker_journal_entries).
+  size_t worker_journal_entries = default_worker_journal_entries;
 
   /// Called once when the store fail-stops (see HistoryStore): a write, or RocksDB's own
   /// background work (a flush or compaction), failed, typically on a full disk. It gets the

@@ -9,6 +9,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/worker/worker_book.hpp"
 #include "schema/duration.hpp"
 
 namespace troupe::actors {
@@ -48,8 +49,15 @@ matching_actor matcher_of(Self self, const std::string& task_list) {
   return matcher;
 }
 
+/// A registration was accepted (whichever of Bistro's rules let it in): its record and journal
+/// say so, durably, before its worker actor can journal a health change.
+void record_registration(Self self, const WorkerInfo& info) {
+  if (auto& book = self->state.options.book) book->registered(info);
+}
+
 worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink> link) {
   auto& st = self->state;
+  record_registration(self, info);
   WorkerSetup setup;
   for (const auto& [list, slots] : info.task_lists) setup.matchers.emplace(list, matcher_of(self, list));
   if (auto r = st.options.worker_rates.find(info.shard_id); r != st.options.worker_rates.end()) {
@@ -61,6 +69,7 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.fences = st.options.fences;
   setup.workflow_closed = st.options.workflow_closed;
   setup.orphans_kept_until = st.recovery_ends;
+  setup.book = st.options.book;
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));
   self->monitor(worker);
@@ -260,6 +269,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
                   const auto state = static_cast<HealthState>(health);
                   if (instance == info.instance_id) {
                     // The same process on a new connection.
+                    record_registration(self, info);
                     self->send(current, register_atom::value, std::move(link));
                     shared_reply->deliver(registered(self, current, false));
                     return;

@@ -18,6 +18,8 @@
 
 namespace troupe::actors {
 
+class WorkerBook;
+
 struct RegistrationOutcome {
   worker_actor worker;      ///< where the worker's session sends heartbeats and reports
   HealthTimeouts timeouts;  ///< the worker applies the same
@@ -58,6 +60,9 @@ struct DispatcherOptions {
   /// it (its task may not have been revived yet). It counts from the start, and again from
   /// the end of the revival if that found open workflows; it closes at once if it found none.
   Duration recovery_window = std::chrono::seconds(10);
+  /// Where every accepted registration is recorded durably, and its worker actor journals
+  /// health changes (nullptr: nowhere, as in tests that do not look).
+  std::shared_ptr<WorkerBook> book;
 };
 
 dispatcher_actor spawn_dispatcher(caf::actor_system& system, DispatcherOptions options);

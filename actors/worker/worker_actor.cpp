@@ -12,6 +12,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/worker/worker_book.hpp"
+
 namespace troupe::actors {
 namespace {
 
@@ -190,7 +192,8 @@ void handle(Self self, HealthEvent event) {
   auto& st = self->state;
   auto t = HealthMachine::transition(st.health, event);
   if (!t || t->ignored) return;
-  st.health = t->to;
+  const HealthState from = std::exchange(st.health, t->to);
+  if (st.setup.book && from != st.health) st.setup.book->health_changed(st.setup.info.shard_id, from, st.health);
   for (HealthAction action : t->actions) {
     switch (action) {
       case HealthAction::ARM_HEALTH_TIMER: arm_health_timer(self); break;

@@ -22,6 +22,8 @@
 
 namespace troupe::actors {
 
+class WorkerBook;
+
 /// A callback travelling in a message: the way RPC threads (which are not actors) get answers.
 template <class T>
 struct Reply {
@@ -35,8 +37,8 @@ typename Inspector::result_type inspect(Inspector& f, Reply<T>&) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, WorkerInfo& x) {
-  return f(caf::meta::type_name("WorkerInfo"), x.shard_id, x.hostname, x.pid, x.instance_id, x.task_lists,
-           x.resource_id, x.max_concurrent_sessions, x.registrations);
+  return f(caf::meta::type_name("WorkerInfo"), x.shard_id, x.hostname, x.pid, x.instance_id, x.worker_id,
+           x.task_lists, x.resource_id, x.max_concurrent_sessions, x.registrations);
 }
 
 template <class Inspector>
@@ -121,6 +123,8 @@ struct WorkerSetup {
   /// never known. What the worker runs of a closed workflow is cancelled at once, not kept
   /// until the recovery window closes: its task ended while the scheduler was restarting.
   std::function<bool(const std::string& invocation_id)> workflow_closed;
+  /// Where the instance's health changes are journaled (nullptr: nowhere, as in tests).
+  std::shared_ptr<WorkerBook> book;
 };
 
 worker_actor spawn_worker(caf::actor_system& system, WorkerSetup setup);

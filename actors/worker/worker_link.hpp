@@ -33,7 +33,10 @@ struct WorkerInfo {
   std::string shard_id;     ///< the node name: one live instance per shard id
   std::string hostname;
   uint32_t pid = 0;
-  std::string instance_id;  ///< random per process start
+  std::string instance_id;  ///< random per process start: tells a reconnect from a restart
+  /// The identity the worker persists in its data directory: the same across its restarts.
+  /// Empty from a worker that predates it.
+  std::string worker_id;
   std::map<std::string, uint32_t> task_lists;  ///< slots per task list
   std::string resource_id;
   uint32_t max_concurrent_sessions = 0;

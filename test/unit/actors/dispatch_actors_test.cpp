@@ -14,6 +14,7 @@
 #include "actors/system/directory.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "actors/system/replay.hpp"
+#include "actors/worker/worker_book.hpp"
 #include "actors/workflow/workflow_actor.hpp"
 #include "storage/codec.hpp"
 #include "test/support/actor_fixture.hpp"
@@ -331,6 +332,60 @@ std::string independent_tasks(int n, const std::string& list, const std::string&
 const char* retry_twice = R"("retry": {"initialInterval": "1s", "backoffCoefficient": 1.0, "maximumAttempts": 3})";
 
 }  // namespace
+
+/// The journal of `shard` as lines: "registered <instance> <worker id>" or "health FROM->TO".
+std::vector<std::string> journal_lines(storage::HistoryStore& store, const std::string& shard) {
+  auto entries = store.read_worker_journal(shard, 1, 1000);
+  REQUIRE_MESSAGE(entries, test::why(entries));
+  static const char* names[] = {"NEW", "HEALTHY", "UNHEALTHY", "MUST_DIE", "STOPPING"};
+  std::vector<std::string> out;
+  for (const auto& entry : *entries) {
+    auto event = storage::DecodedEvent::decode(entry.packed);
+    REQUIRE(event);
+    auto body = event->get().getBody();
+    if (body.isWorkerRegistered()) {
+      auto r = body.getWorkerRegistered();
+      out.push_back(std::string("registered ") + r.getInstanceId().cStr() + " " + r.getWorkerId().cStr());
+    } else if (body.isWorkerHealthChanged()) {
+      auto h = body.getWorkerHealthChanged();
+      out.push_back(std::string("health ") + names[static_cast<int>(h.getFrom())] + "->" +
+                    names[static_cast<int>(h.getTo())]);
+    } else {
+      out.push_back("?");
+    }
+  }
+  return out;
+}
+
+/// A scheduler whose dispatcher keeps a WorkerBook on `store`, on a clock the test sets.
+struct BookedScheduler {
+  std::shared_ptr<storage::MemoryHistoryStore> store;
+  std::shared_ptr<int64_t> now_us = std::make_shared<int64_t>(1'000);
+  Scheduler s;
+
+  explicit BookedScheduler(std::shared_ptr<storage::MemoryHistoryStore> on = std::make_shared<storage::MemoryHistoryStore>())
+      : store(on), s(options(on, now_us), on) {}
+
+  static DispatcherOptions options(std::shared_ptr<storage::MemoryHistoryStore> store, std::shared_ptr<int64_t> now) {
+    DispatcherOptions o;
+    o.book = std::make_shared<WorkerBook>(std::move(store), [now] { return *now; });
+    return o;
+  }
+
+  storage::WorkerRecord record(const std::string& shard) {
+    auto found = store->find_worker(shard);
+    REQUIRE_MESSAGE(found, test::why(found));
+    REQUIRE_MESSAGE(*found, "no record of worker " << shard);
+    return **found;
+  }
+};
+
+WorkerInfo identified(std::string shard, std::string instance, std::string worker_id) {
+  auto info = worker_info(std::move(shard), std::move(instance), {{"jobs", 2}});
+  info.worker_id = std::move(worker_id);
+  info.resource_id = "gpu0";
+  return info;
+}
 
 TEST_SUITE("actors.dispatch") {
   TEST_CASE("a worker with 2 slots never holds more than 2 invocations; each completion lets one more through") {
@@ -1493,5 +1548,94 @@ TEST_SUITE("actors.dispatch") {
     REQUIRE(late.arrived());
     REQUIRE_FALSE(late.get());
     CHECK(late.get().error().code == Errc::NOT_FOUND);
+  }
+
+  TEST_CASE("every accepted registration is recorded durably with the worker's identity; a refused one is not") {
+    BookedScheduler b;
+    auto& s = b.s;
+    const std::string id = "wkr-00000000000000a1";
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto first = s.register_worker(identified("w1", "instance-1", id), link);
+    REQUIRE_MESSAGE(first, test::why(first));
+    auto record = b.record("w1");
+    CHECK(record.worker_id == id);
+    CHECK(record.hostname == "host-w1");
+    CHECK(record.pid == 4242);
+    CHECK(record.instance_id == "instance-1");
+    CHECK(record.resource_id == "gpu0");
+    CHECK(record.task_lists == std::map<std::string, uint32_t>{{"jobs", 2}});
+    CHECK(record.registrations == 1);
+    CHECK(record.first_registered_us == 1'000);
+    CHECK(record.last_registered_us == 1'000);
+    CHECK(record.last_seen_us == 1'000);
+    CHECK(record.status == "STARTED");
+    link->answer_running();
+    s.fx.run();
+    Worker w{"w1", link, first->worker};
+    REQUIRE(s.health(w) == HealthState::HEALTHY);
+
+    // Refused: another instance while this one is HEALTHY. Nothing recorded.
+    *b.now_us = 2'000;
+    REQUIRE_FALSE(s.register_worker(identified("w1", "instance-2", "wkr-00000000000000b2"),
+                                    std::make_shared<FakeWorkerLink>()));
+    CHECK(b.record("w1").registrations == 1);
+    CHECK(b.record("w1").worker_id == id);
+
+    // A reconnect of the same process counts.
+    *b.now_us = 3'000;
+    REQUIRE(s.register_worker(identified("w1", "instance-1", id), std::make_shared<FakeWorkerLink>()));
+    CHECK(b.record("w1").registrations == 2);
+    CHECK(b.record("w1").last_registered_us == 3'000);
+    CHECK(b.record("w1").first_registered_us == 1'000);
+
+    CHECK(journal_lines(*b.store, "w1") ==
+          std::vector<std::string>{"registered instance-1 " + id, "health NEW->HEALTHY", "registered instance-1 " + id});
+  }
+
+  TEST_CASE("a restarted worker taking over its dead instance's shard is counted, and its health changes are journaled") {
+    BookedScheduler b;
+    auto& s = b.s;
+    const std::string id = "wkr-00000000000000a1";
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto first = s.register_worker(identified("w1", "instance-1", id), link);
+    REQUIRE(first);
+    link->answer_running();
+    s.fx.run();
+    Worker old{"w1", link, first->worker};
+    s.advance(3s);  // silent: UNHEALTHY, then MUST_DIE
+    REQUIRE(old.link->suicides.size() == 1);
+
+    *b.now_us = 9'000;
+    auto fresh_link = std::make_shared<FakeWorkerLink>();
+    auto taken = s.register_worker(identified("w1", "instance-2", id), fresh_link);
+    REQUIRE_MESSAGE(taken, test::why(taken));
+    auto record = b.record("w1");
+    CHECK(record.registrations == 2);
+    CHECK(record.instance_id == "instance-2");
+    CHECK(record.worker_id == id);
+    CHECK(record.first_registered_us == 1'000);
+    CHECK(record.last_registered_us == 9'000);
+    CHECK(journal_lines(*b.store, "w1") ==
+          std::vector<std::string>{"registered instance-1 " + id, "health NEW->HEALTHY", "health HEALTHY->UNHEALTHY",
+                                   "health UNHEALTHY->MUST_DIE", "registered instance-2 " + id});
+  }
+
+  TEST_CASE("a restarted scheduler counts on from the stored record") {
+    std::shared_ptr<storage::MemoryHistoryStore> kept;
+    {
+      BookedScheduler before;
+      REQUIRE(before.s.register_worker(identified("w1", "instance-1", "wkr-00000000000000a1"),
+                                       std::make_shared<FakeWorkerLink>()));
+      kept = before.store->snapshot();
+    }
+    BookedScheduler after(kept);
+    *after.now_us = 5'000;
+    REQUIRE(after.s.register_worker(identified("w1", "instance-2", "wkr-00000000000000a1"),
+                                    std::make_shared<FakeWorkerLink>()));
+    auto record = after.record("w1");
+    CHECK(record.registrations == 2);
+    CHECK(record.first_registered_us == 1'000);
+    CHECK(record.last_registered_us == 5'000);
+    CHECK(journal_lines(*after.store, "w1").size() == 2);
   }
 }

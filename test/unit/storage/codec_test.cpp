@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <capnp/serialize-packed.h>
+#include <kj/io.h>
+
 #include "storage/codec.hpp"
 #include "test/support/sample_events.hpp"
 
@@ -55,10 +58,42 @@ TEST_SUITE("storage.codec") {
     REQUIRE(decoded_paused);
     CHECK(*decoded_paused == paused);
 
-    WorkerRecord worker{"id-7", "host-a", "gpu0", 5, 6};
+    WorkerRecord worker;
+    worker.worker_id = "wkr-0123456789abcdef";
+    worker.hostname = "host-a";
+    worker.resource_id = "gpu0";
+    worker.first_registered_us = 5;
+    worker.last_registered_us = 6;
+    worker.pid = 4242;
+    worker.instance_id = "instance-2";
+    worker.task_lists = {{"cpu", 4}, {"gpu", 2}};
+    worker.last_seen_us = 7;
+    worker.registrations = 3;
+    worker.status = "STARTED";
     auto decoded_worker = decode_worker_record(encode_worker_record(worker));
     REQUIRE(decoded_worker);
     CHECK(*decoded_worker == worker);
     CHECK_FALSE(decode_worker_record(""));
+  }
+
+  TEST_CASE("a worker record written before the record kept counters and status reads them as defaults") {
+    // The bytes an older build wrote: only the first five fields.
+    capnp::MallocMessageBuilder message;
+    auto old = message.initRoot<schema::WorkerRecord>();
+    old.setWorkerId("wkr-0123456789abcdef");
+    old.setHostname("host-a");
+    old.setResourceId("gpu0");
+    old.setFirstRegisteredUs(5);
+    old.setLastRegisteredUs(6);
+    kj::VectorOutputStream out;
+    capnp::writePackedMessage(out, message);
+    auto bytes = out.getArray();
+    auto decoded = decode_worker_record(std::string_view(reinterpret_cast<const char*>(bytes.begin()), bytes.size()));
+    REQUIRE(decoded);
+    CHECK(decoded->worker_id == "wkr-0123456789abcdef");
+    CHECK(decoded->last_registered_us == 6);
+    CHECK(decoded->registrations == 0);
+    CHECK(decoded->task_lists.empty());
+    CHECK(decoded->status.empty());
   }
 }

@@ -283,9 +283,18 @@ TEST_SUITE("storage.history_store") {
     test::TempDir dir;
     {
       auto store = open_store(dir.path());
-      REQUIRE(store->put_worker_wait("gpu-1", WorkerRecord{"id-1", "host", "gpu0", 1, 2}));
-      REQUIRE(store->put_worker_wait("cpu-1", WorkerRecord{"id-2", "host", "", 3, 4}));
-      REQUIRE(store->put_worker_wait("gpu-1", WorkerRecord{"id-1", "host", "gpu0", 1, 9}));
+      auto record = [](std::string id, std::string resource, int64_t first, int64_t last) {
+        WorkerRecord r;
+        r.worker_id = std::move(id);
+        r.hostname = "host";
+        r.resource_id = std::move(resource);
+        r.first_registered_us = first;
+        r.last_registered_us = last;
+        return r;
+      };
+      REQUIRE(store->put_worker_wait("gpu-1", record("id-1", "gpu0", 1, 2)));
+      REQUIRE(store->put_worker_wait("cpu-1", record("id-2", "", 3, 4)));
+      REQUIRE(store->put_worker_wait("gpu-1", record("id-1", "gpu0", 1, 9)));
     }
     auto store = open_store(dir.path());
     auto gpu = store->find_worker("gpu-1");

@@ -1,0 +1,126 @@
+// WorkerBook: a worker's record read once, kept, updated and written back; journal entries built.
+#include "actors/worker/worker_book.hpp"
+
+#include <iostream>
+#include <utility>
+
+#include "actors/history_events.hpp"
+
+namespace troupe::actors {
+namespace {
+
+static_assert(static_cast<int>(HealthState::NEW) == static_cast<int>(schema::WorkerHealth::NEW));
+static_assert(static_cast<int>(HealthState::HEALTHY) == static_cast<int>(schema::WorkerHealth::HEALTHY));
+static_assert(static_cast<int>(HealthState::UNHEALTHY) == static_cast<int>(schema::WorkerHealth::UNHEALTHY));
+static_assert(static_cast<int>(HealthState::MUST_DIE) == static_cast<int>(schema::WorkerHealth::MUST_DIE));
+static_assert(static_cast<int>(HealthState::STOPPING) == static_cast<int>(schema::WorkerHealth::STOPPING));
+static_assert(HealthMachineTraits::states == 5, "a new health state needs its WorkerHealth enumerant");
+
+schema::WorkerHealth to_schema(HealthState health) { return static_cast<schema::WorkerHealth>(health); }
+
+/// What a failed write leaves: a line in the node's log. The store fail-stops on a failed
+/// write, and the node stops with it, so there is nothing to retry here.
+storage::DoneCallback log_failure(std::string what) {
+  return [what = std::move(what)](Result<void> done) {
+    if (!done) std::cerr << "troupe: could not record " << what << ": " << done.error().message << "\n";
+  };
+}
+
+}  // namespace
+
+WorkerBook::WorkerBook(std::shared_ptr<storage::HistoryStore> store, std::function<int64_t()> now_us)
+    : store_(std::move(store)), now_us_(std::move(now_us)) {}
+
+void WorkerBook::registered(const WorkerInfo& info) {
+  const int64_t now = now_us_();
+  std::lock_guard lock(mutex_);
+  storage::WorkerRecord record;
+  if (auto previous = current(info.shard_id)) {
+    record = std::move(*previous);
+    if (!record.worker_id.empty() && !info.worker_id.empty() && record.worker_id != info.worker_id) {
+      // Not refused: Bistro's rules decide who holds a shard. But worth a line: a worker whose
+      // identity changes lost its data directory, or another machine took its name.
+      std::cerr << "troupe: worker " << info.describe() << " presents worker id " << info.worker_id
+                << ", where it had " << record.worker_id << ": its data directory is new\n";
+    }
+  } else {
+    record.first_registered_us = now;
+  }
+  record.worker_id = info.worker_id;
+  record.hostname = info.hostname;
+  record.resource_id = info.resource_id;
+  record.pid = info.pid;
+  record.instance_id = info.instance_id;
+  record.task_lists = info.task_lists;
+  record.last_registered_us = now;
+  record.last_seen_us = now;
+  record.registrations += 1;
+  record.status = worker_status_started;
+  put(info.shard_id, std::move(record));
+
+  journal(info.shard_id, make_event(storage::ActorKind::WORKER, info.shard_id, 0, now, [&](auto body) {
+            auto r = body.initWorkerRegistered();
+            r.setWorkerShard(info.shard_id);
+            r.setHostname(info.hostname);
+            r.setPid(info.pid);
+            auto lists = r.initTaskLists(static_cast<unsigned>(info.task_lists.size()));
+            unsigned i = 0;
+            for (const auto& [name, slots] : info.task_lists) {
+              lists[i].setTaskList(name);
+              lists[i].setSlots(slots);
+              ++i;
+            }
+            r.setResourceId(info.resource_id);
+            r.setMaxConcurrentSessions(info.max_concurrent_sessions);
+            r.setWorkerId(info.worker_id);
+            r.setInstanceId(info.instance_id);
+          }));
+}
+
+void WorkerBook::set_status(const std::string& shard_id, std::string status) {
+  const int64_t now = now_us_();
+  std::lock_guard lock(mutex_);
+  auto record = current(shard_id);
+  if (!record) return;
+  record->status = std::move(status);
+  record->last_seen_us = now;
+  put(shard_id, std::move(*record));
+}
+
+void WorkerBook::health_changed(const std::string& shard_id, HealthState from, HealthState to) {
+  const int64_t now = now_us_();
+  std::lock_guard lock(mutex_);
+  journal(shard_id, make_event(storage::ActorKind::WORKER, shard_id, 0, now, [&](auto body) {
+            auto h = body.initWorkerHealthChanged();
+            h.setWorkerShard(shard_id);
+            h.setFrom(to_schema(from));
+            h.setTo(to_schema(to));
+          }));
+}
+
+std::optional<storage::WorkerRecord> WorkerBook::current(const std::string& shard_id) {
+  if (auto it = records_.find(shard_id); it != records_.end()) return it->second;
+  // A point lookup, once per shard and scheduler start.
+  auto stored = store_->find_worker(shard_id);
+  if (!stored) {
+    std::cerr << "troupe: the record of worker " << shard_id << " is unreadable (" << stored.error().message
+              << "); a new one replaces it\n";
+    return std::nullopt;
+  }
+  return std::move(*stored);
+}
+
+void WorkerBook::put(const std::string& shard_id, storage::WorkerRecord record) {
+  records_[shard_id] = record;
+  store_->put_worker(shard_id, std::move(record), log_failure("worker " + shard_id));
+}
+
+void WorkerBook::journal(const std::string& shard_id, storage::NewEvent event) {
+  store_->append_worker_journal(shard_id, std::move(event), [shard_id](Result<storage::AppendReceipt> done) {
+    if (!done) {
+      std::cerr << "troupe: could not journal worker " << shard_id << ": " << done.error().message << "\n";
+    }
+  });
+}
+
+}  // namespace troupe::actors
