@@ -100,6 +100,7 @@ using settled_atom = caf::atom_constant<caf::atom("settled")>;
 using skip_atom = caf::atom_constant<caf::atom("skip")>;
 using options_atom = caf::atom_constant<caf::atom("options")>;
 using operate_atom = caf::atom_constant<caf::atom("operate")>;
+using view_atom = caf::atom_constant<caf::atom("view")>;
 
 // --- errors -------------------------------------------------------------------------------
 

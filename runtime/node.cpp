@@ -202,6 +202,9 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     actors::DispatcherOptions dispatch;
     dispatch.timeouts = timeouts;
     dispatch.book = std::make_shared<actors::WorkerBook>(store, wiring.now_us);
+    dispatch.quarantine = {cluster.quarantine_failures, cluster.quarantine_backoff,
+                           std::max(cluster.quarantine_backoff, cluster.quarantine_max_backoff)};
+    dispatch.kill_grace = cluster.kill_grace;
     dispatch.fences = fences;
     // A point lookup in the workflows index, made when a worker says what it runs.
     dispatch.workflow_closed = [store](const std::string& invocation_id) {

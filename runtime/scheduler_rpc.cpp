@@ -23,6 +23,7 @@
 #include "runtime/net/buffered_stream.hpp"
 #include "runtime/retention.hpp"
 #include "runtime/wire.hpp"
+#include "runtime/worker_admin.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/json_syntax.hpp"
 #include "schema/wire_states.hpp"
@@ -253,6 +254,26 @@ class CapnpWorkerLink final : public actors::WorkerLink {
     });
   }
 
+  void interrupt_task(const std::string& id, Duration grace, const std::string& reason) override {
+    Box* box = box_;
+    rpc_->post([box, id, grace, reason] {
+      auto request = box->control.interruptTaskRequest();
+      request.setInvocationId(id);
+      request.setGraceMs(static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(grace).count()));
+      request.setReason(reason);
+      box->tasks->add(request.send().ignoreResult().catch_([](kj::Exception&&) {}));
+    });
+  }
+
+  void request_stop(const std::string& reason) override {
+    Box* box = box_;
+    rpc_->post([box, reason] {
+      auto request = box->control.requestStopRequest();
+      request.setReason(reason);
+      box->tasks->add(request.send().ignoreResult().catch_([](kj::Exception&&) {}));
+    });
+  }
+
  private:
   RpcThread* rpc_;
   Box* box_;
@@ -377,10 +398,19 @@ Result<std::string> definition_json(const std::string& text, DefinitionRegistry*
 }
 
 caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors::directory_actor directory,
-                            std::shared_ptr<storage::HistoryStore> store,
+                            actors::dispatcher_actor dispatcher, std::shared_ptr<storage::HistoryStore> store,
                             std::shared_ptr<DefinitionRegistry> definitions) {
   self->link_to(directory);  // ends with the directory
   return {
+      [=](actors::view_atom, const std::string& name, Reply<std::vector<actors::WorkerView>>& reply) {
+        self->request(dispatcher, std::chrono::seconds(30), actors::view_atom::value, name)
+            .then([reply](std::vector<actors::WorkerView>& views) { reply.deliver(std::move(views)); },
+                  refuse(reply));
+      },
+      [=](actors::operate_atom, actors::WorkerOrder& order, Reply<actors::WorkerView>& reply) {
+        self->request(dispatcher, std::chrono::seconds(30), actors::operate_atom::value, std::move(order))
+            .then([reply](actors::WorkerView& view) { reply.deliver(std::move(view)); }, refuse(reply));
+      },
       [=](actors::describe_atom, const std::string& id, Reply<WorkflowStatus>& reply) {
         // A read of one history: short enough for this actor's thread.
         reply.deliver(describe_workflow(*store, id));
@@ -779,6 +809,64 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     return answer_state(kj::mv(b.promise), context);
   }
 
+  kj::Promise<void> workers(WorkersContext context) override {
+    auto params = context.getParams();
+    const std::string name = text(params.getName());
+    const bool history = params.getHistory() && !name.empty();
+    auto b = bridge<std::vector<actors::WorkerView>>();
+    caf::anon_send(services_->client_bridge, actors::view_atom::value, name,
+                   Reply<std::vector<actors::WorkerView>>{b.resolve});
+    auto store = services_->store;
+    return b.promise.then([context, store, name, history](Result<std::vector<actors::WorkerView>> views) mutable {
+      auto results = context.getResults();
+      if (!views) {
+        set_error(results.initError(), views.error());
+        return;
+      }
+      std::optional<std::vector<storage::StoredEvent>> journal;
+      if (history) {
+        auto read = store->read_worker_journal(name, 1, storage::default_worker_journal_entries);
+        if (!read) {
+          set_error(results.initError(), read.error());
+          return;
+        }
+        journal = std::move(*read);
+      }
+      auto out = results.initWorkers(static_cast<unsigned>(views->size()));
+      for (unsigned i = 0; i < out.size(); ++i) fill_worker_summary(out[i], (*views)[i], journal ? &*journal : nullptr);
+    });
+  }
+
+  kj::Promise<void> drainWorker(DrainWorkerContext context) override {
+    auto params = context.getParams();
+    actors::WorkerOrder order;
+    order.shard_id = text(params.getName());
+    order.kind = actors::WorkerOrder::DRAIN;
+    order.immediate = params.getImmediate();
+    order.exit_when_drained = params.getExitWhenDrained();
+    if (params.getDeadlineMs() > 0) {
+      order.deadline_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count() +
+                          static_cast<int64_t>(params.getDeadlineMs()) * 1000;
+    }
+    return order_worker(std::move(order), context);
+  }
+
+  kj::Promise<void> undrainWorker(UndrainWorkerContext context) override {
+    actors::WorkerOrder order;
+    order.shard_id = text(context.getParams().getName());
+    order.kind = actors::WorkerOrder::UNDRAIN;
+    return order_worker(std::move(order), context);
+  }
+
+  kj::Promise<void> forgiveWorker(ForgiveWorkerContext context) override {
+    actors::WorkerOrder order;
+    order.shard_id = text(context.getParams().getName());
+    order.kind = actors::WorkerOrder::FORGIVE;
+    return order_worker(std::move(order), context);
+  }
+
   kj::Promise<void> purge(PurgeContext context) override {
     auto b = bridge<uint64_t>();
     services_->retention->purge(context.getParams().getClosedBeforeUs(), b.resolve);
@@ -846,6 +934,22 @@ class ClientServiceImpl final : public schema::ClientService::Server {
         results.setTaskStateCode(to_wire(task_state_code(r->task_state)));
       } else {
         set_error(results.initError(), r.error());
+      }
+    });
+  }
+
+  /// Passes an operator's drain, undrain or forgive to the dispatcher; answers (worker, error).
+  template <class Context>
+  kj::Promise<void> order_worker(actors::WorkerOrder order, Context context) {
+    auto b = bridge<actors::WorkerView>();
+    caf::anon_send(services_->client_bridge, actors::operate_atom::value, std::move(order),
+                   Reply<actors::WorkerView>{b.resolve});
+    return b.promise.then([context](Result<actors::WorkerView> view) mutable {
+      auto results = context.getResults();
+      if (view) {
+        fill_worker_summary(results.initWorker(), *view);
+      } else {
+        set_error(results.initError(), view.error());
       }
     });
   }
@@ -980,7 +1084,8 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
   }
   if (bound_port) *bound_port = static_cast<uint16_t>(receiver->getPort());
   services->client_bridge =
-      services->system->spawn(client_bridge, services->directory, services->store, services->definitions);
+      services->system->spawn(client_bridge, services->directory, services->dispatcher, services->store,
+                              services->definitions);
   auto listener = std::make_shared<Listener>(
       Listener{kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()), tasks});
   auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(

@@ -106,6 +106,8 @@ class WorkerControlImpl final : public schema::WorkerControl::Server {
   kj::Promise<void> cancelTask(CancelTaskContext context) override;
   kj::Promise<void> requestSuicide(RequestSuicideContext context) override;
   kj::Promise<void> acknowledge(AcknowledgeContext context) override;
+  kj::Promise<void> interruptTask(InterruptTaskContext context) override;
+  kj::Promise<void> requestStop(RequestStopContext context) override;
 
  private:
   std::shared_ptr<Agent> agent_;
@@ -230,6 +232,13 @@ class Agent : public std::enable_shared_from_this<Agent> {
   }
 
   void suicide(const std::string& reason) { die("the scheduler asked this worker to exit: " + reason); }
+
+  /// A drain stops invocation `id`: it ends INTERRUPTED (`why`) unless it succeeds first.
+  void interrupt(const std::string& id, Duration grace, const std::string& why) {
+    if (!state_.holds(id)) return;
+    state_.interrupt(id, why);
+    cancel(id, grace);
+  }
 
   /// The outcomes these invocations' answers carried are durable: forget them.
   void acknowledge(const std::vector<std::string>& ids) {
@@ -628,6 +637,18 @@ kj::Promise<void> WorkerControlImpl::notifyIfTasksNotRunning(NotifyIfTasksNotRun
 kj::Promise<void> WorkerControlImpl::cancelTask(CancelTaskContext context) {
   auto params = context.getParams();
   agent_->cancel(text(params.getInvocationId()), std::chrono::milliseconds(params.getGraceMs()));
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> WorkerControlImpl::interruptTask(InterruptTaskContext context) {
+  auto params = context.getParams();
+  agent_->interrupt(text(params.getInvocationId()), std::chrono::milliseconds(params.getGraceMs()),
+                    text(params.getReason()));
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> WorkerControlImpl::requestStop(RequestStopContext context) {
+  agent_->shut_down("the scheduler asked: " + text(context.getParams().getReason()));
   return kj::READY_NOW;
 }
 

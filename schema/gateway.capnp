@@ -203,6 +203,65 @@ interface ClientService {
   # its index record, as the cluster's `retention` does on its own. Open workflows are never
   # purged, nor one reopened by a rerun meanwhile. Answers how many were purged, once that is
   # durable. A purged workflow is unknown (notFound) to every method after, and its id free.
+
+  workers @13 (name :Text, history :Bool) -> (workers :List(WorkerSummary), error :Common.Error);
+  # Every worker that ever registered with this scheduler (name empty), or the one named
+  # (notFound if it never registered), by name. With a name and `history`, its journal too.
+
+  drainWorker @14 (name :Text, immediate :Bool, deadlineMs :UInt64, exitWhenDrained :Bool)
+      -> (worker :WorkerSummary, error :Common.Error);
+  # The worker gets no new tasks from now on. Eventual (immediate false): what it runs finishes,
+  # then it is DRAINED; with deadlineMs, what still runs then is interrupted. Immediate: what it
+  # runs is stopped now (the cluster's kill_grace) and runs again elsewhere as INTERRUPTED, its
+  # attempt kept. exitWhenDrained: the worker process then stops and exits 0; otherwise it stays
+  # up, idle. The drain outlives restarts of the worker and of the scheduler; a worker that is
+  # not running is drained at once. Answers the worker as the drain left it.
+
+  undrainWorker @15 (name :Text) -> (worker :WorkerSummary, error :Common.Error);
+  # A draining or drained worker takes tasks again.
+
+  forgiveWorker @16 (name :Text) -> (worker :WorkerSummary, error :Common.Error);
+  # Ends a quarantine and forgets the worker's failures in a row (and so its doubled backoff).
+}
+
+struct WorkerSummary {
+  # A worker as the scheduler knows it: its durable record, and its live instance's view.
+  name @0 :Text;                     # the node name (shard id)
+  workerId @1 :Text;                 # kept in its data directory across restarts
+  status @2 :Text;                   # STARTED, NOT_RESPONDING, STOPPING, STOPPED, DRAINING,
+                                     # DRAINED, QUARANTINED
+  health @3 :Text;                   # NEW, HEALTHY, UNHEALTHY, MUST_DIE, STOPPING; empty unless live
+  standing @4 :Text;                 # ACTIVE, DRAINING, DRAINED, QUARANTINED
+  live @5 :Bool;                     # a process of it is registered now
+  hostname @6 :Text;
+  pid @7 :UInt32;
+  resourceId @8 :Text;
+  taskLists @9 :List(WorkerTaskListUse);
+  running @10 :List(Text);           # invocation ids it holds now
+  lastHeartbeatAgeMs @11 :Int64;     # -1 unless live
+  drain @12 :History.WorkerDrain;    # while DRAINING or DRAINED
+  quarantinedUntilUs @13 :Int64;     # while QUARANTINED
+  quarantines @14 :UInt32;           # since an attempt last succeeded there
+  failures @15 :List(History.WorkerFailure);  # failed there in a row, oldest first
+  firstRegisteredUs @16 :Int64;
+  lastRegisteredUs @17 :Int64;
+  registrations @18 :UInt64;
+  recent @19 :List(WorkerInvocation);  # what it ran lately (this scheduler's run), newest last
+  journal @20 :List(History.HistoryEvent);  # with `history`: registrations and health changes
+}
+
+struct WorkerTaskListUse {
+  name @0 :Text;
+  slots @1 :UInt32;
+  used @2 :UInt32;
+}
+
+struct WorkerInvocation {
+  invocationId @0 :Text;
+  task @1 :Text;                     # WORKFLOW/TASK
+  attempt @2 :UInt32;
+  outcome @3 :Text;                  # SUCCEEDED, FAILED (reason), CANCELLED, INTERRUPTED, LOST...
+  endedUs @4 :Int64;
 }
 
 struct TaskOptionsUpdate {

@@ -299,6 +299,24 @@ struct WorkerRecord {
   lastSeenUs @8 :Int64;         # when the scheduler last heard from it, as of the record's last write
   registrations @9 :UInt64;     # registrations accepted for this shard, reconnections included
   status @10 :Text;             # the worker's status (STARTED...) as of the record's last write
+  standing @11 :Text;           # ACTIVE, DRAINING, DRAINED or QUARANTINED; empty: ACTIVE
+  drain @12 :WorkerDrain;       # the drain asked for, while DRAINING or DRAINED
+  quarantinedUntilUs @13 :Int64;  # while QUARANTINED: when the quarantine ends (wall clock)
+  quarantines @14 :UInt32;      # quarantines since an attempt last succeeded there (the backoff doubles)
+  failures @15 :List(WorkerFailure);  # the attempts that failed there in a row, oldest first
+}
+
+struct WorkerDrain {
+  immediate @0 :Bool;           # running tasks were interrupted, not awaited
+  deadlineUs @1 :Int64;         # an eventual drain interrupts what still runs then; 0: none
+  exitWhenDrained @2 :Bool;     # the worker process stops once drained, else it stays idle
+  requestedUs @3 :Int64;
+}
+
+struct WorkerFailure {
+  task @0 :Text;                # WORKFLOW/TASK
+  reason @1 :Text;              # "ExitCode:3"...
+  atUs @2 :Int64;
 }
 
 # The worker journal (column family `worker_journal`, keyed like `events`: shard id, 0x00,

@@ -148,6 +148,12 @@ interface WorkerControl {
   acknowledge @5 (invocationIds :List(Text)) -> ();
   # The outcomes these invocations' runTask answers carried are durable: the worker forgets
   # them. Sent for many invocations at once, as their outcomes become durable together.
+  interruptTask @6 (invocationId :Text, graceMs :UInt32, reason :Text) -> ();
+  # Stops an invocation as cancelTask does, but it ends `interrupted` (reason), not cancelled,
+  # unless it succeeds meanwhile: an immediate drain moves it to another worker, attempt kept.
+  requestStop @7 (reason :Text) -> ();
+  # A drain asks the worker process to stop (it runs nothing by then): it shuts down as on
+  # SIGTERM, says stopped, and exits 0.
 }
 
 interface WorkerSession {
@@ -158,14 +164,14 @@ interface WorkerSession {
   # For a finished invocation whose reporter was lost. Returns once durable; an invocation
   # this worker was not given is refused.
   taskHeartbeat @2 (invocationId :Text, progress :Data) -> (cancelRequested :Bool, error :Common.Error);
+  # TaskReporter.heartbeat for an invocation whose reporter was lost (the scheduler restarted
+  # and took the invocation back); refused for an invocation this worker was not given.
   stopping @3 (graceMs :UInt32, reason :Text) -> ();
   # The worker is shutting down (a signal): it takes no new task from this moment, gives what it
   # runs graceMs to finish, then interrupts the rest. Every outcome follows as usual.
   stopped @4 () -> ();
   # The worker is about to exit having delivered every outcome: nothing of it runs any more, so
   # its invocations need not wait for its lease.
-  # TaskReporter.heartbeat for an invocation whose reporter was lost (the scheduler restarted
-  # and took the invocation back); refused for an invocation this worker was not given.
 }
 
 struct Registration {

@@ -187,6 +187,20 @@ std::string encode_worker_record(const WorkerRecord& record) {
   root.setLastSeenUs(record.last_seen_us);
   root.setRegistrations(record.registrations);
   root.setStatus(record.status);
+  root.setStanding(record.standing);
+  auto drain = root.initDrain();
+  drain.setImmediate(record.drain.immediate);
+  drain.setDeadlineUs(record.drain.deadline_us);
+  drain.setExitWhenDrained(record.drain.exit_when_drained);
+  drain.setRequestedUs(record.drain.requested_us);
+  root.setQuarantinedUntilUs(record.quarantined_until_us);
+  root.setQuarantines(record.quarantines);
+  auto failures = root.initFailures(static_cast<unsigned>(record.failures.size()));
+  for (unsigned f = 0; f < failures.size(); ++f) {
+    failures[f].setTask(record.failures[f].task);
+    failures[f].setReason(record.failures[f].reason);
+    failures[f].setAtUs(record.failures[f].at_us);
+  }
   return pack(message);
 }
 
@@ -205,6 +219,17 @@ Result<WorkerRecord> decode_worker_record(std::string_view bytes) {
     record.last_seen_us = root.getLastSeenUs();
     record.registrations = root.getRegistrations();
     record.status = text(root.getStatus());
+    record.standing = text(root.getStanding());
+    auto drain = root.getDrain();
+    record.drain.immediate = drain.getImmediate();
+    record.drain.deadline_us = drain.getDeadlineUs();
+    record.drain.exit_when_drained = drain.getExitWhenDrained();
+    record.drain.requested_us = drain.getRequestedUs();
+    record.quarantined_until_us = root.getQuarantinedUntilUs();
+    record.quarantines = root.getQuarantines();
+    for (auto f : root.getFailures()) {
+      record.failures.push_back({text(f.getTask()), text(f.getReason()), f.getAtUs()});
+    }
     return record;
   });
 }

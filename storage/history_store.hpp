@@ -100,6 +100,23 @@ std::string newest_first_cursor(int64_t created_us, std::string_view id);
 /// (created_us, id) of such a cursor; nullopt for any other text.
 std::optional<std::pair<int64_t, std::string>> parse_newest_first_cursor(std::string_view cursor);
 
+/// A drain an operator asked for (troupe worker drain).
+struct WorkerDrainRecord {
+  bool immediate = false;        ///< running tasks are interrupted, not awaited
+  int64_t deadline_us = 0;       ///< an eventual drain interrupts what still runs then; 0: none
+  bool exit_when_drained = false;  ///< the worker process stops once drained
+  int64_t requested_us = 0;
+  friend bool operator==(const WorkerDrainRecord&, const WorkerDrainRecord&) = default;
+};
+
+/// An attempt that failed on a worker, kept while it counts towards a quarantine.
+struct WorkerFailureRecord {
+  std::string task;    ///< WORKFLOW/TASK
+  std::string reason;  ///< "ExitCode:3"...
+  int64_t at_us = 0;
+  friend bool operator==(const WorkerFailureRecord&, const WorkerFailureRecord&) = default;
+};
+
 /// The persisted record of a worker, keyed by its shard id (column family `workers`). Times
 /// are microseconds since the Unix epoch. A record written before a field existed reads it as
 /// its default.
@@ -115,6 +132,13 @@ struct WorkerRecord {
   int64_t last_seen_us = 0;  ///< when the scheduler last heard from it, as of this write
   uint64_t registrations = 0;  ///< registrations accepted for the shard, reconnections included
   std::string status;          ///< "STARTED"...; empty in records written before it was kept
+  /// Whether the scheduler may give it work: ACTIVE, DRAINING, DRAINED, QUARANTINED (empty:
+  /// ACTIVE). The shard's, not one process's: a restart keeps it.
+  std::string standing;
+  WorkerDrainRecord drain;                  ///< the drain asked for, while DRAINING or DRAINED
+  int64_t quarantined_until_us = 0;         ///< while QUARANTINED
+  uint32_t quarantines = 0;                 ///< since an attempt last succeeded there
+  std::vector<WorkerFailureRecord> failures;  ///< failed there in a row, oldest first
 
   friend bool operator==(const WorkerRecord&, const WorkerRecord&) = default;
 };

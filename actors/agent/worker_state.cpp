@@ -121,8 +121,10 @@ std::vector<std::string> WorkerState::unended_ids() const {
   return ids;
 }
 
-void WorkerState::interrupt(const std::string& id) {
-  if (auto it = runs_.find(id); it != runs_.end() && !it->second.ended) it->second.interrupted = true;
+void WorkerState::interrupt(const std::string& id, std::string why) {
+  if (auto it = runs_.find(id); it != runs_.end() && !it->second.ended) {
+    it->second.interrupted_because = why.empty() ? "worker " + shard_id_ + " shut down before it finished" : std::move(why);
+  }
 }
 
 EndAnswer WorkerState::ended(const std::string& id, std::shared_ptr<const TaskReport> outcome,
@@ -130,13 +132,13 @@ EndAnswer WorkerState::ended(const std::string& id, std::shared_ptr<const TaskRe
   auto& run = runs_.at(id);
   run.ended = true;
   run.ended_at = now;
-  if (run.interrupted && outcome->kind != TaskReport::SUCCEEDED && outcome->kind != TaskReport::HANDED_OFF) {
+  if (!run.interrupted_because.empty() && outcome->kind != TaskReport::SUCCEEDED && outcome->kind != TaskReport::HANDED_OFF) {
     // Killed to shut down: whatever the kill looked like to the executor, the task did not fail.
     auto interrupted = std::make_shared<TaskReport>(*outcome);
     interrupted->kind = TaskReport::INTERRUPTED;
     interrupted->reason.clear();
     interrupted->payload.clear();
-    interrupted->details = "worker " + shard_id_ + " shut down before it finished";
+    interrupted->details = run.interrupted_because;
     outcome = std::move(interrupted);
   }
   run.outcome = std::move(outcome);

@@ -104,9 +104,9 @@ class WorkerState {
   bool stopping() const { return stopping_; }
   /// The invocations it holds that have not ended, sorted.
   std::vector<std::string> unended_ids() const;
-  /// It stops invocation `id` to shut down: unless it still succeeds (or hands off), it ends
-  /// INTERRUPTED, which is not the task's failure.
-  void interrupt(const std::string& id);
+  /// It stops invocation `id` to shut down (or a drain asked, `why`): unless it still succeeds
+  /// (or hands off), it ends INTERRUPTED, which is not the task's failure.
+  void interrupt(const std::string& id, std::string why = {});
   /// Whether it holds nothing: every outcome was delivered.
   bool idle() const { return runs_.empty(); }
 
@@ -142,7 +142,7 @@ class WorkerState {
     std::shared_ptr<const TaskReport> outcome;
     bool reporter_lost = false;      ///< heartbeats go through the session
     bool outcome_in_answer = false;  ///< the scheduler takes an outcome known by then in the answer
-    bool interrupted = false;        ///< stopped to shut down (see interrupt)
+    std::string interrupted_because;  ///< stopped to shut down or drain (see interrupt); empty: not
   };
 
   /// Keeps the fence of this instance's first registration with each scheduler incarnation

@@ -9,6 +9,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/worker/standing_machine.hpp"
 #include "actors/worker/worker_book.hpp"
 #include "schema/duration.hpp"
 
@@ -55,6 +56,111 @@ void record_registration(Self self, const WorkerInfo& info) {
   if (auto& book = self->state.options.book) book->registered(info);
 }
 
+/// A worker whose shard has no live instance, as its record says.
+WorkerView offline_view(const std::string& shard, storage::WorkerRecord record) {
+  WorkerView view;
+  view.shard_id = shard;
+  view.status = record.status.empty() ? "STOPPED" : record.status;
+  // A scheduler that restarted before the worker came back last knew it alive: it is not now.
+  if (view.status == "STARTED" || view.status == "STOPPING") view.status = "NOT_RESPONDING";
+  for (const auto& [list, slots] : record.task_lists) view.task_lists.push_back({list, slots, 0});
+  view.record = std::move(record);
+  return view;
+}
+
+/// An operator's order for a shard with no live instance: nothing runs there, so a drain is
+/// over at once; its record keeps the standing for the worker's next start.
+Result<WorkerView> obey_offline(Self self, const WorkerOrder& order) {
+  auto& book = self->state.options.book;
+  auto record = book ? book->find(order.shard_id) : std::nullopt;
+  if (!record) {
+    std::string known;
+    if (book) {
+      if (auto all = book->all()) {
+        for (const auto& entry : *all) known += (known.empty() ? "" : ", ") + entry.shard_id;
+      }
+    }
+    return fail(Errc::NOT_FOUND, "no worker named '" + order.shard_id + "' has registered" +
+                                     (known.empty() ? std::string(" (none has)") : "; known workers: " + known));
+  }
+  Standing standing = StandingMachine::parse(record->standing).value_or(Standing::ACTIVE);
+  const StandingEvent event = order.kind == WorkerOrder::UNDRAIN   ? StandingEvent::UNDRAIN
+                              : order.kind == WorkerOrder::FORGIVE ? StandingEvent::FORGIVEN
+                              : order.immediate                    ? StandingEvent::DRAIN_NOW
+                                                                   : StandingEvent::DRAIN;
+  const auto t = StandingMachine::transition(standing, event);
+  if (!t.ignored) {
+    standing = t.to;
+    if (t.actions.contains(StandingAction::CHECK_IDLE)) {
+      standing = StandingMachine::transition(standing, StandingEvent::IDLE).to;  // it runs nothing
+    }
+    if (t.actions.contains(StandingAction::CLEAR_FAILURES)) {
+      record->failures.clear();
+      record->quarantines = 0;
+    }
+  }
+  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  if (order.kind == WorkerOrder::DRAIN && !t.ignored) {
+    record->drain = {order.immediate, order.deadline_us, order.exit_when_drained, now};
+  }
+  record->standing = std::string(StandingMachineTraits::name(standing));
+  if (standing != Standing::QUARANTINED) record->quarantined_until_us = 0;
+  if (standing != Standing::DRAINING && standing != Standing::DRAINED) record->drain = {};
+  // Its status stays what it was (STOPPED, NOT_RESPONDING): no process holds the shard.
+  book->update(order.shard_id, [&](storage::WorkerRecord& stored) { stored = *record; });
+  return offline_view(order.shard_id, std::move(*record));
+}
+
+/// Every worker the book knows (or the one named), each from its live instance if it has one.
+void gather_views(Self self, const std::string& shard, caf::typed_response_promise<std::vector<WorkerView>> promise) {
+  auto& st = self->state;
+  std::vector<storage::WorkerEntry> entries;
+  if (st.options.book) {
+    if (shard.empty()) {
+      auto all = st.options.book->all();
+      if (!all) {
+        promise.deliver(to_caf(all.error()));
+        return;
+      }
+      entries = std::move(*all);
+    } else if (auto record = st.options.book->find(shard)) {
+      entries.push_back({shard, std::move(*record)});
+    }
+  }
+  if (!shard.empty() && entries.empty()) {
+    promise.deliver(to_caf(Error{Errc::NOT_FOUND, "no worker named '" + shard + "' has registered"}));
+    return;
+  }
+  struct Gathering {
+    std::vector<WorkerView> views;
+    size_t waiting = 0;
+  };
+  auto gathering = std::make_shared<Gathering>();
+  std::vector<std::pair<size_t, worker_actor>> asks;
+  for (auto& entry : entries) {
+    gathering->views.push_back(offline_view(entry.shard_id, std::move(entry.record)));
+    if (auto live = st.workers.find(entry.shard_id); live != st.workers.end()) {
+      asks.emplace_back(gathering->views.size() - 1, live->second);
+    }
+  }
+  gathering->waiting = asks.size();
+  if (asks.empty()) {
+    promise.deliver(std::move(gathering->views));
+    return;
+  }
+  for (const auto& [index, worker] : asks) {
+    auto done = [gathering, promise, index = index](std::optional<WorkerView> view) mutable {
+      if (view) gathering->views[index] = std::move(*view);
+      if (--gathering->waiting == 0) promise.deliver(std::move(gathering->views));
+    };
+    // An instance that ends before it answers is shown as its record says.
+    self->request(worker, std::chrono::seconds(5), view_atom::value)
+        .then([done](WorkerView& view) mutable { done(std::move(view)); },
+              [done](const caf::error&) mutable { done(std::nullopt); });
+  }
+}
+
 worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink> link) {
   auto& st = self->state;
   record_registration(self, info);
@@ -70,6 +176,8 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.workflow_closed = st.options.workflow_closed;
   setup.orphans_kept_until = st.recovery_ends;
   setup.book = st.options.book;
+  setup.quarantine = st.options.quarantine;
+  setup.kill_grace = st.options.kill_grace;
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));
   self->monitor(worker);
@@ -245,6 +353,19 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
           for (const auto& [shard, waiting] : st.adoptions) self->send(self, timeout_atom::value, shard);
           if (!st.settle_waiters.empty()) self->send(self, timeout_atom::value, std::string());
         }
+      },
+      [=](operate_atom, const WorkerOrder& order) -> caf::result<WorkerView> {
+        if (auto live = self->state.workers.find(order.shard_id); live != self->state.workers.end()) {
+          return self->delegate(live->second, operate_atom::value, order);
+        }
+        auto view = obey_offline(self, order);
+        if (!view) return to_caf(view.error());
+        return std::move(*view);
+      },
+      [=](view_atom, const std::string& shard) -> caf::result<std::vector<WorkerView>> {
+        auto promise = self->make_response_promise<std::vector<WorkerView>>();
+        gather_views(self, shard, promise);
+        return promise;
       },
       [=](report_atom, const TaskReport&) {},
       [=](wake_atom, uint64_t) {},

@@ -40,7 +40,12 @@ using dispatcher_actor = executor_actor::extend<
     // from the node: the open workflows are revived (how many). None: the recovery window
     // closes now; some: it stays open for `recovery_window` from now, for their tasks to
     // adopt what their workers run
-    caf::reacts_to<recovered_atom, uint64_t>>;
+    caf::reacts_to<recovered_atom, uint64_t>,
+    // from RPC: an operator's drain, undrain or forgive of a worker, live or not; the answer is
+    // the worker after it. NOT_FOUND for a shard that never registered
+    caf::replies_to<operate_atom, WorkerOrder>::with<WorkerView>,
+    // from RPC: every worker that ever registered (empty shard) or one, as operators see them
+    caf::replies_to<view_atom, std::string /* shard */>::with<std::vector<WorkerView>>>;
 
 struct DispatcherOptions {
   HealthTimeouts timeouts;
@@ -63,6 +68,10 @@ struct DispatcherOptions {
   /// Where every accepted registration is recorded durably, and its worker actor journals
   /// health changes (nullptr: nowhere, as in tests that do not look).
   std::shared_ptr<WorkerBook> book;
+  /// When failures quarantine a worker.
+  QuarantinePolicy quarantine;
+  /// How long an invocation a drain interrupts gets between SIGTERM and SIGKILL.
+  Duration kill_grace = std::chrono::seconds(10);
 };
 
 dispatcher_actor spawn_dispatcher(caf::actor_system& system, DispatcherOptions options);

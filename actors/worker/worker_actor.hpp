@@ -17,8 +17,10 @@
 
 #include "actors/caf_types.hpp"
 #include "actors/matching/matching_actor.hpp"
+#include "actors/worker/failure_streak.hpp"
 #include "actors/worker/health_machine.hpp"
 #include "actors/worker/worker_link.hpp"
+#include "actors/worker/worker_view.hpp"
 
 namespace troupe::actors {
 
@@ -50,6 +52,32 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, std::shared_ptr<WorkerLink>&) {
   return f(caf::meta::type_name("WorkerLink"));
 }
+
+/// What an operator asks of a worker (troupe worker drain / undrain / forgive).
+struct WorkerOrder {
+  enum Kind : uint8_t { DRAIN, UNDRAIN, FORGIVE };
+  std::string shard_id;
+  uint8_t kind = DRAIN;
+  bool immediate = false;          ///< DRAIN: interrupt what runs rather than wait for it
+  int64_t deadline_us = 0;         ///< DRAIN: interrupt what still runs then (wall clock); 0: none
+  bool exit_when_drained = false;  ///< DRAIN: the worker process stops once drained
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, WorkerOrder& x) {
+  return f(caf::meta::type_name("WorkerOrder"), x.shard_id, x.kind, x.immediate, x.deadline_us, x.exit_when_drained);
+}
+
+}  // namespace troupe::actors
+
+// Local messages only (between the scheduler's actors), never serialized.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::WorkerView)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<troupe::actors::WorkerView>)
+
+namespace troupe::actors {
+
+/// The worker actor's own timers besides the health timer.
+enum class WorkerTimer : uint8_t { DRAIN_DEADLINE, QUARANTINE_OVER };
 
 using worker_actor = caf::typed_actor<
     // from the dispatcher: run this granted invocation on the worker
@@ -102,7 +130,14 @@ using worker_actor = caf::typed_actor<
     // about, the ids not running)
     caf::reacts_to<notify_atom, bool, std::vector<std::string>, std::vector<std::string>>,
     // its own health timer
-    caf::reacts_to<timeout_atom, uint64_t /* generation */>>;
+    caf::reacts_to<timeout_atom, uint64_t /* generation */>,
+    // from the dispatcher: an operator's drain, undrain or forgive; the answer is the worker as
+    // operators see it after it
+    caf::replies_to<operate_atom, WorkerOrder>::with<WorkerView>,
+    // from the dispatcher: the worker as operators see it
+    caf::replies_to<view_atom>::with<WorkerView>,
+    // its own standing timers (a WorkerTimer, generation)
+    caf::reacts_to<wake_atom, uint8_t, uint64_t>>;
 
 struct WorkerSetup {
   WorkerInfo info;
@@ -123,8 +158,16 @@ struct WorkerSetup {
   /// never known. What the worker runs of a closed workflow is cancelled at once, not kept
   /// until the recovery window closes: its task ended while the scheduler was restarting.
   std::function<bool(const std::string& invocation_id)> workflow_closed;
-  /// Where the instance's health changes are journaled (nullptr: nowhere, as in tests).
+  /// Where the instance's health changes are journaled and the shard's standing is kept
+  /// (nullptr: nowhere, as in tests that do not look; standing then starts ACTIVE).
   std::shared_ptr<WorkerBook> book;
+  /// When failures quarantine the worker.
+  QuarantinePolicy quarantine;
+  /// How long an interrupted invocation gets between SIGTERM and SIGKILL (an immediate drain).
+  Duration kill_grace = std::chrono::seconds(10);
+  /// The wall clock, microseconds since the epoch: drain deadlines and quarantine ends are
+  /// kept in the worker's record and outlive this process. Empty: the system clock.
+  std::function<int64_t()> now_us;
 };
 
 worker_actor spawn_worker(caf::actor_system& system, WorkerSetup setup);

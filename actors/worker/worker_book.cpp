@@ -98,6 +98,43 @@ void WorkerBook::health_changed(const std::string& shard_id, HealthState from, H
           }));
 }
 
+bool WorkerBook::update(const std::string& shard_id, const std::function<void(storage::WorkerRecord&)>& change) {
+  std::lock_guard lock(mutex_);
+  auto record = current(shard_id);
+  if (!record) return false;
+  change(*record);
+  put(shard_id, std::move(*record));
+  return true;
+}
+
+std::optional<storage::WorkerRecord> WorkerBook::find(const std::string& shard_id) {
+  std::lock_guard lock(mutex_);
+  return current(shard_id);
+}
+
+Result<std::vector<storage::WorkerEntry>> WorkerBook::all() {
+  auto stored = store_->list_workers();
+  if (!stored) return stored.error();
+  std::lock_guard lock(mutex_);
+  // What this book wrote may not be durable (and so listed) yet: its own copy wins.
+  std::map<std::string, storage::WorkerRecord> records;
+  for (auto& entry : *stored) records[entry.shard_id] = std::move(entry.record);
+  for (const auto& [shard, record] : records_) records[shard] = record;
+  std::vector<storage::WorkerEntry> out;
+  out.reserve(records.size());
+  for (auto& [shard, record] : records) out.push_back({shard, std::move(record)});
+  return out;
+}
+
+Result<std::vector<storage::StoredEvent>> WorkerBook::journal_of(const std::string& shard_id, size_t limit) {
+  // The journal's sequences start at 1; read it all (it is trimmed to its newest entries) and
+  // keep the tail.
+  auto entries = store_->read_worker_journal(shard_id, 1, storage::default_worker_journal_entries);
+  if (!entries) return entries.error();
+  if (entries->size() > limit) entries->erase(entries->begin(), entries->end() - static_cast<std::ptrdiff_t>(limit));
+  return entries;
+}
+
 std::optional<storage::WorkerRecord> WorkerBook::current(const std::string& shard_id) {
   if (auto it = records_.find(shard_id); it != records_.end()) return it->second;
   // A point lookup, once per shard and scheduler start.

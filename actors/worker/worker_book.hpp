@@ -40,6 +40,18 @@ class WorkerBook {
   /// workerHealthChanged entry. Any thread; does not wait for the write.
   void health_changed(const std::string& shard_id, HealthState from, HealthState to);
 
+  /// Applies `change` to the shard's record and writes it; false (nothing written) if the
+  /// shard has no record. For standing and failures, which outlive the worker's processes.
+  /// Any thread; does not wait for the write.
+  bool update(const std::string& shard_id, const std::function<void(storage::WorkerRecord&)>& change);
+
+  /// The shard's record as last written (nullopt: none). Any thread.
+  std::optional<storage::WorkerRecord> find(const std::string& shard_id);
+  /// Every shard's record, by shard id. Any thread; reads the store.
+  Result<std::vector<storage::WorkerEntry>> all();
+  /// The newest `limit` entries of the shard's journal, oldest first. Any thread; reads the store.
+  Result<std::vector<storage::StoredEvent>> journal_of(const std::string& shard_id, size_t limit);
+
  private:
   /// The shard's record as last written by this book, else as the store holds it; nullopt if
   /// there is none (or it is unreadable, which is logged). Called with mutex_ held.

@@ -70,6 +70,11 @@ class WorkerLink {
                                      std::function<void(Result<std::vector<std::string>>)> done) = 0;
   virtual void cancel_task(const std::string& invocation_id, Duration grace) = 0;
   virtual void request_suicide(const std::string& reason) = 0;
+  /// Stops the invocation like cancel_task; it ends INTERRUPTED (`reason`) unless it succeeds
+  /// first, and its task runs it again elsewhere under the same attempt.
+  virtual void interrupt_task(const std::string& invocation_id, Duration grace, const std::string& reason) = 0;
+  /// Asks the worker process to shut down and exit (a drain that said so).
+  virtual void request_stop(const std::string& reason) = 0;
 };
 
 }  // namespace troupe::actors

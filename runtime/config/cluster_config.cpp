@@ -38,6 +38,9 @@ constexpr std::string_view cluster_keys[] = {"name",
                                              "replace_unhealthy_workers",
                                              "kill_grace",
                                              "shutdown_grace",
+                                             "quarantine_failures",
+                                             "quarantine_backoff",
+                                             "quarantine_max_backoff",
                                              "recovery_window",
                                              "worker_lease",
                                              "retention"};
@@ -431,6 +434,13 @@ class Checker {
     }
     if (auto d = duration_value(field(*t, "kill_grace", "cluster", line))) out.kill_grace = *d;
     if (auto d = duration_value(field(*t, "shutdown_grace", "cluster", line), true)) out.shutdown_grace = *d;
+    if (auto n = integer_value(field(*t, "quarantine_failures", "cluster", line), 0, 1000)) {
+      out.quarantine_failures = static_cast<uint32_t>(*n);
+    }
+    if (auto d = duration_value(field(*t, "quarantine_backoff", "cluster", line))) out.quarantine_backoff = *d;
+    if (auto d = duration_value(field(*t, "quarantine_max_backoff", "cluster", line))) {
+      out.quarantine_max_backoff = *d;
+    }
     if (auto d = duration_value(field(*t, "retention", "cluster", line))) out.retention = *d;
     const Field window_f = field(*t, "recovery_window", "cluster", line);
     const Field lease_f = field(*t, "worker_lease", "cluster", line);

@@ -123,6 +123,14 @@ struct ClusterConfig {
   /// it interrupts them (SIGKILL) and reports them INTERRUPTED, to run again elsewhere. A host
   /// shutdown sends SIGKILL 5 s after SIGTERM. 0: interrupt them at once. Default: 5s.
   Duration shutdown_grace = std::chrono::seconds(5);
+  /// A worker whose attempts fail this many times in a row, each of a different task, is
+  /// QUARANTINED: it gets no new tasks for quarantine_backoff. 0: never. Default: 5.
+  uint32_t quarantine_failures = 5;
+  /// How long a worker's first quarantine lasts; each one after it, until an attempt succeeds
+  /// there or `troupe worker forgive`, lasts twice as long, up to quarantine_max_backoff.
+  /// Default: 1min, at most 1h.
+  Duration quarantine_backoff = std::chrono::minutes(1);
+  Duration quarantine_max_backoff = std::chrono::hours(1);
   /// How long a worker keeps running its tasks without an acknowledged heartbeat: it rides out
   /// scheduler restarts and network cuts shorter than this, and kills its tasks when it runs
   /// out. A lost worker's tasks are retried elsewhere only then (or once a new instance of the

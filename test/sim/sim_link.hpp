@@ -28,6 +28,12 @@ class SimWorkerLink final : public actors::WorkerLink {
                              std::function<void(Result<std::vector<std::string>>)> done) override;
   void cancel_task(const std::string& invocation_id, Duration grace) override;
   void request_suicide(const std::string& reason) override;
+  // The simulated cluster is never drained: these exist for the interface only, and behave as
+  // the nearest calls the simulated worker has.
+  void interrupt_task(const std::string& invocation_id, Duration grace, const std::string&) override {
+    cancel_task(invocation_id, grace);
+  }
+  void request_stop(const std::string& reason) override { request_suicide(reason); }
 
  private:
   std::shared_ptr<Connection> connection_;

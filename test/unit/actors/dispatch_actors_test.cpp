@@ -62,6 +62,8 @@ class FakeWorkerLink final : public WorkerLink {
   std::vector<NotifyCall> notifies;
   std::vector<std::string> cancels;
   std::vector<std::string> suicides;
+  std::vector<std::string> interrupts;
+  std::vector<std::string> stop_requests;
   std::vector<std::string> acknowledged;  ///< outcomes from answers, acknowledged as durable
   size_t acknowledge_calls = 0;
 
@@ -82,6 +84,10 @@ class FakeWorkerLink final : public WorkerLink {
   }
   void cancel_task(const std::string& invocation_id, Duration) override { cancels.push_back(invocation_id); }
   void request_suicide(const std::string& reason) override { suicides.push_back(reason); }
+  void interrupt_task(const std::string& invocation_id, Duration, const std::string&) override {
+    interrupts.push_back(invocation_id);
+  }
+  void request_stop(const std::string& reason) override { stop_requests.push_back(reason); }
 
   /// Answers every pending getRunningTasks: the worker holds `running`, of which `ended` ended.
   void answer_running(const std::vector<std::string>& running = {}, const std::vector<std::string>& ended = {}) {
