@@ -283,6 +283,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     agent->exit = [stop](const std::string& reason) { stop->stop(1, reason); };
     agent->stopped = [stop](const std::string& how) { stop->stop(0, how); };
     agent->shutdown_grace = cluster.shutdown_grace;
+    agent->may_stop_on_request = !node.scheduler;
     // The keepers enforce the lease on their own, even while this process is frozen.
     agent->extend_lease = [weak = std::weak_ptr<ProcessSupervisor>(processes)](auto deadline) {
       if (auto supervisor = weak.lock()) supervisor->extend_lease(deadline);

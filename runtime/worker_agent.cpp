@@ -233,6 +233,17 @@ class Agent : public std::enable_shared_from_this<Agent> {
 
   void suicide(const std::string& reason) { die("the scheduler asked this worker to exit: " + reason); }
 
+  /// A drain asked this worker to stop: it shuts down as on SIGTERM, unless its node runs the
+  /// scheduler too.
+  void stop_on_request(const std::string& reason) {
+    if (!setup_->may_stop_on_request) {
+      std::cerr << "worker " << setup_->node.name << ": " << reason
+                << ": this node runs the scheduler too, so it stays up, taking no tasks\n";
+      return;
+    }
+    shut_down("the scheduler asked: " + reason);
+  }
+
   /// A drain stops invocation `id`: it ends INTERRUPTED (`why`) unless it succeeds first.
   void interrupt(const std::string& id, Duration grace, const std::string& why) {
     if (!state_.holds(id)) return;
@@ -648,7 +659,7 @@ kj::Promise<void> WorkerControlImpl::interruptTask(InterruptTaskContext context)
 }
 
 kj::Promise<void> WorkerControlImpl::requestStop(RequestStopContext context) {
-  agent_->shut_down("the scheduler asked: " + text(context.getParams().getReason()));
+  agent_->stop_on_request(text(context.getParams().getReason()));
   return kj::READY_NOW;
 }
 

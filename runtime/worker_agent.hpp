@@ -36,6 +36,9 @@ struct WorkerAgentSetup {
   std::function<void(const std::string& how)> stopped;
   /// How long a shutdown lets running tasks finish before it interrupts them.
   Duration shutdown_grace = std::chrono::seconds(5);
+  /// Whether a drain may stop the process (requestStop). False on a node that also runs the
+  /// scheduler: stopping it would stop the scheduler too, so it stays up, drained.
+  bool may_stop_on_request = true;
   /// The worker's lease now ends at `deadline` (the send time of the registration or heartbeat
   /// the scheduler acknowledged, plus the lease): its tasks must be dead by then, even if this
   /// process is frozen. Called on the RPC thread; optional.

@@ -351,6 +351,126 @@ Result<uint64_t> GatewayClient::purge(int64_t closed_before_us) {
 
 namespace {
 
+std::string health_word(schema::WorkerHealth health) {
+  switch (health) {
+    case schema::WorkerHealth::NEW: return "NEW";
+    case schema::WorkerHealth::HEALTHY: return "HEALTHY";
+    case schema::WorkerHealth::UNHEALTHY: return "UNHEALTHY";
+    case schema::WorkerHealth::MUST_DIE: return "MUST_DIE";
+    case schema::WorkerHealth::STOPPING: return "STOPPING";
+  }
+  return "?";
+}
+
+WorkerJournalEntry journal_entry(schema::HistoryEvent::Reader event) {
+  WorkerJournalEntry entry;
+  entry.at_us = event.getTimestampUs();
+  auto body = event.getBody();
+  if (body.isWorkerRegistered()) {
+    auto r = body.getWorkerRegistered();
+    entry.what = "registered (pid " + std::to_string(r.getPid()) + " on " + text(r.getHostname()) + ", instance " +
+                 text(r.getInstanceId()) + ", worker id " + text(r.getWorkerId()) + ")";
+  } else if (body.isWorkerHealthChanged()) {
+    auto h = body.getWorkerHealthChanged();
+    entry.what = "health " + health_word(h.getFrom()) + " -> " + health_word(h.getTo());
+  } else {
+    entry.what = "(an entry this client does not know)";
+  }
+  return entry;
+}
+
+WorkerSummary worker_summary(schema::WorkerSummary::Reader in) {
+  WorkerSummary out;
+  out.name = text(in.getName());
+  out.worker_id = text(in.getWorkerId());
+  out.status = text(in.getStatus());
+  out.health = text(in.getHealth());
+  out.standing = text(in.getStanding());
+  out.live = in.getLive();
+  out.hostname = text(in.getHostname());
+  out.pid = in.getPid();
+  out.resource_id = text(in.getResourceId());
+  for (auto l : in.getTaskLists()) out.task_lists.push_back({text(l.getName()), l.getSlots(), l.getUsed()});
+  for (auto id : in.getRunning()) out.running.push_back(text(id));
+  out.last_heartbeat_age_ms = in.getLastHeartbeatAgeMs();
+  auto drain = in.getDrain();
+  out.drain_immediate = drain.getImmediate();
+  out.drain_deadline_us = drain.getDeadlineUs();
+  out.drain_exit = drain.getExitWhenDrained();
+  out.drain_requested_us = drain.getRequestedUs();
+  out.quarantined_until_us = in.getQuarantinedUntilUs();
+  out.quarantines = in.getQuarantines();
+  for (auto f : in.getFailures()) out.failures.push_back({text(f.getTask()), text(f.getReason()), f.getAtUs()});
+  out.first_registered_us = in.getFirstRegisteredUs();
+  out.last_registered_us = in.getLastRegisteredUs();
+  out.registrations = in.getRegistrations();
+  for (auto r : in.getRecent()) {
+    out.recent.push_back({text(r.getInvocationId()), text(r.getTask()), r.getAttempt(), text(r.getOutcome()),
+                          r.getEndedUs()});
+  }
+  for (auto e : in.getJournal()) out.journal.push_back(journal_entry(e));
+  return out;
+}
+
+/// The answer of a worker order (drain, undrain, forgive).
+template <class Response>
+Result<WorkerSummary> order_result(Response& response) {
+  if (has_error(response)) return error_of(response);
+  return worker_summary(response.getWorker());
+}
+
+}  // namespace
+
+Result<std::vector<WorkerSummary>> GatewayClient::workers(const std::string& name, bool history) {
+  auto call = impl_->service.workersRequest();
+  call.setName(name);
+  call.setHistory(history);
+  return call.send()
+      .then(
+          [](capnp::Response<schema::ClientService::WorkersResults>&& response) -> Result<std::vector<WorkerSummary>> {
+            if (has_error(response)) return error_of(response);
+            std::vector<WorkerSummary> out;
+            for (auto w : response.getWorkers()) out.push_back(worker_summary(w));
+            return out;
+          },
+          [address = impl_->address](kj::Exception&& e) -> Result<std::vector<WorkerSummary>> {
+            return lost(address, e);
+          })
+      .wait(impl_->wait_scope());
+}
+
+Result<WorkerSummary> GatewayClient::drain_worker(const std::string& name, const DrainRequest& drain) {
+  auto call = impl_->service.drainWorkerRequest();
+  call.setName(name);
+  call.setImmediate(drain.immediate);
+  call.setDeadlineMs(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(drain.deadline).count()));
+  call.setExitWhenDrained(drain.exit_when_drained);
+  return call.send()
+      .then([](capnp::Response<schema::ClientService::DrainWorkerResults>&& r) { return order_result(r); },
+            [address = impl_->address](kj::Exception&& e) -> Result<WorkerSummary> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
+Result<WorkerSummary> GatewayClient::undrain_worker(const std::string& name) {
+  auto call = impl_->service.undrainWorkerRequest();
+  call.setName(name);
+  return call.send()
+      .then([](capnp::Response<schema::ClientService::UndrainWorkerResults>&& r) { return order_result(r); },
+            [address = impl_->address](kj::Exception&& e) -> Result<WorkerSummary> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
+Result<WorkerSummary> GatewayClient::forgive_worker(const std::string& name) {
+  auto call = impl_->service.forgiveWorkerRequest();
+  call.setName(name);
+  return call.send()
+      .then([](capnp::Response<schema::ClientService::ForgiveWorkerResults>&& r) { return order_result(r); },
+            [address = impl_->address](kj::Exception&& e) -> Result<WorkerSummary> { return lost(address, e); })
+      .wait(impl_->wait_scope());
+}
+
+namespace {
+
 /// The answer of a task command.
 template <class Response>
 Result<TaskCommandResult> command_result(Response& response) {

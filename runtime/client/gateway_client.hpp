@@ -112,6 +112,64 @@ struct TaskCommandResult {
   TaskStateCode task_state_code = TaskStateCode::UNKNOWN;              ///< `task_state` as a code
 };
 
+/// A worker as the scheduler knows it (gateway.capnp WorkerSummary has every field's meaning).
+struct WorkerTaskListUse {
+  std::string name;
+  uint32_t slots = 0;
+  uint32_t used = 0;
+};
+struct WorkerFailure {
+  std::string task;
+  std::string reason;
+  int64_t at_us = 0;
+};
+struct WorkerInvocation {
+  std::string invocation_id;
+  std::string task;
+  uint32_t attempt = 0;
+  std::string outcome;
+  int64_t ended_us = 0;
+};
+/// One entry of a worker's journal, in words: "registered (pid 12, instance ..., worker id ...)",
+/// "health HEALTHY -> UNHEALTHY".
+struct WorkerJournalEntry {
+  int64_t at_us = 0;
+  std::string what;
+};
+struct WorkerSummary {
+  std::string name;
+  std::string worker_id;
+  std::string status;
+  std::string health;
+  std::string standing;
+  bool live = false;
+  std::string hostname;
+  uint32_t pid = 0;
+  std::string resource_id;
+  std::vector<WorkerTaskListUse> task_lists;
+  std::vector<std::string> running;
+  int64_t last_heartbeat_age_ms = -1;
+  bool drain_immediate = false;
+  int64_t drain_deadline_us = 0;
+  bool drain_exit = false;
+  int64_t drain_requested_us = 0;
+  int64_t quarantined_until_us = 0;
+  uint32_t quarantines = 0;
+  std::vector<WorkerFailure> failures;
+  int64_t first_registered_us = 0;
+  int64_t last_registered_us = 0;
+  uint64_t registrations = 0;
+  std::vector<WorkerInvocation> recent;
+  std::vector<WorkerJournalEntry> journal;
+};
+
+/// A drain's options (see drain_worker).
+struct DrainRequest {
+  bool immediate = false;
+  Duration deadline{0};  ///< 0: none
+  bool exit_when_drained = false;
+};
+
 struct ConnectOptions {
   Duration timeout = std::chrono::seconds(5);  ///< for the connection, not for later calls
   std::string token;  ///< the cluster's secret, when its scheduler requires one
@@ -156,6 +214,16 @@ class GatewayClient {
   /// Deletes every workflow that closed before `closed_before_us` (µs since the epoch): history
   /// and index record. How many, once durable. Open workflows are never purged.
   Result<uint64_t> purge(int64_t closed_before_us);
+
+  /// Every worker that ever registered (`name` empty), or the one named, with its journal if
+  /// `history`. NOT_FOUND for a name that never registered.
+  Result<std::vector<WorkerSummary>> workers(const std::string& name = {}, bool history = false);
+  /// Drains a worker (see gateway.capnp drainWorker); the worker as the drain left it.
+  Result<WorkerSummary> drain_worker(const std::string& name, const DrainRequest& drain);
+  /// A draining or drained worker takes tasks again.
+  Result<WorkerSummary> undrain_worker(const std::string& name);
+  /// Ends a quarantine and forgets the worker's failures in a row.
+  Result<WorkerSummary> forgive_worker(const std::string& name);
   /// Operations on one task of a workflow while it runs, recorded in its history (gateway.capnp
   /// has the whole semantics). NOT_FOUND for an unknown workflow, INVALID_ARGUMENT for a task
   /// the definition lacks, NOT_ALLOWED_IN_STATE (saying what to do instead) when the operation

@@ -4,6 +4,7 @@
 #include "tools/troupe/command.hpp"
 #include "tools/troupe/dev_command.hpp"
 #include "tools/troupe/local_commands.hpp"
+#include "tools/troupe/worker_commands.hpp"
 
 namespace troupe::cli {
 namespace {
@@ -11,6 +12,7 @@ namespace {
 const std::string workflows = "Workflows";
 const std::string async_tasks = "Tasks that complete asynchronously";
 const std::string clusters = "Clusters";
+const std::string workers = "Workers";
 const std::string tools = "Tools";
 
 ExitStatus usage_exit(const std::string& also = "") {
@@ -380,6 +382,88 @@ std::vector<CommandSpec> command_table() {
           .run = fail_command,
       },
       {
+          .path = "workers",
+          .section = workers,
+          .summary = "every worker that ever registered, with status, health and load",
+          .description = "Lists every worker the scheduler has a record of, live or not: NAME, STATUS (STARTED, "
+                         "NOT_RESPONDING, STOPPING, STOPPED, DRAINING, DRAINED, QUARANTINED), HEALTH (of its live "
+                         "process), HOST, PID, TASK LISTS with used/free slots, RUNNING invocations, the age of its "
+                         "last HEARTBEAT and its FAILURES in a row. A drained or quarantined worker gets a line "
+                         "saying how and until when.",
+          .options = {{"json", "", "print {\"workers\": [...]}, each as `troupe worker NAME --json` prints it"}},
+          .connects = true,
+          .examples = {"troupe workers", "troupe workers --json"},
+          .exits = {{exit_ok, "the list was printed"}, usage_exit(), unreachable_exit},
+          .run = workers_command,
+      },
+      {
+          .path = "worker",
+          .section = workers,
+          .summary = "one worker in full; drain, undrain or forgive it",
+          // Optional to the parser, which would otherwise take `drain` of `worker drain NAME` for
+          // the name; the command asks for it.
+          .arguments = {{"NAME", true}},
+          .description = "Shows one worker: its worker id, status and standing (a drain and its options, a "
+                         "quarantine and when it ends), health, host and pid, task lists, the invocations it runs, "
+                         "its last heartbeat, its registrations, its failures in a row and the invocations it ran "
+                         "lately. With --history, its journal too: every registration and health change.",
+          .options = {{"history", "", "also its journal of registrations and health changes"},
+                      {"json", "", "print the worker as JSON"}},
+          .connects = true,
+          .examples = {"troupe worker worker-1", "troupe worker worker-1 --history"},
+          .exits = {{exit_ok, "printed"}, usage_exit("or no worker of that name has registered"), unreachable_exit},
+          .run = worker_command,
+      },
+      {
+          .path = "worker drain",
+          .summary = "a worker takes no new tasks; what it runs finishes or moves",
+          .arguments = {{"NAME"}},
+          .description = "Drains a worker: it gets no new tasks from now on. By default the drain is eventual: what "
+                         "the worker runs finishes, then it is DRAINED. With --deadline, what still runs then is "
+                         "interrupted. With --immediate, what it runs is stopped at once (the cluster's kill_grace) "
+                         "and runs again on another worker as INTERRUPTED, its attempt kept. Once drained the worker "
+                         "stays up and idle, or with --exit stops and exits 0. The drain is kept in the worker's "
+                         "record: it outlives restarts of the worker and of the scheduler until `troupe worker "
+                         "undrain`. A worker that is not running is drained at once.",
+          .options = {{"immediate", "", "interrupt what it runs now rather than wait for it"},
+                      {"deadline", "D", "an eventual drain interrupts what still runs after D (e.g. 10m)"},
+                      {"exit", "", "the worker process stops once drained"},
+                      {"json", "", "print the worker as the drain left it, as JSON"}},
+          .connects = true,
+          .examples = {"troupe worker drain worker-1", "troupe worker drain worker-1 --deadline 10m --exit",
+                       "troupe worker drain worker-1 --immediate"},
+          .exits = {{exit_ok, "the drain is recorded; the status printed is the worker's now"},
+                    usage_exit("or no worker of that name has registered"), unreachable_exit},
+          .run = worker_drain_command,
+      },
+      {
+          .path = "worker undrain",
+          .summary = "a draining or drained worker takes tasks again",
+          .arguments = {{"NAME"}},
+          .description = "Ends a drain: the worker gets tasks again (while it is healthy).",
+          .options = {{"json", "", "print the worker as JSON"}},
+          .connects = true,
+          .examples = {"troupe worker undrain worker-1"},
+          .exits = {{exit_ok, "the worker takes tasks again"}, usage_exit("or no worker of that name has registered"),
+                    unreachable_exit},
+          .run = worker_undrain_command,
+      },
+      {
+          .path = "worker forgive",
+          .summary = "end a worker's quarantine and forget its failures",
+          .arguments = {{"NAME"}},
+          .description = "A worker whose attempts failed quarantine_failures times in a row (each of a different "
+                         "task) is QUARANTINED for a backoff that doubles with each quarantine. Forgiving it ends the "
+                         "quarantine and forgets its failures in a row, so the next quarantine starts from the "
+                         "configured backoff.",
+          .options = {{"json", "", "print the worker as JSON"}},
+          .connects = true,
+          .examples = {"troupe worker forgive worker-1"},
+          .exits = {{exit_ok, "the worker takes tasks again"}, usage_exit("or no worker of that name has registered"),
+                    unreachable_exit},
+          .run = worker_forgive_command,
+      },
+      {
           .path = "dev",
           .section = clusters,
           .summary = "a scheduler and a worker in this process, for trying troupe",
@@ -454,8 +538,9 @@ std::vector<CommandSpec> command_table() {
       },
       {
           .path = "describe states",
-          .summary = "every transition of the workflow, task and worker health state machines",
-          .description = "Prints every transition of the workflow, task and worker health state machines with the "
+          .summary = "every transition of the workflow, task, worker health and worker standing state machines",
+          .description = "Prints every transition of the workflow, task, worker health and worker standing state "
+                         "machines with the "
                          "actions it runs, in order: as Markdown tables (the default), Graphviz graphs or JSON. "
                          "Every pair not listed is refused with \"EVENT is not allowed in state STATE\".",
           .options = {{"format", "F", "markdown (the default), dot or json"},
