@@ -66,6 +66,8 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
       << "\"\n";
   if (!spec.kill_grace.empty()) out << "kill_grace = \"" << spec.kill_grace << "\"\n";
   if (!spec.shutdown_grace.empty()) out << "shutdown_grace = \"" << spec.shutdown_grace << "\"\n";
+  if (!spec.quarantine_failures.empty()) out << "quarantine_failures = " << spec.quarantine_failures << "\n";
+  if (!spec.quarantine_backoff.empty()) out << "quarantine_backoff = \"" << spec.quarantine_backoff << "\"\n";
   if (!spec.retention.empty()) out << "retention = \"" << spec.retention << "\"\n";
   if (!spec.worker_lease.empty()) out << "worker_lease = \"" << spec.worker_lease << "\"\n";
   if (!spec.recovery_window.empty()) out << "recovery_window = \"" << spec.recovery_window << "\"\n";

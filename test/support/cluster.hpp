@@ -64,6 +64,9 @@ struct ClusterSpec {
   /// `shutdown_grace` (how long a worker stopping on a signal lets its tasks finish); empty: the
   /// default.
   std::string shutdown_grace;
+  /// `quarantine_failures` and `quarantine_backoff`; empty: the defaults.
+  std::string quarantine_failures;
+  std::string quarantine_backoff;
   /// `retention`: closed workflows are purged this long after; empty: kept.
   std::string retention;
   /// The scheduler node's `sync`; false writes `sync = false` (faster, for bulk tests).

@@ -1,0 +1,161 @@
+// Operators drain workers (troupe worker drain / undrain) and workers whose attempts keep failing
+// are quarantined (troupe worker forgive), against real nodes: what runs finishes or moves to
+// another worker under the same attempt, nothing new starts on the worker, the worker process
+// stops when the drain asks, and the drain outlives the worker's restart.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "test/support/cli.hpp"
+#include "test/support/cluster.hpp"
+
+using namespace std::chrono_literals;
+using troupe::test::Cluster;
+using troupe::test::contains;
+using troupe::test::eventually;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string shell_task(const std::string& name, const std::string& script) {
+  return R"({"name": ")" + name + R"(", "shell": {"command": ["sh", "-c", ")" + script + R"("]}})";
+}
+
+/// `troupe ARGS... --address` the cluster's scheduler.
+troupe::test::CliRun cli(const Cluster& cluster, std::vector<std::string> args) {
+  args.push_back("--address");
+  args.push_back("127.0.0.1:" + std::to_string(cluster.port));
+  return troupe::test::troupe_cli(args);
+}
+
+/// Whether `troupe worker NAME --json` says `"key":"value"`.
+bool worker_says(const Cluster& cluster, const std::string& name, const std::string& key, const std::string& value) {
+  return contains(cli(cluster, {"worker", name, "--json"}).output, "\"" + key + "\":\"" + value + "\"");
+}
+
+}  // namespace
+
+TEST_SUITE("integration.worker_drain") {
+  TEST_CASE("an immediate drain moves what runs to another worker under the same attempt; undrain gives it tasks again") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}, {"worker-b", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = troupe::test::connect(cluster.port);
+    const std::string started = cluster.dir / "started";
+    // No retries: only a kept attempt lets it succeed after the interruption.
+    REQUIRE(client->start("long", R"({"name": "long", "tasks": [)" +
+                                      shell_task("nap", "[ -e " + started + " ] && exit 0; touch " + started +
+                                                            "; exec sleep 60") +
+                                      "]}") == "long");
+    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+
+    auto drained = cli(cluster, {"worker", "drain", "worker-a", "--immediate"});
+    REQUIRE_MESSAGE(drained.code == 0, drained.output);
+    CHECK_MESSAGE(contains(drained.output, "worker-a: DRAIN"), drained.output);
+    REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "status", "DRAINED"); }, 20s));
+    // Interrupted, not failed: it waits for a worker that takes tasks.
+    auto waiting = cli(cluster, {"status", "long"});
+    CHECK_MESSAGE(contains(waiting.output, "DISPATCHING"), waiting.output);
+
+    cluster.start("worker-b");
+    CHECK(client->result("long", 30s) == "SUCCESS");
+    CHECK(fs::exists(cluster.logs("worker-a") + "/long/nap.1.1.log"));
+    CHECK(fs::exists(cluster.logs("worker-b") + "/long/nap.1.2.log"));  // attempt 1, its second dispatch
+
+    // worker-b is drained too: nothing can run now.
+    REQUIRE(cli(cluster, {"worker", "drain", "worker-b"}).code == 0);
+    REQUIRE(eventually([&] { return worker_says(cluster, "worker-b", "status", "DRAINED"); }, 20s));
+    REQUIRE(client->start("after", R"({"name": "after", "tasks": [)" + shell_task("one", "true") + "]}") == "after");
+    auto listed = cli(cluster, {"workers"});
+    CHECK_MESSAGE(contains(listed.output, "DRAINED"), listed.output);
+    CHECK_FALSE(fs::exists(cluster.logs("worker-a") + "/after"));
+    auto undrained = cli(cluster, {"worker", "undrain", "worker-a"});
+    REQUIRE_MESSAGE(undrained.code == 0, undrained.output);
+    CHECK_MESSAGE(contains(undrained.output, "worker-a: STARTED"), undrained.output);
+    CHECK(client->result("after", 30s) == "SUCCESS");
+    CHECK(fs::exists(cluster.logs("worker-a") + "/after/one.1.1.log"));
+
+    auto unknown = cli(cluster, {"worker", "drain", "worker-z"});
+    CHECK(unknown.code != 0);
+    CHECK_MESSAGE(contains(unknown.output, "no worker named 'worker-z' has registered; known workers: worker-a, worker-b"),
+                  unknown.output);
+  }
+
+  TEST_CASE("an eventual drain with --exit lets what runs finish, stops the worker, and outlives its restart") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}, {"worker-b", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = troupe::test::connect(cluster.port);
+    const std::string started = cluster.dir / "started", go = cluster.dir / "go";
+    REQUIRE(client->start("slow", R"({"name": "slow", "tasks": [)" +
+                                      shell_task("wait", "touch " + started + "; while [ ! -e " + go +
+                                                             " ]; do sleep 0.05; done") +
+                                      "]}") == "slow");
+    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+    auto drained = cli(cluster, {"worker", "drain", "worker-a", "--exit"});
+    REQUIRE_MESSAGE(drained.code == 0, drained.output);
+    CHECK_MESSAGE(contains(drained.output, "worker-a: DRAINING (eventual drain, stops when drained)"), drained.output);
+    cluster.start("worker-b");
+    REQUIRE(client->start("new", R"({"name": "new", "tasks": [)" + shell_task("one", "true") + "]}") == "new");
+    CHECK(client->result("new", 30s) == "SUCCESS");
+    CHECK(fs::exists(cluster.logs("worker-b") + "/new/one.1.1.log"));  // not on the draining worker
+    CHECK(worker_says(cluster, "worker-a", "status", "DRAINING"));
+
+    std::ofstream(go).put('\n');
+    CHECK(client->result("slow", 30s) == "SUCCESS");
+    CHECK(fs::exists(cluster.logs("worker-a") + "/slow/wait.1.1.log"));  // finished where it ran
+    auto& worker_a = *cluster.nodes["worker-a"];
+    const int status = worker_a.wait();
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "status", "STOPPED"); }, 20s));
+    CHECK(worker_says(cluster, "worker-a", "standing", "DRAINED"));
+
+    // Started again it stays drained: the drain is the worker's, not one process's.
+    cluster.nodes.erase("worker-a");
+    cluster.start("worker-a");
+    REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "health", "HEALTHY"); }, 20s));
+    CHECK(worker_says(cluster, "worker-a", "status", "DRAINED"));
+    REQUIRE(cli(cluster, {"worker", "drain", "worker-b"}).code == 0);
+    REQUIRE(client->start("later", R"({"name": "later", "tasks": [)" + shell_task("one", "true") + "]}") == "later");
+    REQUIRE(cli(cluster, {"worker", "undrain", "worker-a"}).code == 0);
+    CHECK(client->result("later", 30s) == "SUCCESS");
+    CHECK(fs::exists(cluster.logs("worker-a") + "/later/one.1.1.log"));
+  }
+
+  TEST_CASE("a worker whose attempts of different tasks keep failing is quarantined until forgiven") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 1}}, std::nullopt}};
+    spec.quarantine_failures = "2";
+    spec.quarantine_backoff = "10m";
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = troupe::test::connect(cluster.port);
+    for (const std::string id : {"bad-1", "bad-2"}) {
+      REQUIRE(client->start(id, R"({"name": ")" + id + R"(", "tasks": [)" + shell_task("boom", "exit 3") + "]}") == id);
+      CHECK(contains(client->result(id, 30s), "FAILED: task 'boom' failed: ExitCode:3"));
+    }
+    REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "status", "QUARANTINED"); }, 20s));
+    auto shown = cli(cluster, {"worker", "worker-a"});
+    CHECK_MESSAGE(contains(shown.output, "bad-2/boom  ExitCode:3"), shown.output);
+    CHECK_MESSAGE(contains(shown.output, "quarantine 1"), shown.output);
+    REQUIRE(client->start("good", R"({"name": "good", "tasks": [)" + shell_task("one", "true") + "]}") == "good");
+    auto waiting = cli(cluster, {"status", "good"});
+    CHECK_MESSAGE(contains(waiting.output, "DISPATCHING"), waiting.output);
+    auto forgiven = cli(cluster, {"worker", "forgive", "worker-a"});
+    REQUIRE_MESSAGE(forgiven.code == 0, forgiven.output);
+    CHECK_MESSAGE(contains(forgiven.output, "worker-a: STARTED"), forgiven.output);
+    CHECK(client->result("good", 30s) == "SUCCESS");
+    CHECK(worker_says(cluster, "worker-a", "standing", "ACTIVE"));
+  }
+}
