@@ -12,7 +12,6 @@ namespace {
 const std::string workflows = "Workflows";
 const std::string async_tasks = "Tasks that complete asynchronously";
 const std::string clusters = "Clusters";
-const std::string workers = "Workers";
 const std::string tools = "Tools";
 
 ExitStatus usage_exit(const std::string& also = "") {
@@ -383,7 +382,7 @@ std::vector<CommandSpec> command_table() {
       },
       {
           .path = "workers",
-          .section = workers,
+          .section = clusters,
           .summary = "every worker that ever registered, with status, health and load",
           .description = "Lists every worker the scheduler has a record of, live or not: NAME, STATUS (STARTED, "
                          "NOT_RESPONDING, STOPPING, STOPPED, DRAINING, DRAINED, QUARANTINED), HEALTH (of its live "
@@ -398,7 +397,7 @@ std::vector<CommandSpec> command_table() {
       },
       {
           .path = "worker",
-          .section = workers,
+          .section = clusters,
           .summary = "one worker in full; drain, undrain or forgive it",
           // Optional to the parser, which would otherwise take `drain` of `worker drain NAME` for
           // the name; the command asks for it.
