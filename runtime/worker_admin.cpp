@@ -13,7 +13,8 @@ void fill_worker_summary(schema::WorkerSummary::Builder out, const actors::Worke
   out.setWorkerId(record.worker_id);
   out.setStatus(view.status);
   out.setHealth(view.health);
-  out.setStanding(record.standing.empty() ? "ACTIVE" : record.standing);
+  out.setStanding(record.standing.empty() ? std::string(actors::StandingMachineTraits::name(actors::Standing::ACTIVE))
+                                          : record.standing);
   out.setLive(view.live);
   out.setHostname(record.hostname);
   out.setPid(record.pid);
@@ -27,19 +28,10 @@ void fill_worker_summary(schema::WorkerSummary::Builder out, const actors::Worke
   auto running = out.initRunning(static_cast<unsigned>(view.running.size()));
   for (unsigned i = 0; i < running.size(); ++i) running.set(i, view.running[i]);
   out.setLastHeartbeatAgeMs(view.last_heartbeat_age_us < 0 ? -1 : view.last_heartbeat_age_us / 1000);
-  auto drain = out.initDrain();
-  drain.setImmediate(record.drain.immediate);
-  drain.setDeadlineUs(record.drain.deadline_us);
-  drain.setExitWhenDrained(record.drain.exit_when_drained);
-  drain.setRequestedUs(record.drain.requested_us);
+  storage::write_worker_drain(out.initDrain(), record.drain);
   out.setQuarantinedUntilUs(record.quarantined_until_us);
   out.setQuarantines(record.quarantines);
-  auto failures = out.initFailures(static_cast<unsigned>(record.failures.size()));
-  for (unsigned i = 0; i < failures.size(); ++i) {
-    failures[i].setTask(record.failures[i].task);
-    failures[i].setReason(record.failures[i].reason);
-    failures[i].setAtUs(record.failures[i].at_us);
-  }
+  storage::write_worker_failures(out.initFailures(static_cast<unsigned>(record.failures.size())), record.failures);
   out.setFirstRegisteredUs(record.first_registered_us);
   out.setLastRegisteredUs(record.last_registered_us);
   out.setRegistrations(record.registrations);

@@ -167,6 +167,22 @@ Result<WorkflowRecord> decode_workflow_record(std::string_view bytes) {
   });
 }
 
+void write_worker_drain(schema::WorkerDrain::Builder out, const WorkerDrainRecord& drain) {
+  out.setImmediate(drain.immediate);
+  out.setDeadlineUs(drain.deadline_us);
+  out.setExitWhenDrained(drain.exit_when_drained);
+  out.setRequestedUs(drain.requested_us);
+}
+
+void write_worker_failures(capnp::List<schema::WorkerFailure>::Builder out,
+                           const std::vector<WorkerFailureRecord>& failures) {
+  for (unsigned i = 0; i < out.size() && i < failures.size(); ++i) {
+    out[i].setTask(failures[i].task);
+    out[i].setReason(failures[i].reason);
+    out[i].setAtUs(failures[i].at_us);
+  }
+}
+
 std::string encode_worker_record(const WorkerRecord& record) {
   capnp::MallocMessageBuilder message;
   auto root = message.initRoot<schema::WorkerRecord>();
@@ -188,19 +204,10 @@ std::string encode_worker_record(const WorkerRecord& record) {
   root.setRegistrations(record.registrations);
   root.setStatus(record.status);
   root.setStanding(record.standing);
-  auto drain = root.initDrain();
-  drain.setImmediate(record.drain.immediate);
-  drain.setDeadlineUs(record.drain.deadline_us);
-  drain.setExitWhenDrained(record.drain.exit_when_drained);
-  drain.setRequestedUs(record.drain.requested_us);
+  write_worker_drain(root.initDrain(), record.drain);
   root.setQuarantinedUntilUs(record.quarantined_until_us);
   root.setQuarantines(record.quarantines);
-  auto failures = root.initFailures(static_cast<unsigned>(record.failures.size()));
-  for (unsigned f = 0; f < failures.size(); ++f) {
-    failures[f].setTask(record.failures[f].task);
-    failures[f].setReason(record.failures[f].reason);
-    failures[f].setAtUs(record.failures[f].at_us);
-  }
+  write_worker_failures(root.initFailures(static_cast<unsigned>(record.failures.size())), record.failures);
   return pack(message);
 }
 

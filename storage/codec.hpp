@@ -56,6 +56,11 @@ std::string encode_workflow_record(const WorkflowRecord& record);
 Result<WorkflowRecord> decode_workflow_record(std::string_view bytes);
 
 std::string encode_worker_record(const WorkerRecord& record);
+/// A worker record's drain and failures as history.capnp has them: the record's value, and
+/// the client API's WorkerSummary, which carries the same structs.
+void write_worker_drain(schema::WorkerDrain::Builder out, const WorkerDrainRecord& drain);
+void write_worker_failures(capnp::List<schema::WorkerFailure>::Builder out,
+                           const std::vector<WorkerFailureRecord>& failures);
 /// INVALID_ARGUMENT if `bytes` is not a WorkerRecord.
 Result<WorkerRecord> decode_worker_record(std::string_view bytes);
 

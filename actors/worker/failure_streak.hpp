@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "schema/duration.hpp"
+#include "storage/history_store.hpp"
 
 namespace troupe::actors {
 
@@ -25,13 +26,8 @@ struct QuarantinePolicy {
   Duration max_backoff = std::chrono::hours(1);
 };
 
-/// One failed attempt, as `troupe workers` shows it.
-struct FailureNote {
-  std::string task;    ///< "WORKFLOW/TASK"
-  std::string reason;  ///< "ExitCode:3", "StartToCloseTimeout"...
-  int64_t at_us = 0;   ///< wall clock, microseconds since the epoch
-  friend bool operator==(const FailureNote&, const FailureNote&) = default;
-};
+/// One failed attempt (task, reason, when), as the worker's record keeps it.
+using FailureNote = storage::WorkerFailureRecord;
 
 class FailureStreak {
  public:

@@ -109,8 +109,7 @@ void record_status(Self self) {
 void record_standing(Self self) {
   auto& st = self->state;
   if (!st.setup.book || st.replaced) return;
-  std::vector<storage::WorkerFailureRecord> failures;
-  for (const auto& f : st.streak.failures()) failures.push_back({f.task, f.reason, f.at_us});
+  std::vector<storage::WorkerFailureRecord> failures(st.streak.failures().begin(), st.streak.failures().end());
   st.recorded_status = status_of(self);
   st.setup.book->update(st.setup.info.shard_id, [&](storage::WorkerRecord& record) {
     record.standing = std::string(StandingMachineTraits::name(st.standing));
@@ -416,12 +415,12 @@ void load_standing(Self self) {
   if (!st.setup.book) return;
   auto record = st.setup.book->find(st.setup.info.shard_id);
   if (!record) return;
-  std::vector<FailureNote> failures;
-  for (const auto& f : record->failures) failures.push_back({f.task, f.reason, f.at_us});
-  st.streak = FailureStreak(std::move(failures), record->quarantines);
+  st.streak = FailureStreak(record->failures, record->quarantines);
   st.standing = StandingMachine::parse(record->standing).value_or(Standing::ACTIVE);
   st.drain = record->drain;
   st.quarantined_until_us = record->quarantined_until_us;
+  // The registration just wrote the record's status: written again only if this one differs.
+  st.recorded_status = record->status;
   if (st.standing == Standing::QUARANTINED) {
     arm_standing_timer(self, WorkerTimer::QUARANTINE_OVER, st.quarantined_until_us);
   } else if (st.standing == Standing::DRAINING && st.drain.deadline_us > 0) {

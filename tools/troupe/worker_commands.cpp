@@ -189,7 +189,7 @@ Result<std::string> name_of(const Args& args) {
 }
 
 /// Prints an order's answer: the worker as it left it.
-int print_order(const Args& args, Result<WorkerSummary> worker, bool json) {
+int print_order(Result<WorkerSummary> worker, bool json) {
   if (!worker) return failed(worker.error());
   if (json) {
     std::cout << worker_json(*worker).dump() << "\n";
@@ -197,7 +197,6 @@ int print_order(const Args& args, Result<WorkerSummary> worker, bool json) {
     std::string note = standing_text(*worker);
     std::cout << worker->name << ": " << worker->status << (note.empty() ? "" : " (" + note + ")") << "\n";
   }
-  (void)args;
   return exit_ok;
 }
 
@@ -267,7 +266,7 @@ int worker_drain_command(const Args& args) {
   if (!name) return usage_error(args, name.error().message);
   auto client = connect(args);
   if (!client) return failed(client.error());
-  return print_order(args, (*client)->drain_worker(*name, drain), *json);
+  return print_order((*client)->drain_worker(*name, drain), *json);
 }
 
 int worker_undrain_command(const Args& args) {
@@ -277,7 +276,7 @@ int worker_undrain_command(const Args& args) {
   if (!name) return usage_error(args, name.error().message);
   auto client = connect(args);
   if (!client) return failed(client.error());
-  return print_order(args, (*client)->undrain_worker(*name), *json);
+  return print_order((*client)->undrain_worker(*name), *json);
 }
 
 int worker_forgive_command(const Args& args) {
@@ -287,7 +286,7 @@ int worker_forgive_command(const Args& args) {
   if (!name) return usage_error(args, name.error().message);
   auto client = connect(args);
   if (!client) return failed(client.error());
-  return print_order(args, (*client)->forgive_worker(*name), *json);
+  return print_order((*client)->forgive_worker(*name), *json);
 }
 
 }  // namespace troupe::cli
