@@ -929,24 +929,29 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
       },
       [=](complete_atom, const std::string& task_name, TaskReport& report) -> caf::result<bool> {
         call_off_passivation(self);
-        auto& st = self->state;
-        auto index = st.model.spec->find_task(task_name);
-        auto it = index ? st.tasks.find(*index) : st.tasks.end();
-        if (it == st.tasks.end()) {
-          return to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + st.model.id +
-                                                  "' is not running: it ended, or never started"));
-        }
-        // Asked, not delegated: a task that ended meanwhile must not bounce the request back
-        // to the directory as if this workflow were gone.
         auto promise = self->make_response_promise<bool>();
-        ask_task(self, it->second, complete_atom::value, std::move(report), promise,
-                 [task_name, id = st.model.id](const caf::error& e) -> caf::error {
-                   if (e == caf::sec::request_receiver_down) {
-                     return to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + id +
-                                                             "' is not running: it ended"));
-                   }
-                   return e;
-                 });
+        // After what is being written: a revived workflow's task actors exist only once its
+        // failover is durable, and a completion sent meanwhile is for one of them.
+        self->state.pipeline.after_pending([self, task_name, report = std::move(report), promise]() mutable {
+          auto& st = self->state;
+          auto index = st.model.spec->find_task(task_name);
+          auto it = index ? st.tasks.find(*index) : st.tasks.end();
+          if (it == st.tasks.end()) {
+            promise.deliver(to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + st.model.id +
+                                                             "' is not running: it ended, or never started")));
+            return;
+          }
+          // Asked, not delegated: a task that ended meanwhile must not bounce the request back
+          // to the directory as if this workflow were gone.
+          ask_task(self, it->second, complete_atom::value, std::move(report), promise,
+                   [task_name, id = st.model.id](const caf::error& e) -> caf::error {
+                     if (e == caf::sec::request_receiver_down) {
+                       return to_caf(fail(Errc::NOT_FOUND, "task '" + task_name + "' of workflow '" + id +
+                                                               "' is not running: it ended"));
+                     }
+                     return e;
+                   });
+        });
         return promise;
       },
       [=](kill_atom) -> caf::result<std::string> {

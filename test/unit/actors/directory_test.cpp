@@ -155,6 +155,46 @@ TEST_SUITE("actors.directory") {
     CHECK(final_state->workflow.canonical() == after.ended_workflows.at("wf"));
   }
 
+  TEST_CASE("after a restart, a completion that arrives while its workflow is being revived is taken") {
+    // The revived task actor exists only once the workflow's failover is durable; a completion
+    // that reaches the workflow before then waits for it instead of hearing "not running".
+    const std::string approval = R"({"name": "approval", "tasks": [
+      {"name": "ask", "handler": "approval", "asyncCompletion": true}]})";
+    auto store = std::make_shared<storage::MemoryHistoryStore>();
+    std::shared_ptr<storage::MemoryHistoryStore> at_crash;
+    {
+      test::ActorFixture before(LocalExecutorOptions{}, store);
+      before.handlers->add("approval", [](std::shared_ptr<TaskContext> ctx) { ctx->handed_off(); });
+      auto dir = before.own(spawn_directory(before.sys, store, before.wiring));
+      REQUIRE(before.ask<std::string>(dir, submit_atom::value, std::string("wf"), approval, std::string("{}"),
+                                      std::string()));
+      before.run();
+      REQUIRE(replay(*store, "wf")->tasks.at("ask").awaiting_completion);
+      at_crash = store->snapshot();
+    }
+    store = at_crash;
+
+    test::ActorFixture after(LocalExecutorOptions{}, store);
+    auto dir = after.own(spawn_directory(after.sys, store, after.wiring));
+    const auto task = replay(*store, "wf")->tasks.at("ask");
+    store->hold();  // the failover the revival writes is not durable yet
+    after.self->send(dir, complete_atom::value, std::string("wf"), std::string("ask"),
+                     TaskReport{task.invocation_id, TaskReport::SUCCEEDED, "approved", {}, {}, false});
+    after.run();
+    store->release();
+    after.run();
+    std::optional<bool> done;
+    std::string refused;
+    after.self->receive([&](bool answer) { done = answer; }, [&](const caf::error& e) { refused = to_string(e); },
+                        caf::after(0s) >> [] {});
+    REQUIRE_MESSAGE(done.has_value(), "the completion was refused: " << refused);
+    CHECK(*done);
+    auto outcome = after.ask<WorkflowOutcome>(dir, result_atom::value, std::string("wf"));
+    REQUIRE(outcome);
+    CHECK(outcome->state == "SUCCESS");
+    CHECK(replay(*store, "wf")->tasks.at("ask").result == "approved");
+  }
+
   TEST_CASE("a paused workflow is revived paused and resumes") {
     auto store = std::make_shared<storage::MemoryHistoryStore>();
     std::shared_ptr<storage::MemoryHistoryStore> at_crash;
