@@ -64,15 +64,21 @@ void CreditPool::take(Node& node, TimePoint now) {
   rank(node);
 }
 
-std::optional<std::string> CreditPool::assign(TimePoint now) {
+std::optional<std::string> CreditPool::assign(TimePoint now, std::string_view avoid) {
   if (ranking_.empty() || global_.next_available(now) > now) return std::nullopt;
-  auto best = std::find_if(ranking_.begin(), ranking_.end(), [now](const Node* node) {
-    return node->second.rate.next_available(now) <= now;
+  Node* avoided = nullptr;  // the avoided worker, if it could take the task
+  auto best = std::find_if(ranking_.begin(), ranking_.end(), [&](Node* node) {
+    if (node->second.rate.next_available(now) > now) return false;
+    if (!avoid.empty() && node->first == avoid) {
+      avoided = node;
+      return false;
+    }
+    return true;
   });
-  if (best == ranking_.end()) return std::nullopt;
-  Node& node = **best;
-  take(node, now);
-  return node.first;
+  Node* chosen = best != ranking_.end() ? *best : avoided;
+  if (chosen == nullptr) return std::nullopt;
+  take(*chosen, now);
+  return chosen->first;
 }
 
 bool CreditPool::assign_to(std::string_view id, TimePoint now) {

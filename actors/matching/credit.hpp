@@ -24,7 +24,8 @@ struct WorkerCredit {
 /// The workers of one task list and their free slots.
 ///
 /// Choice: most free slots first; among equals, the one assigned to longest ago (round-robin),
-/// then the smaller id. A worker whose own bucket is empty is skipped; the global bucket is taken
+/// then the smaller id; a worker the task would avoid comes last. A worker whose own bucket is
+/// empty is skipped; the global bucket is taken
 /// only together with a worker's, so a failed assign takes nothing. assign is O(log n) while the
 /// best workers have tokens and O(n) at worst (every free worker rate-limited); the rest is
 /// O(log n). Move-only (it keeps pointers into its own nodes). Not thread-safe; one actor owns it.
@@ -53,8 +54,10 @@ class CreditPool {
 
   /// Picks a worker with a free slot whose bucket, and the global bucket, have a token at `now`,
   /// and takes the slot and both tokens. Empty when no worker can take a task now: see
-  /// next_assign_time for when to try again.
-  std::optional<std::string> assign(TimePoint now);
+  /// next_assign_time for when to try again. `avoid` (a retry's previous attempt failed on it)
+  /// gets the task only when no other worker can take it now, so that a retry tries elsewhere
+  /// but never waits for that (a one-worker list still retries).
+  std::optional<std::string> assign(TimePoint now, std::string_view avoid = {});
   /// The same for one given worker (a task pinned to it, e.g. in a session). False, taking
   /// nothing, if it is unknown, has no free slot, or either bucket is empty.
   [[nodiscard]] bool assign_to(std::string_view id, TimePoint now);

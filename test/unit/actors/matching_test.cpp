@@ -559,4 +559,37 @@ TEST_SUITE("actors.matching") {
     CHECK_FALSE(pool.assign_to("other", t0));  // the global bucket is empty
     CHECK(pool.assign_to("other", t0 + 1s));
   }
+
+  TEST_CASE("a retry avoids the worker its last attempt failed on while another can take it") {
+    CreditPool pool;
+    REQUIRE(pool.add_worker("failed-there", 3));
+    REQUIRE(pool.add_worker("other", 1));
+    // The most free slots would choose failed-there; the retry goes to the other worker.
+    CHECK(pool.assign(t0, "failed-there") == std::optional<std::string>("other"));
+    // No other worker has a free slot now: the avoided one takes it rather than let it wait.
+    CHECK(pool.assign(t0, "failed-there") == std::optional<std::string>("failed-there"));
+    // A name that is no worker of the list changes nothing.
+    CHECK(pool.assign(t0, "unknown") == std::optional<std::string>("failed-there"));
+    CHECK(pool.find_worker("failed-there")->in_use == 2);
+    CHECK(pool.find_worker("other")->in_use == 1);
+  }
+
+  TEST_CASE("a worker at its own rate limit does not count as one that can take a retry") {
+    CreditPool pool;
+    REQUIRE(pool.add_worker("failed-there", 4));
+    REQUIRE(pool.add_worker("limited", 4, bucket(1, 1)));
+    CHECK(pool.assign(t0, "failed-there") == std::optional<std::string>("limited"));
+    // limited has free slots but no token until t0 + 1s.
+    CHECK(pool.assign(t0, "failed-there") == std::optional<std::string>("failed-there"));
+    CHECK(pool.assign(t0 + 1s, "failed-there") == std::optional<std::string>("limited"));
+  }
+
+  TEST_CASE("the only worker of a list takes the retry it would avoid; the list's rate limit still holds") {
+    CreditPool pool(bucket(1, 1));
+    REQUIRE(pool.add_worker("only", 2));
+    CHECK(pool.assign(t0, "only") == std::optional<std::string>("only"));
+    CHECK_FALSE(pool.assign(t0, "only"));  // the global bucket is empty
+    CHECK(pool.assign(t0 + 1s, "only") == std::optional<std::string>("only"));
+    CHECK_FALSE(pool.assign(t0 + 2s, "only"));  // no free slot
+  }
 }
