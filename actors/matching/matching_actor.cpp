@@ -18,7 +18,12 @@ struct MatchingState {
   static inline const char* name = "matching";
   std::string task_list;
   ReadyQueue queue;
-  std::map<std::string, task_port> tasks;  // by queue key
+  /// A queued task and the worker its last attempt failed on (empty: none).
+  struct Waiting {
+    task_port task;
+    std::string avoid;
+  };
+  std::map<std::string, Waiting> tasks;  // by queue key
   CreditPool credit;
   /// The worker actor whose credit each shard's entry holds. A shard's new instance joins
   /// with a new actor while the replaced one may still be on its way out; the old one's late
@@ -40,7 +45,8 @@ void match(Self self) {
   auto& st = self->state;
   const auto now = self->clock().now();
   while (!st.queue.empty()) {
-    auto worker = st.credit.assign(now);
+    auto it = st.tasks.find(st.queue.peek()->key);
+    auto worker = st.credit.assign(now, it->second.avoid);
     if (!worker) {
       auto at = st.credit.next_assign_time(now);
       if (at && !st.wake_armed) {
@@ -49,9 +55,8 @@ void match(Self self) {
       }
       return;
     }
-    auto entry = st.queue.pop();
-    auto it = st.tasks.find(entry->key);
-    task_port task = std::move(it->second);
+    (void)st.queue.pop();
+    task_port task = std::move(it->second.task);
     st.tasks.erase(it);
     self->request(task, caf::infinite, grant_atom::value, *worker)
         .then([self, shard = *worker](bool taken) {
@@ -80,16 +85,16 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
     if (bucket) st.credit = CreditPool(*bucket);
   }
   return {
-      [=](enqueue_atom, task_port task, int32_t priority, const std::string&) -> std::string {
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string&, std::string& avoid) -> std::string {
         auto& s = self->state;
         if (s.queue.empty()) {
           // Nothing waits ahead of it: a free slot is the task's in the answer, without a grant
           // (and without a record of the task waiting).
-          if (auto worker = s.credit.assign(self->clock().now())) return *worker;
+          if (auto worker = s.credit.assign(self->clock().now(), avoid)) return *worker;
         }
         const std::string key = key_of(task);
         if (s.queue.push(key, priority)) {
-          s.tasks.emplace(key, std::move(task));
+          s.tasks.emplace(key, MatchingState::Waiting{std::move(task), std::move(avoid)});
           match(self);
         }
         return std::string();

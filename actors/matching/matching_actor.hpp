@@ -17,7 +17,8 @@ namespace troupe::actors {
 using matching_actor = caf::typed_actor<
     // from a task (delegated by the dispatcher): a free slot's worker now, or empty: the task
     // waits for a grant (see executor_actor)
-    caf::replies_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */>::with<std::string>,
+    caf::replies_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */,
+                    std::string /* avoid */>::with<std::string>,
     // from a task: stop waiting
     caf::reacts_to<withdraw_atom, task_port, std::string>,
     // from a worker actor: it serves this list with `slots` (0 while unhealthy), at most

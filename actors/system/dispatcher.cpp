@@ -154,8 +154,9 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
     }
   });
   return {
-      [=](enqueue_atom, task_port task, int32_t priority, const std::string& list) -> caf::result<std::string> {
-        return self->delegate(matcher_of(self, list), enqueue_atom::value, std::move(task), priority, list);
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string& list,
+          const std::string& avoid) -> caf::result<std::string> {
+        return self->delegate(matcher_of(self, list), enqueue_atom::value, std::move(task), priority, list, avoid);
       },
       [=](withdraw_atom, task_port task, const std::string& list) {
         self->send(matcher_of(self, list), withdraw_atom::value, std::move(task), list);
