@@ -14,6 +14,15 @@
 
 namespace troupe::actors {
 
+/// Why CreditPool::assign can give no worker now, most fundamental first.
+enum class CreditHold : uint8_t {
+  NONE,         ///< nothing holds it: assign succeeds now
+  NO_WORKER,    ///< no worker offers a slot: none joined, or all have 0 slots (unhealthy, draining)
+  BUSY,         ///< workers offer slots, and every one is in use
+  LIST_RATE,    ///< a slot is free, and the task list's own bucket is empty
+  WORKER_RATE,  ///< a slot is free, and every worker with one has an empty bucket of its own
+};
+
 /// One worker's credit as seen by its task list.
 struct WorkerCredit {
   uint32_t slots = 0;   ///< the worker's slots for this task list
@@ -73,8 +82,14 @@ class CreditPool {
   /// set_slots or a new worker).
   std::optional<TimePoint> next_assign_time(TimePoint now) const;
 
+  /// Why assign would give nothing at `now` (NONE if it would give a worker). O(1) unless a
+  /// slot is free and the list's bucket has a token; then O(workers with a free slot).
+  CreditHold hold(TimePoint now) const;
+
   std::optional<WorkerCredit> find_worker(std::string_view id) const;
   size_t worker_count() const { return workers_.size(); }
+  /// Workers with slots (a worker with 0 slots, unhealthy or draining, is known but offers none).
+  size_t offering_count() const { return offering_; }
   /// Free slots over all workers (rate limits aside).
   uint64_t free_slots() const { return free_slots_; }
 
@@ -101,6 +116,7 @@ class CreditPool {
   std::map<std::string, Worker, std::less<>> workers_;
   std::set<Node*, Rank> ranking_;  ///< the workers with a free slot, best first
   uint64_t free_slots_ = 0;
+  size_t offering_ = 0;  ///< workers whose slots are not 0
   uint64_t assignments_ = 0;  ///< stamps `last_assigned`
 };
 

@@ -10,6 +10,7 @@
 
 #include "actors/matching/credit.hpp"
 #include "actors/matching/ready_queue.hpp"
+#include "actors/matching/wait_board.hpp"
 
 namespace troupe::actors {
 namespace {
@@ -31,6 +32,10 @@ struct MatchingState {
   std::map<std::string, caf::actor_addr> holders;
   uint64_t wake_generation = 0;
   bool wake_armed = false;
+  MatchingLimits limits;
+  /// Where why the waiting tasks wait is posted (nullptr: nowhere), and what was posted last.
+  std::shared_ptr<WaitBoard> waits;
+  ListWait posted;
 };
 
 using Self = matching_actor::stateful_pointer<MatchingState>;
@@ -38,6 +43,21 @@ using Self = matching_actor::stateful_pointer<MatchingState>;
 std::string key_of(const task_port& task) { return std::to_string(task.id()); }
 
 void release(Self self, const std::string& shard);
+
+/// Posts why the list's tasks wait if that changed since the last post: a few comparisons
+/// otherwise, so every handler that may change it calls this.
+void post_wait(Self self) {
+  auto& st = self->state;
+  if (!st.waits) return;
+  ListWait now;
+  now.workers = static_cast<uint32_t>(st.credit.worker_count());
+  now.offering = static_cast<uint32_t>(st.credit.offering_count());
+  now.list_rate = st.limits.rate;
+  if (!st.queue.empty()) now.hold = st.credit.hold(self->clock().now());
+  if (now == st.posted) return;
+  st.posted = now;
+  st.waits->post(st.task_list, now);
+}
 
 /// Grants slots while a task waits and a worker can take one; arms a wake-up when only the
 /// rate limit stands in the way.
@@ -53,6 +73,7 @@ void match(Self self) {
         st.wake_armed = true;
         self->delayed_send(self, *at - now, wake_atom::value, ++st.wake_generation);
       }
+      post_wait(self);
       return;
     }
     (void)st.queue.pop();
@@ -64,6 +85,7 @@ void match(Self self) {
               },
               [self, shard = *worker](const caf::error&) { release(self, shard); });
   }
+  post_wait(self);
 }
 
 void release(Self self, const std::string& shard) {
@@ -77,9 +99,12 @@ bool from_holder(Self self, const std::string& shard) {
          it->second == caf::actor_cast<caf::actor_addr>(self->current_sender());
 }
 
-matching_actor::behavior_type matching(Self self, std::string task_list, MatchingLimits limits) {
+matching_actor::behavior_type matching(Self self, std::string task_list, MatchingLimits limits,
+                                       std::shared_ptr<WaitBoard> waits) {
   auto& st = self->state;
   st.task_list = std::move(task_list);
+  st.limits = limits;
+  st.waits = std::move(waits);
   if (limits.rate > 0) {
     auto bucket = TokenBucket::create(limits.rate, std::max<uint32_t>(1, limits.burst));
     if (bucket) st.credit = CreditPool(*bucket);
@@ -103,6 +128,7 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
         auto& s = self->state;
         const std::string key = key_of(task);
         if (s.queue.remove(key)) s.tasks.erase(key);
+        post_wait(self);
       },
       [=](join_atom, const std::string& shard, uint32_t slots, double rate) {
         auto& s = self->state;
@@ -127,12 +153,13 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
         if (!from_holder(self, shard)) return;  // replaced already: its credit is gone
         self->state.credit.remove_worker(shard);
         self->state.holders.erase(shard);
+        post_wait(self);
       },
       [=](release_atom, const std::string& shard) {
         if (from_holder(self, shard)) release(self, shard);
       },
       [=](claim_atom, const std::string& shard) {
-        if (from_holder(self, shard)) (void)self->state.credit.claim(shard);
+        if (from_holder(self, shard) && self->state.credit.claim(shard)) post_wait(self);
       },
       [=](wake_atom, uint64_t generation) {
         if (generation != self->state.wake_generation) return;
@@ -144,8 +171,9 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
 
 }  // namespace
 
-matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits) {
-  return system.spawn(matching, std::move(task_list), limits);
+matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits,
+                              std::shared_ptr<WaitBoard> waits) {
+  return system.spawn(matching, std::move(task_list), limits, std::move(waits));
 }
 
 }  // namespace troupe::actors

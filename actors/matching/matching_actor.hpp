@@ -4,6 +4,7 @@
 // their scheduleToStart timeout running, while no worker serves the list.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -42,6 +43,11 @@ struct MatchingLimits {
   uint32_t burst = 1;
 };
 
-matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits);
+class WaitBoard;
+
+/// `waits`, if given, is where the actor posts why the list's waiting tasks wait (a ListWait),
+/// each time that changes.
+matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits,
+                              std::shared_ptr<WaitBoard> waits = nullptr);
 
 }  // namespace troupe::actors

@@ -43,7 +43,7 @@ matching_actor matcher_of(Self self, const std::string& task_list) {
   if (it != st.matchers.end()) return it->second;
   MatchingLimits limits;
   if (auto l = st.options.task_lists.find(task_list); l != st.options.task_lists.end()) limits = l->second;
-  auto matcher = spawn_matching(self->system(), task_list, limits);
+  auto matcher = spawn_matching(self->system(), task_list, limits, st.options.waits);
   self->link_to(matcher);
   st.matchers.emplace(task_list, matcher);
   return matcher;

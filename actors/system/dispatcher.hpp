@@ -63,6 +63,9 @@ struct DispatcherOptions {
   /// Where every accepted registration is recorded durably, and its worker actor journals
   /// health changes (nullptr: nowhere, as in tests that do not look).
   std::shared_ptr<WorkerBook> book;
+  /// Where the matching actors post why their task lists' tasks wait, which describe reads
+  /// (nullptr: nowhere, as in tests that do not look).
+  std::shared_ptr<WaitBoard> waits;
 };
 
 dispatcher_actor spawn_dispatcher(caf::actor_system& system, DispatcherOptions options);

@@ -564,6 +564,35 @@ TEST_SUITE("actors.dispatch") {
     CHECK(a.link->runs.size() + b.link->runs.size() == 3);
   }
 
+  TEST_CASE("describe says why a task waits in its task list, as its matching actor posts it") {
+    auto board = std::make_shared<WaitBoard>();
+    DispatcherOptions options;
+    options.waits = board;
+    Scheduler s(options);
+    Flow flow(s, "wf-why", independent_tasks(2, "gpu"));
+    flow.start();
+    auto described = [&] {
+      auto replayed = actors::replay(*s.fx.store, flow.id);
+      REQUIRE_MESSAGE(replayed, test::why(replayed));
+      return snapshot(*replayed, board.get());
+    };
+    for (const auto& task : described().tasks) {
+      CHECK(task.state_code == TaskStateCode::DISPATCHING);
+      CHECK(task.wait_reason == "no live worker serves task list 'gpu'");
+    }
+    auto w = s.connect("w1", {{"gpu", 1}});
+    REQUIRE(w.link->runs.size() == 1);
+    const std::string running = w.link->runs[0].invocation.task_name;
+    for (const auto& task : described().tasks) {
+      CAPTURE(task.name);
+      if (task.name == running) {
+        CHECK(task.wait_reason.empty());  // it has a worker
+      } else {
+        CHECK(task.wait_reason == "the only worker of 'gpu' is busy");
+      }
+    }
+  }
+
   TEST_CASE("a retry after a timeout waits until the timed-out invocation is over: confirmed, or its silent worker's lease ran out") {
     Scheduler s;
     auto a = s.connect("a", {{"jobs", 1}});
