@@ -1,11 +1,11 @@
-// Why a task waits in its task list: CreditPool::hold decides the cause, wait_reason says it in
-// words, the WaitBoard carries it across threads, and the matching actor posts it when it changes.
+// Why a task waits in its task list (CreditPool::hold decides the cause, see actors.matching):
+// wait_reason says it in words, the WaitBoard carries it across threads, and the matching actor
+// posts it when it changes.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <string>
 
-#include "actors/matching/credit.hpp"
 #include "actors/matching/list_wait.hpp"
 #include "actors/matching/matching_actor.hpp"
 #include "actors/matching/wait_board.hpp"
@@ -14,17 +14,8 @@
 using namespace troupe;
 using namespace troupe::actors;
 using namespace std::chrono_literals;
-using TimePoint = TokenBucket::TimePoint;
 
 namespace {
-
-const TimePoint t0 = TimePoint{} + 1000s;
-
-TokenBucket bucket(double rate, uint32_t burst) {
-  auto b = TokenBucket::create(rate, burst);
-  REQUIRE(b);
-  return *b;
-}
 
 ListWait wait_of(CreditHold hold, uint32_t workers, uint32_t offering, double list_rate = 0) {
   return ListWait{hold, workers, offering, list_rate};
@@ -33,40 +24,6 @@ ListWait wait_of(CreditHold hold, uint32_t workers, uint32_t offering, double li
 }  // namespace
 
 TEST_SUITE("actors.wait_reason") {
-  TEST_CASE("the credit pool names what holds an assignment back, most fundamental first") {
-    CreditPool pool(bucket(1, 1));
-    CHECK(pool.hold(t0) == CreditHold::NO_WORKER);  // nobody joined
-    REQUIRE(pool.add_worker("sick", 0));
-    CHECK(pool.hold(t0) == CreditHold::NO_WORKER);  // joined with no slot (unhealthy, draining)
-    CHECK(pool.offering_count() == 0);
-    REQUIRE(pool.set_slots("sick", 1));
-    CHECK(pool.offering_count() == 1);
-    CHECK(pool.hold(t0) == CreditHold::NONE);
-    REQUIRE(pool.assign(t0));
-    CHECK(pool.hold(t0) == CreditHold::BUSY);
-    REQUIRE(pool.add_worker("paced", 2, bucket(1, 1)));
-    CHECK(pool.hold(t0) == CreditHold::LIST_RATE);  // paced is free; the list used its token
-    CHECK(pool.assign(t0 + 1s) == std::optional<std::string>("paced"));
-    CHECK(pool.hold(t0 + 2s) == CreditHold::NONE);
-    CHECK(pool.hold(t0 + 1500ms) == CreditHold::LIST_RATE);
-    REQUIRE(pool.release("sick"));
-    REQUIRE(pool.assign(t0 + 2s));  // sick again (the most free slots)
-    CHECK(pool.hold(t0 + 3s) == CreditHold::NONE);
-    REQUIRE(pool.set_slots("sick", 0));
-    CHECK(pool.offering_count() == 1);
-    CHECK(pool.remove_worker("paced"));
-    CHECK(pool.offering_count() == 0);
-    CHECK(pool.hold(t0 + 3s) == CreditHold::NO_WORKER);
-  }
-
-  TEST_CASE("a free worker at its own rate limit holds the task when the list's bucket does not") {
-    CreditPool pool;
-    REQUIRE(pool.add_worker("paced", 4, bucket(2, 1)));
-    REQUIRE(pool.assign(t0));
-    CHECK(pool.hold(t0) == CreditHold::WORKER_RATE);
-    CHECK(pool.hold(t0 + 500ms) == CreditHold::NONE);
-  }
-
   TEST_CASE("the reason in words, for each cause") {
     CHECK(wait_reason("gpu", wait_of(CreditHold::NONE, 1, 1)).empty());
     CHECK(wait_reason("gpu", wait_of(CreditHold::NO_WORKER, 0, 0)) == "no live worker serves task list 'gpu'");
