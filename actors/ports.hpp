@@ -35,8 +35,11 @@ using executor_actor = caf::typed_actor<
     // from a task: take a free slot, or wait for one (higher priority first, then first come).
     // The answer names the executor whose slot the task holds now, or is empty: the task waits,
     // and a grant comes when a slot is free. A task asks only while it handles nothing else
-    // (the request is awaited), so it always takes a slot it is answered with.
-    caf::replies_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */>::with<std::string>,
+    // (the request is awaited), so it always takes a slot it is answered with. `avoid` names
+    // the executor the task's last attempt failed on (empty: none): it gets the task only when
+    // no other executor of the list can take it now.
+    caf::replies_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */,
+                    std::string /* avoid */>::with<std::string>,
     // from a task: stop waiting
     caf::reacts_to<withdraw_atom, task_port, std::string /* task list */>,
     // from a task that accepted a grant: give the slot back without running anything

@@ -21,6 +21,7 @@
 #include "actors/executor/local_executor.hpp"
 #include "actors/system/directory.hpp"
 #include "actors/invocation_id.hpp"
+#include "actors/matching/wait_board.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "actors/system/history_writer.hpp"
 #include "actors/worker/worker_book.hpp"
@@ -221,6 +222,8 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     for (const auto& n : cluster.nodes) {
       if (n.worker && n.rate) dispatch.worker_rates[n.name] = *n.rate;
     }
+    scheduler->waits = std::make_shared<actors::WaitBoard>();
+    dispatch.waits = scheduler->waits;
     scheduler->system = &system;
     scheduler->store = store;
     scheduler->dispatcher = actors::spawn_dispatcher(system, dispatch);

@@ -356,14 +356,16 @@ struct ClientBridgeState {
   static inline const char* name = "client_bridge";
 };
 
-/// The durable state of workflow `id`, from its replayed history. NOT_FOUND for an unknown id.
-Result<WorkflowStatus> describe_workflow(storage::HistoryStore& store, const std::string& id) {
+/// The durable state of workflow `id`, from its replayed history, with why its waiting tasks
+/// wait as `waits` says now. NOT_FOUND for an unknown id.
+Result<WorkflowStatus> describe_workflow(storage::HistoryStore& store, const std::string& id,
+                                         const actors::WaitBoard* waits) {
   auto record = store.find_workflow(id);
   if (!record) return record.error();
   if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
   auto replayed = actors::replay(store, id);
   if (!replayed) return replayed.error();
-  return actors::snapshot(*replayed);
+  return actors::snapshot(*replayed, waits);
 }
 
 /// The error handler of a request made for `reply`: passes the refusal on.
@@ -399,7 +401,8 @@ Result<std::string> definition_json(const std::string& text, DefinitionRegistry*
 
 caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors::directory_actor directory,
                             actors::dispatcher_actor dispatcher, std::shared_ptr<storage::HistoryStore> store,
-                            std::shared_ptr<DefinitionRegistry> definitions) {
+                            std::shared_ptr<DefinitionRegistry> definitions,
+                            std::shared_ptr<const actors::WaitBoard> waits) {
   self->link_to(directory);  // ends with the directory
   return {
       [=](actors::view_atom, const std::string& name, Reply<std::vector<actors::WorkerView>>& reply) {
@@ -413,7 +416,7 @@ caf::behavior client_bridge(caf::stateful_actor<ClientBridgeState>* self, actors
       },
       [=](actors::describe_atom, const std::string& id, Reply<WorkflowStatus>& reply) {
         // A read of one history: short enough for this actor's thread.
-        reply.deliver(describe_workflow(*store, id));
+        reply.deliver(describe_workflow(*store, id, waits.get()));
       },
       [=](actors::submit_atom, const std::string& id, const std::string& json, const std::string& input,
           const std::string& run_from, Reply<std::string>& reply) {
@@ -789,6 +792,7 @@ class ClientServiceImpl final : public schema::ClientService::Server {
         task.setStartedUs(t.started_us);
         task.setEndedUs(t.ended_us);
         task.setDurationUs(t.duration_us(now_us));
+        task.setWaitReason(t.wait_reason);
       }
     });
   }
@@ -1085,7 +1089,7 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
   if (bound_port) *bound_port = static_cast<uint16_t>(receiver->getPort());
   services->client_bridge =
       services->system->spawn(client_bridge, services->directory, services->dispatcher, services->store,
-                              services->definitions);
+                              services->definitions, std::shared_ptr<const actors::WaitBoard>(services->waits));
   auto listener = std::make_shared<Listener>(
       Listener{kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()), tasks});
   auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(

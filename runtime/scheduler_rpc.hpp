@@ -40,6 +40,9 @@ struct SchedulerServices {
   std::shared_ptr<DefinitionRegistry> definitions;
   /// Purges closed workflows for ClientService.purge (and on the cluster's retention schedule).
   std::shared_ptr<Retention> retention;
+  /// Why tasks wait in their task lists, as the matching actors post it; read by describe.
+  /// nullptr: describe gives no reasons.
+  std::shared_ptr<actors::WaitBoard> waits;
 };
 
 /// Listens on `listen` and serves the Gateway; the returned teardown stops listening and drops

@@ -96,6 +96,10 @@ struct TaskDescription {
   endedUs @12 :Int64;                # when it ended (succeeded, failed, was killed); 0: not yet
   durationUs @13 :Int64;             # endedUs - startedUs, or up to now while it has not ended;
                                      # 0 if it never started
+  waitReason @14 :Text;              # while DISPATCHING: why no worker has taken it yet, e.g.
+                                     # "no live worker serves task list 'gpu'", "all 2 workers of
+                                     # 'gpu' are busy", "rate limited: ..."; empty otherwise, or
+                                     # when the scheduler cannot tell
 }
 
 struct WorkflowDescription {

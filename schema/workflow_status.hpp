@@ -98,6 +98,9 @@ struct TaskStatus {
   std::string result_json;      ///< its result once it succeeded; empty: none
   int64_t started_us = 0;       ///< first sent to a worker, µs since the epoch; 0: never
   int64_t ended_us = 0;         ///< when it ended; 0: not yet
+  /// While it waits in its task list (DISPATCHING): why no worker has taken it yet, e.g. "no
+  /// live worker serves task list 'gpu'"; empty otherwise, or when the scheduler cannot tell.
+  std::string wait_reason;
 
   /// "SpawnFailed: cannot run 'x': No such file or directory": reason and details; empty if
   /// it never failed.

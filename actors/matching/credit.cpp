@@ -32,6 +32,7 @@ void CreditPool::rank(Node& node) {
 bool CreditPool::add_worker(std::string id, uint32_t slots, TokenBucket rate) {
   auto [it, inserted] = workers_.try_emplace(std::move(id), Worker{{slots, 0}, rate, 0});
   if (!inserted) return false;
+  if (slots > 0) ++offering_;
   rank(*it);
   return true;
 }
@@ -40,6 +41,8 @@ bool CreditPool::set_slots(std::string_view id, uint32_t slots) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return false;
   unrank(*it);
+  if (it->second.credit.slots == 0 && slots > 0) ++offering_;
+  if (it->second.credit.slots > 0 && slots == 0) --offering_;
   it->second.credit.slots = slots;
   rank(*it);
   return true;
@@ -49,6 +52,7 @@ std::optional<uint32_t> CreditPool::remove_worker(std::string_view id) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return std::nullopt;
   unrank(*it);
+  if (it->second.credit.slots > 0) --offering_;
   const uint32_t in_use = it->second.credit.in_use;
   workers_.erase(it);
   return in_use;
@@ -64,15 +68,21 @@ void CreditPool::take(Node& node, TimePoint now) {
   rank(node);
 }
 
-std::optional<std::string> CreditPool::assign(TimePoint now) {
+std::optional<std::string> CreditPool::assign(TimePoint now, std::string_view avoid) {
   if (ranking_.empty() || global_.next_available(now) > now) return std::nullopt;
-  auto best = std::find_if(ranking_.begin(), ranking_.end(), [now](const Node* node) {
-    return node->second.rate.next_available(now) <= now;
+  Node* avoided = nullptr;  // the avoided worker, if it could take the task
+  auto best = std::find_if(ranking_.begin(), ranking_.end(), [&](Node* node) {
+    if (node->second.rate.next_available(now) > now) return false;
+    if (!avoid.empty() && node->first == avoid) {
+      avoided = node;
+      return false;
+    }
+    return true;
   });
-  if (best == ranking_.end()) return std::nullopt;
-  Node& node = **best;
-  take(node, now);
-  return node.first;
+  Node* chosen = best != ranking_.end() ? *best : avoided;
+  if (chosen == nullptr) return std::nullopt;
+  take(*chosen, now);
+  return chosen->first;
 }
 
 bool CreditPool::assign_to(std::string_view id, TimePoint now) {
@@ -109,6 +119,15 @@ std::optional<CreditPool::TimePoint> CreditPool::next_assign_time(TimePoint now)
     if (worker == now) break;
   }
   return std::max(worker, global_.next_available(now));
+}
+
+CreditHold CreditPool::hold(TimePoint now) const {
+  if (offering_ == 0) return CreditHold::NO_WORKER;
+  if (ranking_.empty()) return CreditHold::BUSY;
+  if (global_.next_available(now) > now) return CreditHold::LIST_RATE;
+  const bool any = std::any_of(ranking_.begin(), ranking_.end(),
+                               [now](const Node* node) { return node->second.rate.next_available(now) <= now; });
+  return any ? CreditHold::NONE : CreditHold::WORKER_RATE;
 }
 
 std::optional<WorkerCredit> CreditPool::find_worker(std::string_view id) const {

@@ -14,6 +14,15 @@
 
 namespace troupe::actors {
 
+/// Why CreditPool::assign can give no worker now, most fundamental first.
+enum class CreditHold : uint8_t {
+  NONE,         ///< nothing holds it: assign succeeds now
+  NO_WORKER,    ///< no worker offers a slot: none joined, or all have 0 slots (unhealthy, draining)
+  BUSY,         ///< workers offer slots, and every one is in use
+  LIST_RATE,    ///< a slot is free, and the task list's own bucket is empty
+  WORKER_RATE,  ///< a slot is free, and every worker with one has an empty bucket of its own
+};
+
 /// One worker's credit as seen by its task list.
 struct WorkerCredit {
   uint32_t slots = 0;   ///< the worker's slots for this task list
@@ -24,10 +33,10 @@ struct WorkerCredit {
 /// The workers of one task list and their free slots.
 ///
 /// Choice: most free slots first; among equals, the one assigned to longest ago (round-robin),
-/// then the smaller id. A worker whose own bucket is empty is skipped; the global bucket is taken
-/// only together with a worker's, so a failed assign takes nothing. assign is O(log n) while the
-/// best workers have tokens and O(n) at worst (every free worker rate-limited); the rest is
-/// O(log n). Move-only (it keeps pointers into its own nodes). Not thread-safe; one actor owns it.
+/// then the smaller id; a worker the task would avoid comes last. A worker whose own bucket is
+/// empty is skipped; the global bucket is taken only together with a worker's, so a failed
+/// assign takes nothing. assign is O(log n) while the best workers have tokens and O(n) at worst
+/// (every free worker rate-limited); the rest is O(log n). Move-only (it keeps pointers into its own nodes). Not thread-safe; one actor owns it.
 class CreditPool {
  public:
   using TimePoint = TokenBucket::TimePoint;
@@ -53,8 +62,10 @@ class CreditPool {
 
   /// Picks a worker with a free slot whose bucket, and the global bucket, have a token at `now`,
   /// and takes the slot and both tokens. Empty when no worker can take a task now: see
-  /// next_assign_time for when to try again.
-  std::optional<std::string> assign(TimePoint now);
+  /// next_assign_time for when to try again. `avoid` (a retry's previous attempt failed on it)
+  /// gets the task only when no other worker can take it now, so that a retry tries elsewhere
+  /// but never waits for that (a one-worker list still retries).
+  std::optional<std::string> assign(TimePoint now, std::string_view avoid = {});
   /// The same for one given worker (a task pinned to it, e.g. in a session). False, taking
   /// nothing, if it is unknown, has no free slot, or either bucket is empty.
   [[nodiscard]] bool assign_to(std::string_view id, TimePoint now);
@@ -70,8 +81,14 @@ class CreditPool {
   /// set_slots or a new worker).
   std::optional<TimePoint> next_assign_time(TimePoint now) const;
 
+  /// Why assign would give nothing at `now` (NONE if it would give a worker). O(1) unless a
+  /// slot is free and the list's bucket has a token; then O(workers with a free slot).
+  CreditHold hold(TimePoint now) const;
+
   std::optional<WorkerCredit> find_worker(std::string_view id) const;
   size_t worker_count() const { return workers_.size(); }
+  /// Workers with slots (a worker with 0 slots, unhealthy or draining, is known but offers none).
+  size_t offering_count() const { return offering_; }
   /// Free slots over all workers (rate limits aside).
   uint64_t free_slots() const { return free_slots_; }
 
@@ -98,6 +115,7 @@ class CreditPool {
   std::map<std::string, Worker, std::less<>> workers_;
   std::set<Node*, Rank> ranking_;  ///< the workers with a free slot, best first
   uint64_t free_slots_ = 0;
+  size_t offering_ = 0;  ///< workers whose slots are not 0
   uint64_t assignments_ = 0;  ///< stamps `last_assigned`
 };
 

@@ -4,6 +4,7 @@
 // their scheduleToStart timeout running, while no worker serves the list.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -17,7 +18,8 @@ namespace troupe::actors {
 using matching_actor = caf::typed_actor<
     // from a task (delegated by the dispatcher): a free slot's worker now, or empty: the task
     // waits for a grant (see executor_actor)
-    caf::replies_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */>::with<std::string>,
+    caf::replies_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */,
+                    std::string /* avoid */>::with<std::string>,
     // from a task: stop waiting
     caf::reacts_to<withdraw_atom, task_port, std::string>,
     // from a worker actor: it serves this list with `slots` (0 while unhealthy), at most
@@ -41,6 +43,11 @@ struct MatchingLimits {
   uint32_t burst = 1;
 };
 
-matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits);
+class WaitBoard;
+
+/// `waits`, if given, is where the actor posts why the list's waiting tasks wait (a ListWait),
+/// each time that changes.
+matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits,
+                              std::shared_ptr<WaitBoard> waits = nullptr);
 
 }  // namespace troupe::actors

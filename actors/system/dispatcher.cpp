@@ -44,7 +44,7 @@ matching_actor matcher_of(Self self, const std::string& task_list) {
   if (it != st.matchers.end()) return it->second;
   MatchingLimits limits;
   if (auto l = st.options.task_lists.find(task_list); l != st.options.task_lists.end()) limits = l->second;
-  auto matcher = spawn_matching(self->system(), task_list, limits);
+  auto matcher = spawn_matching(self->system(), task_list, limits, st.options.waits);
   self->link_to(matcher);
   st.matchers.emplace(task_list, matcher);
   return matcher;
@@ -262,8 +262,9 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
     }
   });
   return {
-      [=](enqueue_atom, task_port task, int32_t priority, const std::string& list) -> caf::result<std::string> {
-        return self->delegate(matcher_of(self, list), enqueue_atom::value, std::move(task), priority, list);
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string& list,
+          const std::string& avoid) -> caf::result<std::string> {
+        return self->delegate(matcher_of(self, list), enqueue_atom::value, std::move(task), priority, list, avoid);
       },
       [=](withdraw_atom, task_port task, const std::string& list) {
         self->send(matcher_of(self, list), withdraw_atom::value, std::move(task), list);

@@ -65,7 +65,7 @@ bool upstream_failed(const WorkflowModel& workflow, uint32_t task) {
 
 }  // namespace
 
-WorkflowStatus snapshot(const ReplayedWorkflow& replayed) {
+WorkflowStatus snapshot(const ReplayedWorkflow& replayed, const WaitBoard* waits) {
   const WorkflowModel& workflow = replayed.workflow;
   WorkflowStatus view;
   view.workflow_id = workflow.id;
@@ -90,6 +90,10 @@ WorkflowStatus snapshot(const ReplayedWorkflow& replayed) {
       if (TaskMachine::is_success(model.state)) task.result_json = model.result;
       task.started_us = model.started_us;
       task.ended_us = model.ended_us;
+      if (waits != nullptr && model.state == TaskState::DISPATCHING) {
+        // The list it waits in: its definition's, or the one an operator moved it to.
+        task.wait_reason = waits->reason_for(model.effective(workflow.spec->tasks[index], false).task_list);
+      }
     } else {
       task.state_code = upstream_failed(workflow, index) ? TaskStateCode::UPSTREAM_FAILED : TaskStateCode::WAITING;
       task.state = std::string(name_of(task.state_code));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/matching/wait_board.hpp"
 #include "actors/task/task_model.hpp"
 #include "actors/workflow/workflow_model.hpp"
 #include "schema/workflow_status.hpp"
@@ -20,8 +21,9 @@ struct ReplayedWorkflow {
 
 /// What describe shows of a replayed workflow (every task of its definition included). A task
 /// with no instance is WAITING, or UPSTREAM_FAILED when the execution graph says it will not
-/// run in this run (a task it depends on failed or was killed) or the workflow failed.
-WorkflowStatus snapshot(const ReplayedWorkflow& replayed);
+/// run in this run (a task it depends on failed or was killed) or the workflow failed. A task
+/// waiting in its task list gets the reason `waits` holds for that list (none without a board).
+WorkflowStatus snapshot(const ReplayedWorkflow& replayed, const WaitBoard* waits = nullptr);
 
 /// `state` as the client API's code.
 WorkflowStateCode state_code(WorkflowState state);

@@ -331,12 +331,13 @@ bool dispatch_to(Self self, const std::string& executor_name) {
 /// an empty name: it waits, and a grant comes once a slot is free. Awaited: the task handles
 /// nothing else until the answer, so the answer finds the state that asked and a slot it
 /// names is always taken. No executor at all is an empty name too: the task waits, and its
-/// scheduleToStart timeout applies.
+/// scheduleToStart timeout applies. A retry asks for a worker other than the one its last
+/// attempt failed on, if another can take it.
 template <class Then>
 void enqueue(Self self, Then then) {
   auto& s = self->state;
   self->request(s.wiring->executor, caf::infinite, enqueue_atom::value, caf::actor_cast<task_port>(self),
-                s.task().priority, s.task().task_list)
+                s.task().priority, s.task().task_list, s.model.failed_on)
       .await([then](const std::string& granted) mutable { then(granted); },
              [then](const caf::error&) mutable { then(std::string()); });
 }

@@ -46,6 +46,17 @@ void keep_abandoned(TaskModel& model) {
   model.previous_executor = model.executor;
 }
 
+/// An attempt ends in failure (failed, timed out, or retried): the worker it failed on is the one
+/// it was on. One that failed over was lost with its worker, which FAILOVER noted already; one
+/// that never reached a worker failed on none.
+void note_failed_on(TaskModel& model) {
+  if (TaskMachine::is_on_executor(model.state)) {
+    model.failed_on = model.executor;
+  } else if (model.state != TaskState::FAILOVER) {
+    model.failed_on.clear();
+  }
+}
+
 Duration micros(int64_t us) { return Duration(us); }
 std::optional<Duration> micros_or_none(int64_t us) {
   return us > 0 ? std::optional<Duration>(Duration(us)) : std::nullopt;
@@ -147,6 +158,7 @@ Result<void> TaskModel::apply(const EventView& event) {
         fresh.progress = progress;
         fresh.previous_invocation = previous_invocation;
         fresh.previous_executor = previous_executor;
+        fresh.failed_on = failed_on;
       }
       *this = std::move(fresh);
     }
@@ -205,7 +217,10 @@ Result<void> TaskModel::apply(const EventView& event) {
         previous_invocation = invocation_id;
         previous_executor = executor;
       }
-      if (r.getNextAttempt() != attempt) never_started = 0;
+      if (r.getNextAttempt() != attempt) {
+        never_started = 0;
+        note_failed_on(*this);
+      }
       attempt = r.getNextAttempt();
       delay_until_us = now + r.getBackoffUs();
       failure_reason = to_string(r.getCause().getReason());
@@ -216,6 +231,7 @@ Result<void> TaskModel::apply(const EventView& event) {
     }
     case Body::TASK_TIMED_OUT:
       keep_abandoned(*this);
+      note_failed_on(*this);
       failure_reason = std::string("Timeout:") +
                        (body.getTaskTimedOut().getKind() == schema::TimeoutKind::HEARTBEAT ? "heartbeat"
                         : body.getTaskTimedOut().getKind() == schema::TimeoutKind::START_TO_CLOSE
@@ -238,6 +254,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       break;
     case Body::TASK_FAILED: {
       keep_abandoned(*this);
+      note_failed_on(*this);
       auto f = body.getTaskFailed().getFailure();
       failure_reason = to_string(f.getReason());
       failure_details = to_string(f.getDetails());
@@ -253,6 +270,9 @@ Result<void> TaskModel::apply(const EventView& event) {
         failover = kind <= static_cast<uint16_t>(Loss::INTERRUPTED) ? static_cast<Loss>(kind) : Loss::MAY_HAVE_STARTED;
       }
       if (failover == Loss::NEVER_STARTED) ++never_started;
+      // Lost while it may have run: the attempt failed there. One that never started, or that
+      // its worker interrupted to shut down, goes on under the same attempt.
+      if (failover != Loss::NEVER_STARTED && failover != Loss::INTERRUPTED) failed_on = executor;
       invocation_id.clear();
       executor.clear();
       break;
@@ -280,6 +300,8 @@ Result<void> TaskModel::apply(const EventView& event) {
   }
   if (TaskMachine::is_terminal(t->to)) ended_us = now;
   if (t->to == TaskState::KILLED || t->to == TaskState::PAUSED) invocation_id.clear();
+  // An attempt stopped by a kill did not fail where it ran.
+  if (t->to == TaskState::KILLED && TaskMachine::is_on_executor(state)) failed_on.clear();
   if (invocation_id.empty()) awaiting_completion = false;
   if (t->to == TaskState::PAUSED || TaskMachine::is_terminal(t->to)) pause_requested = false;
   state = t->to;
@@ -333,6 +355,7 @@ std::string TaskModel::canonical() const {
   field("never_started", std::to_string(never_started));
   field("previous_invocation", previous_invocation);
   field("previous_executor", previous_executor);
+  field("failed_on", failed_on);
   field("started", std::to_string(started_us));
   field("ended", std::to_string(ended_us));
   field("options", options ? options->canonical() : std::string());

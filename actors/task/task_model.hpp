@@ -47,6 +47,11 @@ struct TaskModel {
   /// was cancelled there), and where: the next attempt is dispatched only once it is over.
   std::string previous_invocation;
   std::string previous_executor;
+  /// The worker the last attempt failed on: it failed or timed out there, or was lost with it
+  /// while it may have run. The next attempt goes to another worker when one can take it. Empty
+  /// when the attempt failed on no worker (it never got one), and kept when an invocation never
+  /// started or its worker interrupted it to shut down (the attempt goes on: no worker failed).
+  std::string failed_on;
   Loss failover = Loss::MAY_HAVE_STARTED;  ///< what the last failover knew of its invocation
   /// Invocations of the current attempt that never started, in a row: each is dispatched
   /// again after a backoff that grows with this count.

@@ -310,6 +310,7 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
               task.result_json = text(t.getResultJson());
               task.started_us = t.getStartedUs();
               task.ended_us = t.getEndedUs();
+              task.wait_reason = text(t.getWaitReason());
               out.tasks.push_back(std::move(task));
             }
             return out;

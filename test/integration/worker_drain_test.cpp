@@ -61,9 +61,14 @@ TEST_SUITE("integration.worker_drain") {
     REQUIRE_MESSAGE(drained.code == 0, drained.output);
     CHECK_MESSAGE(contains(drained.output, "worker-a: DRAIN"), drained.output);
     REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "status", "DRAINED"); }, 20s));
-    // Interrupted, not failed: it waits for a worker that takes tasks.
-    auto waiting = cli(cluster, {"status", "long"});
-    CHECK_MESSAGE(contains(waiting.output, "DISPATCHING"), waiting.output);
+    // Interrupted, not failed: it waits for a worker that takes tasks, and says so.
+    std::string waiting;
+    CHECK_MESSAGE(eventually([&] {
+                    waiting = cli(cluster, {"status", "long"}).output;
+                    return contains(waiting, "DISPATCHING") &&
+                           contains(waiting, "takes tasks now (1 draining/quarantined/unhealthy)");
+                  }, 20s),
+                  waiting);
 
     cluster.start("worker-b");
     CHECK(client->result("long", 30s) == "SUCCESS");
@@ -150,8 +155,13 @@ TEST_SUITE("integration.worker_drain") {
     CHECK_MESSAGE(contains(shown.output, "bad-2/boom  ExitCode:3"), shown.output);
     CHECK_MESSAGE(contains(shown.output, "quarantine 1"), shown.output);
     REQUIRE(client->start("good", R"({"name": "good", "tasks": [)" + shell_task("one", "true") + "]}") == "good");
-    auto waiting = cli(cluster, {"status", "good"});
-    CHECK_MESSAGE(contains(waiting.output, "DISPATCHING"), waiting.output);
+    std::string waiting;
+    CHECK_MESSAGE(eventually([&] {
+                    waiting = cli(cluster, {"status", "good"}).output;
+                    return contains(waiting, "DISPATCHING") &&
+                           contains(waiting, "takes tasks now (1 draining/quarantined/unhealthy)");
+                  }, 20s),
+                  waiting);
     auto forgiven = cli(cluster, {"worker", "forgive", "worker-a"});
     REQUIRE_MESSAGE(forgiven.code == 0, forgiven.output);
     CHECK_MESSAGE(contains(forgiven.output, "worker-a: STARTED"), forgiven.output);

@@ -382,6 +382,7 @@ int status_command(const Args& args) {
       task.set("startedUs", t.started_us);
       task.set("endedUs", t.ended_us);
       task.set("durationUs", t.duration_us(now));
+      task.set("waitReason", t.wait_reason);
       tasks.push(std::move(task));
     }
     out.set("tasks", std::move(tasks));

@@ -146,13 +146,17 @@ std::vector<CommandSpec> command_table() {
               "sent to a worker and when it ended (UTC); DURATION, from start to end, or until now while it runs; "
               "and PROGRESS / FAILURE: its current attempt's progress (0.4, 40% or 4/10 drawn as a bar), or, once "
               "it failed or was killed or while it waits to be retried, its last failure's whole message "
-              "(\"SpawnFailed: cannot run '/no/such/binary': No such file or directory\").",
+              "(\"SpawnFailed: cannot run '/no/such/binary': No such file or directory\"). A task waiting for a "
+              "worker (DISPATCHING) says why instead: \"no live worker serves task list 'gpu'\", \"no worker of "
+              "task list 'gpu' takes tasks now (2 draining/quarantined/unhealthy)\", \"all 3 workers of 'gpu' are "
+              "busy\", or \"rate limited: ...\".",
           .options = {{"json", "",
                        "print the same as one object: {\"workflowId\", \"state\", \"stateCode\", \"detail\", "
                        "\"tasks\": [{\"name\", \"state\", \"stateCode\", \"attempt\", \"worker\", \"failure\", "
                        "\"failureDetails\", \"failureMessage\", \"progress\", \"awaitingCompletion\", \"result\", "
-                       "\"startedUs\", \"endedUs\", \"durationUs\"}]}; times in µs since the epoch, 0 for never, "
-                       "result the task's result as a JSON value (null: none)"}},
+                       "\"startedUs\", \"endedUs\", \"durationUs\", \"waitReason\"}]}; times in µs since the epoch, 0 "
+                       "for never, result the task's result as a JSON value (null: none), waitReason empty unless "
+                       "the task waits for a worker"}},
           .connects = true,
           .examples = {"troupe status diamond-1", "troupe status diamond-1 --json"},
           .exits = {{exit_ok, "the status was printed"}, usage_exit("or no workflow with this id"), unreachable_exit},

@@ -517,6 +517,88 @@ TEST_SUITE("actors.dispatch") {
     CHECK(flow.count("taskSucceeded:t0") == 1);
   }
 
+  TEST_CASE("a retry goes to another worker than the one its attempt failed on, though that one has more free slots") {
+    Scheduler s;
+    auto a = s.connect("a", {{"jobs", 3}});
+    auto b = s.connect("b", {{"jobs", 1}});
+    Flow flow(s, "wf-elsewhere",
+              independent_tasks(1, "jobs", R"("timeouts": {"startToClose": "2s", "scheduleToClose": "5m"}, )" +
+                                               std::string(retry_twice)));
+    flow.start();
+    REQUIRE(a.link->runs.size() == 1);  // the most free slots
+    const std::string first = a.link->runs[0].invocation.invocation_id;
+    a.link->runs[0].done(false);
+    REQUIRE(s.report(a, report_of(first, TaskReport::STARTED)).is(false));
+
+    SUBCASE("it failed there") {
+      REQUIRE(s.update(a, report_of(first, TaskReport::FAILED)).is(true));
+    }
+    SUBCASE("it timed out there") {
+      s.advance(2s, {&a, &b});
+      REQUIRE(a.link->cancels == std::vector<std::string>{first});
+      REQUIRE(s.update(a, report_of(first, TaskReport::CANCELLED)).is(true));  // it is over there
+    }
+    CHECK(flow.task("t0").failed_on == "a");
+    s.advance(1s, {&a, &b});  // the backoff
+    REQUIRE(b.link->runs.size() == 1);
+    CHECK(b.link->runs[0].invocation.attempt == 2);
+    CHECK(a.link->runs.size() == 1);
+    b.link->runs[0].done(false);
+    REQUIRE(s.update(b, report_of(b.link->runs[0].invocation.invocation_id, TaskReport::SUCCEEDED, "ok")).is(true));
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
+  }
+
+  TEST_CASE("a retry goes back to the worker its attempt failed on when no other can take it now") {
+    Scheduler s;
+    auto a = s.connect("a", {{"jobs", 1}});
+    auto b = s.connect("b", {{"jobs", 1}});
+    Flow busy(s, "wf-busy", independent_tasks(1, "jobs"));
+    busy.start();
+    Flow flow(s, "wf-back", independent_tasks(1, "jobs", retry_twice));
+    flow.start();
+    REQUIRE(a.link->runs.size() + b.link->runs.size() == 2);
+    // Whichever worker the retried task ran on, the other one stays busy with wf-busy.
+    Worker& failed = a.link->runs[0].invocation.workflow_id == "wf-back" ? a : b;
+    const std::string first = failed.link->runs[0].invocation.invocation_id;
+    failed.link->runs[0].done(false);
+    REQUIRE(s.update(failed, report_of(first, TaskReport::FAILED)).is(true));
+    s.advance(1s, {&a, &b});
+    REQUIRE(failed.link->runs.size() == 2);
+    CHECK(failed.link->runs[1].invocation.attempt == 2);
+    CHECK(a.link->runs.size() + b.link->runs.size() == 3);
+  }
+
+  TEST_CASE("describe says why a task waits in its task list, as its matching actor posts it") {
+    auto board = std::make_shared<WaitBoard>();
+    DispatcherOptions options;
+    options.waits = board;
+    Scheduler s(options);
+    Flow flow(s, "wf-why", independent_tasks(2, "gpu"));
+    flow.start();
+    auto described = [&] {
+      auto replayed = actors::replay(*s.fx.store, flow.id);
+      REQUIRE_MESSAGE(replayed, test::why(replayed));
+      return snapshot(*replayed, board.get());
+    };
+    for (const auto& task : described().tasks) {
+      CHECK(task.state_code == TaskStateCode::DISPATCHING);
+      CHECK(task.wait_reason == "no live worker serves task list 'gpu'");
+    }
+    auto w = s.connect("w1", {{"gpu", 1}});
+    REQUIRE(w.link->runs.size() == 1);
+    const std::string running = w.link->runs[0].invocation.task_name;
+    for (const auto& task : described().tasks) {
+      CAPTURE(task.name);
+      if (task.name == running) {
+        CHECK(task.wait_reason.empty());  // it has a worker
+      } else {
+        CHECK(task.wait_reason == "the only worker of 'gpu' is busy");
+      }
+    }
+  }
+
   TEST_CASE("a retry after a timeout waits until the timed-out invocation is over: confirmed, or its silent worker's lease ran out") {
     Scheduler s;
     auto a = s.connect("a", {{"jobs", 1}});

@@ -1,6 +1,7 @@
 // The matching actor's plain building blocks: token buckets (rates over simulated time, bursts,
 // exact next_available, unlimited), the ready queue against a brute-force model, and credit-based
-// dispatch under random assign/release. A random test prints TROUPE_TEST_SEED=… on failure.
+// dispatch under random assign/release, with a retry's avoided worker and what holds an
+// assignment back. A random test prints TROUPE_TEST_SEED=… on failure.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -558,5 +559,72 @@ TEST_SUITE("actors.matching") {
     CHECK(pool.assign_to("other", t0));
     CHECK_FALSE(pool.assign_to("other", t0));  // the global bucket is empty
     CHECK(pool.assign_to("other", t0 + 1s));
+  }
+
+  TEST_CASE("a retry avoids the worker its last attempt failed on while another can take it") {
+    CreditPool pool;
+    REQUIRE(pool.add_worker("failed-there", 3));
+    REQUIRE(pool.add_worker("other", 1));
+    // The most free slots would choose failed-there; the retry goes to the other worker.
+    CHECK(pool.assign(t0, "failed-there") == std::optional<std::string>("other"));
+    // No other worker has a free slot now: the avoided one takes it rather than let it wait.
+    CHECK(pool.assign(t0, "failed-there") == std::optional<std::string>("failed-there"));
+    // A name that is no worker of the list changes nothing.
+    CHECK(pool.assign(t0, "unknown") == std::optional<std::string>("failed-there"));
+    CHECK(pool.find_worker("failed-there")->in_use == 2);
+    CHECK(pool.find_worker("other")->in_use == 1);
+  }
+
+  TEST_CASE("a worker at its own rate limit does not count as one that can take a retry") {
+    CreditPool pool;
+    REQUIRE(pool.add_worker("failed-there", 4));
+    REQUIRE(pool.add_worker("limited", 4, bucket(1, 1)));
+    CHECK(pool.assign(t0, "failed-there") == std::optional<std::string>("limited"));
+    // limited has free slots but no token until t0 + 1s.
+    CHECK(pool.assign(t0, "failed-there") == std::optional<std::string>("failed-there"));
+    CHECK(pool.assign(t0 + 1s, "failed-there") == std::optional<std::string>("limited"));
+  }
+
+  TEST_CASE("the only worker of a list takes the retry it would avoid; the list's rate limit still holds") {
+    CreditPool pool(bucket(1, 1));
+    REQUIRE(pool.add_worker("only", 2));
+    CHECK(pool.assign(t0, "only") == std::optional<std::string>("only"));
+    CHECK_FALSE(pool.assign(t0, "only"));  // the global bucket is empty
+    CHECK(pool.assign(t0 + 1s, "only") == std::optional<std::string>("only"));
+    CHECK_FALSE(pool.assign(t0 + 2s, "only"));  // no free slot
+  }
+
+  TEST_CASE("the credit pool names what holds an assignment back, most fundamental first") {
+    CreditPool pool(bucket(1, 1));
+    CHECK(pool.hold(t0) == CreditHold::NO_WORKER);  // nobody joined
+    REQUIRE(pool.add_worker("sick", 0));
+    CHECK(pool.hold(t0) == CreditHold::NO_WORKER);  // joined with no slot (unhealthy, draining)
+    CHECK(pool.offering_count() == 0);
+    REQUIRE(pool.set_slots("sick", 1));
+    CHECK(pool.offering_count() == 1);
+    CHECK(pool.hold(t0) == CreditHold::NONE);
+    REQUIRE(pool.assign(t0));
+    CHECK(pool.hold(t0) == CreditHold::BUSY);
+    REQUIRE(pool.add_worker("paced", 2, bucket(1, 1)));
+    CHECK(pool.hold(t0) == CreditHold::LIST_RATE);  // paced is free; the list used its token
+    CHECK(pool.assign(t0 + 1s) == std::optional<std::string>("paced"));
+    CHECK(pool.hold(t0 + 2s) == CreditHold::NONE);
+    CHECK(pool.hold(t0 + 1500ms) == CreditHold::LIST_RATE);
+    REQUIRE(pool.release("sick"));
+    REQUIRE(pool.assign(t0 + 2s));  // sick again (the most free slots)
+    CHECK(pool.hold(t0 + 3s) == CreditHold::NONE);
+    REQUIRE(pool.set_slots("sick", 0));
+    CHECK(pool.offering_count() == 1);
+    CHECK(pool.remove_worker("paced"));
+    CHECK(pool.offering_count() == 0);
+    CHECK(pool.hold(t0 + 3s) == CreditHold::NO_WORKER);
+  }
+
+  TEST_CASE("a free worker at its own rate limit holds the task when the list's bucket does not") {
+    CreditPool pool;
+    REQUIRE(pool.add_worker("paced", 4, bucket(2, 1)));
+    REQUIRE(pool.assign(t0));
+    CHECK(pool.hold(t0) == CreditHold::WORKER_RATE);
+    CHECK(pool.hold(t0 + 500ms) == CreditHold::NONE);
   }
 }

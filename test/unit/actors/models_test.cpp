@@ -70,6 +70,66 @@ TEST_SUITE("actors.models") {
     CHECK(refused.error().message == "task 't': SUCCEEDED is not allowed in state DELAY_EXECUTION");
   }
 
+  TEST_CASE("a task remembers the worker its last attempt failed on; an interrupted or never-started invocation changes nothing") {
+    TaskModel task;
+    task.name = "t";
+    auto dispatched = [&](int64_t at, const char* id, const char* shard) {
+      REQUIRE(apply(task, at, [&](Body b) {
+        auto d = b.initTaskDispatched();
+        d.setInvocationId(id);
+        d.setWorkerShard(shard);
+      }));
+    };
+    auto retried = [&](int64_t at, uint32_t next) {
+      REQUIRE(apply(task, at, [&](Body b) {
+        auto r = b.initTaskRetryScheduled();
+        r.setNextAttempt(next);
+        r.initCause().setReason("x");
+      }));
+    };
+    auto failover = [&](int64_t at, const char* id, const char* shard, Loss loss) {
+      REQUIRE(apply(task, at, [&](Body b) {
+        auto f = b.initTaskFailover();
+        f.setInvocationId(id);
+        f.setWorkerShard(shard);
+        f.setKind(static_cast<schema::FailoverKind>(loss));
+      }));
+    };
+    REQUIRE(apply(task, 0, [](Body b) { b.initTaskScheduled().setInput(as_bytes("{}")); }));
+    dispatched(10, "t/1.1", "w1");
+    CHECK(task.failed_on.empty());
+    retried(20, 2);  // attempt 1 failed on w1
+    CHECK(task.failed_on == "w1");
+
+    dispatched(30, "t/2.2", "w2");
+    failover(40, "t/2.2", "w2", Loss::INTERRUPTED);  // w2 shut down: attempt 2 goes on
+    retried(50, 2);
+    CHECK(task.failed_on == "w1");
+    dispatched(60, "t/2.3", "w2");
+    failover(70, "t/2.3", "w2", Loss::NEVER_STARTED);
+    retried(80, 2);
+    CHECK(task.failed_on == "w1");
+
+    dispatched(90, "t/2.4", "w2");
+    failover(100, "t/2.4", "w2", Loss::WHILE_RUNNING);  // lost with w2 while it ran: failed there
+    CHECK(task.failed_on == "w2");
+    retried(110, 3);
+    CHECK(task.failed_on == "w2");
+
+    // An attempt that never got a worker (its scheduleToStart ran out) failed on none.
+    REQUIRE(apply(task, 120, [](Body b) { b.initTaskDispatching().setTaskList("default"); }));
+    retried(130, 4);
+    CHECK(task.failed_on.empty());
+
+    dispatched(140, "t/4.5", "w3");
+    REQUIRE(apply(task, 150, [](Body b) { b.initTaskFailed().initFailure().setReason("ExitCode:1"); }));
+    CHECK(task.failed_on == "w3");
+    // An operator's retry avoids it too.
+    REQUIRE(apply(task, 160, [](Body b) { b.initTaskScheduled().setContinuesAttempts(true); }));
+    CHECK(task.failed_on == "w3");
+    CHECK(task.canonical().find("failed_on=2:w3;") != std::string::npos);
+  }
+
   TEST_CASE("a task scheduled again by a rerun starts fresh once its last instance ended") {
     TaskModel task;
     task.name = "t";

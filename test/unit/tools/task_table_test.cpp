@@ -111,6 +111,22 @@ TEST_SUITE("tools.task_table") {
     CHECK(lines[3] == "  h     RUNNING                0          12:00:00               500ms  awaiting completion by its token");
   }
 
+  TEST_CASE("a task waiting in its task list says why; its last attempt's failure waits behind") {
+    WorkflowStatus w;
+    w.workflow_id = "wf";
+    w.state = "RUNNING";
+    auto waiting = task("retry", TaskStateCode::DISPATCHING);
+    waiting.attempt = 2;
+    waiting.failure = "ExitCode:3";
+    waiting.wait_reason = "all 2 workers of 'gpu' are busy";
+    auto unknown = task("queued", TaskStateCode::DISPATCHING);  // an older scheduler says nothing
+    w.tasks = {waiting, unknown};
+    const auto lines = lines_of(render_task_table(w, TableOptions{noon_us, 0}));
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[2] == "  retry   DISPATCHING            2                                        all 2 workers of 'gpu' are busy");
+    CHECK(lines[3] == "  queued  DISPATCHING            0");
+  }
+
   TEST_CASE("durations") {
     CHECK(short_duration(0) == "0ms");
     CHECK(short_duration(999'999) == "999ms");
