@@ -178,6 +178,7 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.book = st.options.book;
   setup.quarantine = st.options.quarantine;
   setup.kill_grace = st.options.kill_grace;
+  setup.now_us = st.options.now_us;
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));
   self->monitor(worker);

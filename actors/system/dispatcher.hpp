@@ -72,6 +72,9 @@ struct DispatcherOptions {
   QuarantinePolicy quarantine;
   /// How long an invocation a drain interrupts gets between SIGTERM and SIGKILL.
   Duration kill_grace = std::chrono::seconds(10);
+  /// The wall clock in µs since the Unix epoch, for drain deadlines and quarantines (empty:
+  /// the system's; a test passes its own).
+  std::function<int64_t()> now_us;
   /// Where the matching actors post why their task lists' tasks wait, which describe reads
   /// (nullptr: nowhere, as in tests that do not look).
   std::shared_ptr<WaitBoard> waits;

@@ -350,15 +350,32 @@ void arm_standing_timer(Self self, WorkerTimer timer, int64_t at_us) {
   self->delayed_send(self, delay, wake_atom::value, static_cast<uint8_t>(timer), ++st.standing_timer_generation);
 }
 
-/// Stops everything the worker runs for a drain: each ends INTERRUPTED and runs again elsewhere
-/// under the same attempt.
-void interrupt_running(Self self) {
+/// Stops invocation `id` for a drain: it ends INTERRUPTED and runs again elsewhere under the
+/// same attempt.
+void interrupt(Self self, const std::string& id) {
   auto& st = self->state;
-  const std::string why = "worker " + st.setup.info.shard_id + " is drained";
-  for (const auto& [id, given] : st.given) {
-    if (given.ended) continue;
-    st.setup.link->interrupt_task(id, st.setup.kill_grace, why);
+  st.setup.link->interrupt_task(id, st.setup.kill_grace, "worker " + st.setup.info.shard_id + " is drained");
+}
+
+void interrupt_running(Self self) {
+  for (const auto& [id, given] : self->state.given) {
+    if (!given.ended) interrupt(self, id);
   }
+}
+
+/// Whether the drain under way stops what the worker runs rather than waiting for it: an
+/// immediate one, or one whose deadline passed (perhaps while the scheduler was down).
+bool interrupts_now(Self self) {
+  const auto& st = self->state;
+  return st.standing == Standing::DRAINING &&
+         (st.drain.immediate || (st.drain.deadline_us > 0 && now_us(self) >= st.drain.deadline_us));
+}
+
+/// Invocation `id` turned out to run on the worker (its runTask was answered, or it was taken
+/// back after a restart): a drain that interrupts stops it too, since its interrupt may have
+/// gone before the worker had it, or died with an earlier scheduler.
+void found_running(Self self, const std::string& id) {
+  if (interrupts_now(self)) interrupt(self, id);
 }
 
 void handle(Self self, StandingEvent event) {
@@ -560,6 +577,7 @@ void on_sent(Self self, const std::string& id, uint8_t raw, const std::string& e
       it->second.unsure = false;
       it->second.started = true;
       self->send(it->second.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+      found_running(self, id);
       break;
     case Sent::ENDED:
       it->second.unsure = false;
@@ -587,7 +605,9 @@ void on_notified(Self self, bool ok, const std::vector<std::string>& asked,
   // it went out waits for a later answer (or the next heartbeat's question).
   for (const auto& id : asked) {
     auto it = s.given.find(id);
-    if (it != s.given.end() && !gone.count(id)) it->second.unsure = false;  // it runs
+    if (it == s.given.end() || gone.count(id) || !it->second.unsure) continue;
+    it->second.unsure = false;  // it runs
+    found_running(self, id);
   }
   for (const auto& id : not_running) {
     auto it = s.given.find(id);
@@ -639,7 +659,10 @@ void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::st
       given.started = true;
       given.ended = s.outcomes_on_the_way.erase(id) > 0;
       // One that ended is not said to run: its task waits for the outcome instead.
-      if (!given.ended) self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+      if (!given.ended) {
+        self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
+        found_running(self, id);
+      }
     }
   }
   handle(self, HealthEvent::ASSOCIATED);
@@ -684,10 +707,10 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         given.task_name = invocation.workflow_id + "/" + invocation.task_name;
         given.attempt = invocation.attempt;
         // One that ended is not said to run: its task waits for the outcome instead.
-        if (held && !given.ended) {
-          self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
-        }
+        const bool runs = held && !given.ended;
+        if (runs) self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
         s.given.emplace(id, std::move(given));
+        if (runs) found_running(self, id);
         claim_adopted(self);
         // While NEW, the answer to getRunningTasks settles it; once HEALTHY, a notify does.
         if (s.health == HealthState::HEALTHY) resolve_unsure(self);
