@@ -9,6 +9,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/worker/recorded_answers.hpp"
 #include "actors/worker/standing_machine.hpp"
 #include "actors/worker/worker_book.hpp"
 #include "schema/duration.hpp"
@@ -34,6 +35,9 @@ struct DispatcherState {
   /// passed on when it does (within the recovery window), so what a task stopped right after
   /// the restart does not run on until the window closes.
   std::map<std::string, std::vector<std::pair<std::string, int64_t>>> pending_cancels;
+  /// Operators' orders for workers with no live instance, answered once their records are
+  /// durable.
+  RecordedAnswers answers;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -69,8 +73,9 @@ WorkerView offline_view(const std::string& shard, storage::WorkerRecord record) 
 }
 
 /// An operator's order for a shard with no live instance: nothing runs there, so a drain is
-/// over at once; its record keeps the standing for the worker's next start.
-Result<WorkerView> obey_offline(Self self, const WorkerOrder& order) {
+/// over at once; its record keeps the standing for the worker's next start. `written` is told
+/// when the record's write is over (unless the order is refused).
+Result<WorkerView> obey_offline(Self self, const WorkerOrder& order, storage::DoneCallback written) {
   auto& book = self->state.options.book;
   auto record = book ? book->find(order.shard_id) : std::nullopt;
   if (!record) {
@@ -99,8 +104,11 @@ Result<WorkerView> obey_offline(Self self, const WorkerOrder& order) {
       record->quarantines = 0;
     }
   }
-  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
-                       std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto& clock = self->state.options.now_us;
+  const int64_t now = clock ? clock()
+                            : std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
   if (order.kind == WorkerOrder::DRAIN && !t.ignored) {
     record->drain = {order.immediate, order.deadline_us, order.exit_when_drained, now};
   }
@@ -108,7 +116,9 @@ Result<WorkerView> obey_offline(Self self, const WorkerOrder& order) {
   if (standing != Standing::QUARANTINED) record->quarantined_until_us = 0;
   if (standing != Standing::DRAINING && standing != Standing::DRAINED) record->drain = {};
   // Its status stays what it was (STOPPED, NOT_RESPONDING): no process holds the shard.
-  book->update(order.shard_id, [&](storage::WorkerRecord& stored) { stored = *record; });
+  if (!book->update(order.shard_id, [&](storage::WorkerRecord& stored) { stored = *record; }, std::move(written))) {
+    return fail(Errc::NOT_FOUND, "worker '" + order.shard_id + "' has no record any more");
+  }
   return offline_view(order.shard_id, std::move(*record));
 }
 
@@ -360,9 +370,15 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         if (auto live = self->state.workers.find(order.shard_id); live != self->state.workers.end()) {
           return self->delegate(live->second, operate_atom::value, order);
         }
-        auto view = obey_offline(self, order);
+        auto [ticket, written] = self->state.answers.next(caf::actor_cast<dispatcher_actor>(self));
+        auto view = obey_offline(self, order, std::move(written));
         if (!view) return to_caf(view.error());
-        return std::move(*view);
+        auto promise = self->make_response_promise<WorkerView>();
+        self->state.answers.hold(ticket, promise, std::move(*view));
+        return promise;
+      },
+      [=](persisted_atom, uint64_t ticket, bool ok, const std::string& error) {
+        self->state.answers.recorded(ticket, ok, error);
       },
       [=](view_atom, const std::string& shard) -> caf::result<std::vector<WorkerView>> {
         auto promise = self->make_response_promise<std::vector<WorkerView>>();

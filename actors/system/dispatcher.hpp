@@ -42,10 +42,13 @@ using dispatcher_actor = executor_actor::extend<
     // adopt what their workers run
     caf::reacts_to<recovered_atom, uint64_t>,
     // from RPC: an operator's drain, undrain or forgive of a worker, live or not; the answer is
-    // the worker after it. NOT_FOUND for a shard that never registered
+    // the worker after it, once that is durable. NOT_FOUND for a shard that never registered
     caf::replies_to<operate_atom, WorkerOrder>::with<WorkerView>,
     // from RPC: every worker that ever registered (empty shard) or one, as operators see them
-    caf::replies_to<view_atom, std::string /* shard */>::with<std::vector<WorkerView>>>;
+    caf::replies_to<view_atom, std::string /* shard */>::with<std::vector<WorkerView>>,
+    // from the store's thread: the write an operator's answer waits for is over (ticket, ok,
+    // error)
+    caf::reacts_to<persisted_atom, uint64_t, bool, std::string>>;
 
 struct DispatcherOptions {
   HealthTimeouts timeouts;

@@ -1,164 +1,25 @@
-// The worker actor: the health and standing tables wired to timers, the worker's invocations,
-// and the checks that make a worker's reports trustworthy (only on invocations it was given,
-// acked once durable, duplicates recognised by invocation id).
+// The worker actor: the health table wired to timers, the worker's invocations, and the checks
+// that make a worker's reports trustworthy (only on invocations it was given, acked once
+// durable, duplicates recognised by invocation id). Its standing (drains, quarantine) is in
+// worker_standing.cpp.
 #include "actors/worker/worker_actor.hpp"
 
-#include <deque>
 #include <functional>
 #include <iostream>
-#include <set>
 #include <utility>
 
 #include <caf/actor_system.hpp>
-#include <caf/typed_event_based_actor.hpp>
 
-#include "actors/worker/standing_machine.hpp"
+#include "actors/worker/worker_actor_state.hpp"
 #include "actors/worker/worker_book.hpp"
 
 namespace troupe::actors {
+namespace worker_detail {
 namespace {
 
-struct Given {
-  task_port task;
-  std::string task_list;
-  bool unsure = false;   ///< runTask's outcome is unknown: it may or may not run
-  bool adopted = false;  ///< taken back after a scheduler restart, not sent by this actor
-  bool holds_slot = true;  ///< counted in its task list's credit (an adopted one: once claimed)
-  bool started = false;  ///< the worker said it runs (or ran) it
-  bool ended = false;    ///< the worker said it ended; its outcome has not arrived
-  Fence fence{};         ///< the fence its runTask carried (for an adopted one: as recorded)
-  std::string task_name{};  ///< WORKFLOW/TASK, for the worker's failure streak and recent list
-  uint32_t attempt = 0;
-};
-
-/// What runTask's answer said, as the link's callback tells the actor.
-enum class Sent : uint8_t {
-  STARTED,  ///< the worker runs it
-  REFUSED,  ///< the worker refused it: it never started
-  UNKNOWN,  ///< the call failed: it may or may not run
-  ENDED,    ///< it ended already; its outcome follows as a report of its own
-};
-
-struct WorkerActorState {
-  static inline const char* name = "worker";
-  WorkerSetup setup;
-  HealthState health = HealthState::NEW;
-  caf::actor_clock::time_point last_heartbeat;
-  uint64_t timer_generation = 0;
-  uint64_t link_epoch = 0;  ///< answers from an older link are ignored
-  bool querying = false;
-  std::map<std::string, Given> given;        ///< by invocation id
-  std::set<std::string> cancel_requested;
-  std::deque<std::string> finished_order;    ///< recently finished, for duplicate updates
-  std::set<std::string> finished;
-  /// Invocations the worker runs that no task has claimed yet, kept for adoption until the
-  /// recovery window closes.
-  std::set<std::string> orphans;
-  /// Invocations the worker's last getRunningTasks answer said had ended: their outcomes are on
-  /// their way, so holding one is no sign that it still runs.
-  std::set<std::string> outcomes_on_the_way;
-  /// Outcomes from runTask answers that are durable and not yet acknowledged to the worker.
-  std::vector<std::string> acks;
-  /// Tasks waiting for an invocation (given or orphaned) to be over before their next attempt.
-  std::map<std::string, std::vector<caf::response_promise>> settle_waiters;
-
-  // --- standing (the shard's, kept in its record) ---
-  Standing standing = Standing::ACTIVE;
-  storage::WorkerDrainRecord drain;
-  FailureStreak streak;
-  int64_t quarantined_until_us = 0;
-  uint64_t standing_timer_generation = 0;
-  /// The instance ended with its word that it stopped (not by silence or replacement).
-  bool said_stopped = false;
-  /// The status last written to the record, so that it is written when it changes.
-  std::string recorded_status;
-  /// A new instance holds the shard now: its actor keeps the record, not this one.
-  bool replaced = false;
-  std::deque<RecentInvocation> recent;  ///< newest last
-};
-
-using Self = worker_actor::stateful_pointer<WorkerActorState>;
 constexpr size_t remembered_finished = 65536;
-constexpr size_t remembered_recent = 20;
 
 void handle(Self self, HealthEvent event);
-void handle(Self self, StandingEvent event);
-
-int64_t now_us(Self self) {
-  if (self->state.setup.now_us) return self->state.setup.now_us();
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string status_of(Self self) {
-  auto& st = self->state;
-  return std::string(worker_status(st.health, st.standing, st.said_stopped));
-}
-
-/// Writes the worker's status to its record when it changed.
-void record_status(Self self) {
-  auto& st = self->state;
-  if (!st.setup.book || st.replaced) return;
-  std::string status = status_of(self);
-  if (status == st.recorded_status) return;
-  st.recorded_status = status;
-  st.setup.book->set_status(st.setup.info.shard_id, std::move(status));
-}
-
-/// Writes the shard's standing, drain, quarantine and failures to its record (and its status).
-void record_standing(Self self) {
-  auto& st = self->state;
-  if (!st.setup.book || st.replaced) return;
-  std::vector<storage::WorkerFailureRecord> failures(st.streak.failures().begin(), st.streak.failures().end());
-  st.recorded_status = status_of(self);
-  st.setup.book->update(st.setup.info.shard_id, [&](storage::WorkerRecord& record) {
-    record.standing = std::string(StandingMachineTraits::name(st.standing));
-    record.drain = st.standing == Standing::DRAINING || st.standing == Standing::DRAINED ? st.drain
-                                                                                        : storage::WorkerDrainRecord{};
-    record.quarantined_until_us = st.standing == Standing::QUARANTINED ? st.quarantined_until_us : 0;
-    record.quarantines = st.streak.quarantines();
-    record.failures = std::move(failures);
-    record.status = st.recorded_status;
-  });
-}
-
-/// An invocation it ran ended: the recent list takes it.
-void remember_recent(Self self, const std::string& id, const Given& given, std::string outcome) {
-  auto& st = self->state;
-  st.recent.push_back({id, given.task_name, given.attempt, std::move(outcome), now_us(self)});
-  if (st.recent.size() > remembered_recent) st.recent.pop_front();
-}
-
-std::string outcome_name(const TaskReport& report) {
-  switch (report.kind) {
-    case TaskReport::SUCCEEDED: return "SUCCEEDED";
-    case TaskReport::FAILED: return "FAILED (" + report.reason + ")";
-    case TaskReport::CANCELLED: return "CANCELLED";
-    case TaskReport::LOST: return "LOST";
-    case TaskReport::HANDED_OFF: return "HANDED_OFF";
-    case TaskReport::INTERRUPTED: return "INTERRUPTED";
-    default: return "?";
-  }
-}
-
-/// An outcome of a given invocation arrived: it counts in the worker's failure streak (a
-/// failure) or ends it (a success), and in its recent list.
-void count_outcome(Self self, const Given& given, const TaskReport& report) {
-  auto& st = self->state;
-  remember_recent(self, report.invocation_id, given, outcome_name(report));
-  if (st.replaced) return;  // the shard's new instance keeps the streak
-  if (report.kind == TaskReport::SUCCEEDED || report.kind == TaskReport::HANDED_OFF) {
-    if (st.streak.failures().empty() && st.streak.quarantines() == 0) return;
-    st.streak.succeeded();
-    record_standing(self);
-  } else if (report.kind == TaskReport::FAILED) {
-    const bool streak = st.streak.failed({given.task_name, report.reason, now_us(self)}, st.setup.quarantine);
-    if (streak) {
-      handle(self, StandingEvent::FAILURE_STREAK);
-    }
-    record_standing(self);
-  }
-}
 
 void remember_finished(Self self, const std::string& id) {
   auto& st = self->state;
@@ -249,6 +110,8 @@ void claim_adopted(Self self) {
   }
 }
 
+}  // namespace
+
 void offer_slots(Self self, bool accept) {
   auto& st = self->state;
   for (const auto& [list, slots] : st.setup.info.task_lists) {
@@ -259,6 +122,9 @@ void offer_slots(Self self, bool accept) {
   }
   claim_adopted(self);
 }
+
+namespace {
+
 
 void arm_health_timer(Self self) {
   auto& st = self->state;
@@ -342,147 +208,6 @@ void handle(Self self, HealthEvent event) {
   // A drain waits for what it runs; the worker has said what that is only now.
   if (event == HealthEvent::ASSOCIATED && st.given.empty()) handle(self, StandingEvent::IDLE);
   quit_if_done(self);
-}
-
-void arm_standing_timer(Self self, WorkerTimer timer, int64_t at_us) {
-  auto& st = self->state;
-  const auto delay = std::chrono::microseconds(std::max<int64_t>(0, at_us - now_us(self)));
-  self->delayed_send(self, delay, wake_atom::value, static_cast<uint8_t>(timer), ++st.standing_timer_generation);
-}
-
-/// Stops invocation `id` for a drain: it ends INTERRUPTED and runs again elsewhere under the
-/// same attempt.
-void interrupt(Self self, const std::string& id) {
-  auto& st = self->state;
-  st.setup.link->interrupt_task(id, st.setup.kill_grace, "worker " + st.setup.info.shard_id + " is drained");
-}
-
-void interrupt_running(Self self) {
-  for (const auto& [id, given] : self->state.given) {
-    if (!given.ended) interrupt(self, id);
-  }
-}
-
-/// Whether the drain under way stops what the worker runs rather than waiting for it: an
-/// immediate one, or one whose deadline passed (perhaps while the scheduler was down).
-bool interrupts_now(Self self) {
-  const auto& st = self->state;
-  return st.standing == Standing::DRAINING &&
-         (st.drain.immediate || (st.drain.deadline_us > 0 && now_us(self) >= st.drain.deadline_us));
-}
-
-/// Invocation `id` turned out to run on the worker (its runTask was answered, or it was taken
-/// back after a restart): a drain that interrupts stops it too, since its interrupt may have
-/// gone before the worker had it, or died with an earlier scheduler.
-void found_running(Self self, const std::string& id) {
-  if (interrupts_now(self)) interrupt(self, id);
-}
-
-void handle(Self self, StandingEvent event) {
-  auto& st = self->state;
-  const StandingTransition t = StandingMachine::transition(st.standing, event);
-  if (t.ignored) return;
-  const Standing from = std::exchange(st.standing, t.to);
-  // A timer of the standing left behind (a drain's deadline, a quarantine's end) is void.
-  if (from != st.standing) ++st.standing_timer_generation;
-  bool idle_now = false;
-  for (StandingAction action : t.actions) {
-    switch (action) {
-      case StandingAction::STOP_ASSIGNING: offer_slots(self, false); break;
-      case StandingAction::ACCEPT_TASKS:
-        if (HealthMachine::accepts_tasks(st.health)) offer_slots(self, true);
-        break;
-      case StandingAction::INTERRUPT_RUNNING: interrupt_running(self); break;
-      case StandingAction::ARM_DRAIN_DEADLINE:
-        if (st.drain.deadline_us > 0) arm_standing_timer(self, WorkerTimer::DRAIN_DEADLINE, st.drain.deadline_us);
-        break;
-      case StandingAction::CHECK_IDLE:
-        // Not before the worker said what it runs: association checks then.
-        idle_now = st.given.empty() && st.health != HealthState::NEW;
-        break;
-      case StandingAction::END_DRAIN:
-        if (st.drain.exit_when_drained && !HealthMachine::is_leaving(st.health)) {
-          st.setup.link->request_stop("drained by an operator");
-        }
-        break;
-      case StandingAction::ARM_QUARANTINE_TIMER: {
-        const Duration backoff = st.streak.start_quarantine(st.setup.quarantine);
-        st.quarantined_until_us = now_us(self) + std::chrono::duration_cast<std::chrono::microseconds>(backoff).count();
-        arm_standing_timer(self, WorkerTimer::QUARANTINE_OVER, st.quarantined_until_us);
-        std::cerr << "worker " << st.setup.info.describe() << " is QUARANTINED for " << format_duration(backoff)
-                  << ": " << st.streak.failures().size() << " attempts of " << st.streak.distinct_tasks()
-                  << " tasks failed there in a row\n";
-        break;
-      }
-      case StandingAction::CLEAR_FAILURES: st.streak.clear(); break;
-    }
-  }
-  if (from != st.standing) {
-    std::cerr << "worker " << st.setup.info.shard_id << ": " << StandingMachineTraits::name(from) << " -> "
-              << StandingMachineTraits::name(st.standing) << " (" << StandingMachineTraits::name(event) << ")\n";
-  }
-  record_standing(self);
-  if (idle_now) handle(self, StandingEvent::IDLE);
-}
-
-/// The shard's standing as its record keeps it: a drained or quarantined worker stays so
-/// across its restarts and the scheduler's.
-void load_standing(Self self) {
-  auto& st = self->state;
-  if (!st.setup.book) return;
-  auto record = st.setup.book->find(st.setup.info.shard_id);
-  if (!record) return;
-  st.streak = FailureStreak(record->failures, record->quarantines);
-  st.standing = StandingMachine::parse(record->standing).value_or(Standing::ACTIVE);
-  st.drain = record->drain;
-  st.quarantined_until_us = record->quarantined_until_us;
-  // The registration just wrote the record's status: written again only if this one differs.
-  st.recorded_status = record->status;
-  if (st.standing == Standing::QUARANTINED) {
-    arm_standing_timer(self, WorkerTimer::QUARANTINE_OVER, st.quarantined_until_us);
-  } else if (st.standing == Standing::DRAINING && st.drain.deadline_us > 0) {
-    arm_standing_timer(self, WorkerTimer::DRAIN_DEADLINE, st.drain.deadline_us);
-  }
-}
-
-/// An operator's order, as the standing table takes it.
-void obey(Self self, const WorkerOrder& order) {
-  auto& st = self->state;
-  switch (order.kind) {
-    case WorkerOrder::DRAIN:
-      if (st.standing != Standing::DRAINED) {
-        st.drain.immediate = order.immediate;
-        st.drain.deadline_us = order.deadline_us;
-        st.drain.requested_us = now_us(self);
-      }
-      st.drain.exit_when_drained = st.drain.exit_when_drained || order.exit_when_drained;
-      handle(self, order.immediate ? StandingEvent::DRAIN_NOW : StandingEvent::DRAIN);
-      break;
-    case WorkerOrder::UNDRAIN: handle(self, StandingEvent::UNDRAIN); break;
-    case WorkerOrder::FORGIVE: handle(self, StandingEvent::FORGIVEN); break;
-  }
-}
-
-WorkerView view_of(Self self) {
-  auto& st = self->state;
-  WorkerView view;
-  view.shard_id = st.setup.info.shard_id;
-  if (st.setup.book) {
-    if (auto record = st.setup.book->find(view.shard_id)) view.record = std::move(*record);
-  }
-  view.live = true;
-  view.status = status_of(self);
-  view.health = std::string(HealthMachineTraits::name(st.health));
-  std::map<std::string, uint32_t> used;
-  for (const auto& [id, given] : st.given) {
-    view.running.push_back(id);
-    ++used[given.task_list];
-  }
-  for (const auto& [list, slots] : st.setup.info.task_lists) view.task_lists.push_back({list, slots, used[list]});
-  view.last_heartbeat_age_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(self->clock().now() - st.last_heartbeat).count();
-  view.recent.assign(st.recent.begin(), st.recent.end());
-  return view;
 }
 
 /// Hands the outcome of a given invocation to its task; once the task says it is durable (or
@@ -873,32 +598,18 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           arm_health_timer(self);
         }
       },
-      [=](operate_atom, const WorkerOrder& order) {
-        obey(self, order);
-        return view_of(self);
-      },
+      [=](operate_atom, const WorkerOrder& order) { return answer_order(self, order); },
+      [=](persisted_atom, uint64_t ticket, bool ok, const std::string& error) { on_recorded(self, ticket, ok, error); },
       [=](view_atom) { return view_of(self); },
-      [=](wake_atom, uint8_t timer, uint64_t generation) {
-        auto& s = self->state;
-        if (generation != s.standing_timer_generation) return;
-        switch (static_cast<WorkerTimer>(timer)) {
-          case WorkerTimer::DRAIN_DEADLINE:
-            if (s.standing == Standing::DRAINING) {
-              std::cerr << "worker " << s.setup.info.shard_id << ": the drain's deadline passed; interrupting "
-                        << s.given.size() << " invocations\n";
-            }
-            handle(self, StandingEvent::DRAIN_NOW);
-            break;
-          case WorkerTimer::QUARANTINE_OVER: handle(self, StandingEvent::QUARANTINE_OVER); break;
-        }
-      },
+      [=](wake_atom, uint8_t timer, uint64_t generation) { on_standing_timer(self, timer, generation); },
   };
 }
 
 }  // namespace
+}  // namespace worker_detail
 
 worker_actor spawn_worker(caf::actor_system& system, WorkerSetup setup) {
-  return system.spawn(worker, std::move(setup));
+  return system.spawn(worker_detail::worker, std::move(setup));
 }
 
 }  // namespace troupe::actors

@@ -137,7 +137,10 @@ using worker_actor = caf::typed_actor<
     // from the dispatcher: the worker as operators see it
     caf::replies_to<view_atom>::with<WorkerView>,
     // its own standing timers (a WorkerTimer, generation)
-    caf::reacts_to<wake_atom, uint8_t, uint64_t>>;
+    caf::reacts_to<wake_atom, uint8_t, uint64_t>,
+    // from the store's thread: the write an operator's answer waits for is over (ticket, ok,
+    // error)
+    caf::reacts_to<persisted_atom, uint64_t, bool, std::string>>;
 
 struct WorkerSetup {
   WorkerInfo info;

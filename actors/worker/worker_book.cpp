@@ -98,12 +98,13 @@ void WorkerBook::health_changed(const std::string& shard_id, HealthState from, H
           }));
 }
 
-bool WorkerBook::update(const std::string& shard_id, const std::function<void(storage::WorkerRecord&)>& change) {
+bool WorkerBook::update(const std::string& shard_id, const std::function<void(storage::WorkerRecord&)>& change,
+                        storage::DoneCallback written) {
   std::lock_guard lock(mutex_);
   auto record = current(shard_id);
   if (!record) return false;
   change(*record);
-  put(shard_id, std::move(*record));
+  put(shard_id, std::move(*record), std::move(written));
   return true;
 }
 
@@ -147,9 +148,13 @@ std::optional<storage::WorkerRecord> WorkerBook::current(const std::string& shar
   return std::move(*stored);
 }
 
-void WorkerBook::put(const std::string& shard_id, storage::WorkerRecord record) {
+void WorkerBook::put(const std::string& shard_id, storage::WorkerRecord record, storage::DoneCallback written) {
   records_[shard_id] = record;
-  store_->put_worker(shard_id, std::move(record), log_failure("worker " + shard_id));
+  auto logged = log_failure("worker " + shard_id);
+  store_->put_worker(shard_id, std::move(record), [logged, written = std::move(written)](Result<void> done) {
+    if (written) written(done);
+    logged(std::move(done));
+  });
 }
 
 void WorkerBook::journal(const std::string& shard_id, storage::NewEvent event) {

@@ -40,10 +40,12 @@ class WorkerBook {
   /// workerHealthChanged entry. Any thread; does not wait for the write.
   void health_changed(const std::string& shard_id, HealthState from, HealthState to);
 
-  /// Applies `change` to the shard's record and writes it; false (nothing written) if the
-  /// shard has no record. For standing and failures, which outlive the worker's processes.
-  /// Any thread; does not wait for the write.
-  bool update(const std::string& shard_id, const std::function<void(storage::WorkerRecord&)>& change);
+  /// Applies `change` to the shard's record and writes it; false (nothing written, `written`
+  /// never called) if the shard has no record. For standing and failures, which outlive the
+  /// worker's processes. Any thread; does not wait for the write: `written` (if any) is told
+  /// its outcome on the store's thread.
+  bool update(const std::string& shard_id, const std::function<void(storage::WorkerRecord&)>& change,
+              storage::DoneCallback written = {});
 
   /// The shard's record as last written (nullopt: none). Any thread.
   std::optional<storage::WorkerRecord> find(const std::string& shard_id);
@@ -58,7 +60,7 @@ class WorkerBook {
   std::optional<storage::WorkerRecord> current(const std::string& shard_id);
   /// Writes `record` of `shard_id` to the store and the cache. Called with mutex_ held, so the
   /// store takes a shard's records in the order they were made.
-  void put(const std::string& shard_id, storage::WorkerRecord record);
+  void put(const std::string& shard_id, storage::WorkerRecord record, storage::DoneCallback written = {});
   void journal(const std::string& shard_id, storage::NewEvent event);
 
   std::shared_ptr<storage::HistoryStore> store_;

@@ -46,6 +46,26 @@ std::string status_of(Scheduler& s, const std::string& shard) {
   return views->front().status;
 }
 
+/// Sends `order` while the store holds its writes back: whether it was answered before they were
+/// durable, and then its answer once they are.
+std::optional<WorkerView> answered_once_durable(BookedScheduler& b, const WorkerOrder& order, bool& early) {
+  auto& fx = b.s.fx;
+  b.store->hold();
+  fx.self->send(b.s.dispatcher, operate_atom::value, order);
+  fx.run();
+  std::optional<WorkerView> answer;
+  auto receive = [&] {
+    fx.self->receive([&](WorkerView& view) { answer = std::move(view); }, [&](const caf::error& e) { FAIL(to_string(e)); },
+                     caf::after(std::chrono::seconds(0)) >> [] {});
+  };
+  receive();
+  early = answer.has_value();
+  b.store->release();
+  fx.run();
+  if (!answer) receive();
+  return answer;
+}
+
 /// w1 (one slot on "jobs") runs the one task of workflow `id`: its invocation, RUNNING.
 std::string run_one(Scheduler& s, Worker& w1, const std::string& id) {
   Flow flow(s, id, independent_tasks(1, "jobs", retry_twice));
@@ -190,5 +210,25 @@ TEST_SUITE("actors.drain") {
     CHECK(after.b.s.update(back, report_of(first, TaskReport::SUCCEEDED, "done")).is(true));
     CHECK(status_of(after.b.s, "w1") == "DRAINED");
     CHECK(back.link->interrupts.empty());
+  }
+
+  TEST_CASE("an order is answered only once the worker's record that keeps it is durable, live worker or not") {
+    // A drain acknowledged and then lost with a crash is one the operator believes in and the
+    // restarted scheduler does not know.
+    BookedScheduler before;
+    before.s.connect("w1", {{"jobs", 1}});
+    bool early = true;
+    auto live = answered_once_durable(before, drain("w1"), early);
+    CHECK_FALSE(early);
+    REQUIRE(live);
+    CHECK(live->status == "DRAINED");
+
+    BookedScheduler after(before.store, before.now_us, false, 2);  // w1 has not come back
+    early = true;
+    auto offline = answered_once_durable(after, undrain("w1"), early);
+    CHECK_FALSE(early);
+    REQUIRE(offline);
+    CHECK(offline->record.standing == "ACTIVE");
+    CHECK(after.record("w1").standing == "ACTIVE");
   }
 }
