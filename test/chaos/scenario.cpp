@@ -762,7 +762,7 @@ void Scenario::finish_and_check() {
     std::cout << out.str() << std::flush;
   }
   for (const char* category : {"ends", "histories", "ledger", "overlaps", "re-runs", "leaks",
-                               "detection", "cluster", "scenario"}) {
+                               "detection", "drains", "cluster", "scenario"}) {
     const auto it = problems_.find(category);
     const size_t n = it == problems_.end() ? 0 : it->second.size();
     CHECK_MESSAGE(n == 0, "chaos." << options_.name << ": " << n << " problem(s) of kind '"
@@ -773,7 +773,8 @@ void Scenario::finish_and_check() {
   for (const auto& [category, list] : problems_) {
     static const std::set<std::string> known = {"ends",      "histories", "ledger",
                                                 "overlaps",  "re-runs",   "leaks",
-                                                "detection", "cluster",   "scenario"};
+                                                "detection", "drains",    "cluster",
+                                                "scenario"};
     CHECK_MESSAGE(known.count(category) == 1, "unknown problem kind " << category);
   }
 }
