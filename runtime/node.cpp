@@ -35,6 +35,7 @@
 #include "runtime/shell_runner.hpp"
 #include "runtime/worker_agent.hpp"
 #include "storage/rocks_history_store.hpp"
+#include "schema/duration.hpp"
 
 namespace troupe::runtime {
 namespace {
@@ -195,16 +196,11 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     if (!node.definitions_dir.empty()) {
       scheduler->definitions = std::make_shared<DefinitionRegistry>(node.definitions_dir);
     }
-    wiring.now_us = [] {
-      return std::chrono::duration_cast<std::chrono::microseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
+    wiring.now_us = wall_clock_us;
     actors::DispatcherOptions dispatch;
     dispatch.timeouts = timeouts;
     dispatch.book = std::make_shared<actors::WorkerBook>(store, wiring.now_us);
-    dispatch.quarantine = {cluster.quarantine_failures, cluster.quarantine_backoff,
-                           std::max(cluster.quarantine_backoff, cluster.quarantine_max_backoff)};
+    dispatch.quarantine = {cluster.quarantine_failures, cluster.quarantine_backoff, cluster.quarantine_max_backoff};
     dispatch.kill_grace = cluster.kill_grace;
     dispatch.fences = fences;
     // A point lookup in the workflows index, made when a worker says what it runs.

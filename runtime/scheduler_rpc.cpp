@@ -28,6 +28,7 @@
 #include "schema/json_syntax.hpp"
 #include "schema/wire_states.hpp"
 #include "schema/worker.capnp.h"
+#include "schema/duration.hpp"
 
 namespace troupe::runtime {
 namespace {
@@ -57,9 +58,7 @@ TaskReport report_of(const std::string& id, schema::Outcome::Reader outcome) {
   }
   // Dated on this node's wall clock (the task actors' clock): the worker says only how long ago
   // it ended, so the date is late by the message's transit, never early.
-  const int64_t now_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
+  const int64_t now_us = wall_clock_us();
   report.ended_at_us = now_us - static_cast<int64_t>(std::min<uint64_t>(outcome.getEndedAgoUs(), now_us));
   return report;
 }
@@ -771,9 +770,7 @@ class ClientServiceImpl final : public schema::ClientService::Server {
       out.setState(r->state);
       out.setWorkflowState(to_wire(r->state_code));
       out.setDetail(r->detail);
-      const int64_t now_us =
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count();
+      const int64_t now_us = wall_clock_us();
       auto tasks = out.initTasks(static_cast<unsigned>(r->tasks.size()));
       for (size_t i = 0; i < r->tasks.size(); ++i) {
         const auto& t = r->tasks[i];
@@ -845,14 +842,11 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     auto params = context.getParams();
     actors::WorkerOrder order;
     order.shard_id = text(params.getName());
-    order.kind = actors::WorkerOrder::DRAIN;
+    order.kind = actors::WorkerOrderKind::DRAIN;
     order.immediate = params.getImmediate();
     order.exit_when_drained = params.getExitWhenDrained();
     if (params.getDeadlineMs() > 0) {
-      order.deadline_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count() +
-                          static_cast<int64_t>(params.getDeadlineMs()) * 1000;
+      order.deadline_us = wall_clock_us() + static_cast<int64_t>(params.getDeadlineMs()) * 1000;
     }
     return order_worker(std::move(order), context);
   }
@@ -860,14 +854,14 @@ class ClientServiceImpl final : public schema::ClientService::Server {
   kj::Promise<void> undrainWorker(UndrainWorkerContext context) override {
     actors::WorkerOrder order;
     order.shard_id = text(context.getParams().getName());
-    order.kind = actors::WorkerOrder::UNDRAIN;
+    order.kind = actors::WorkerOrderKind::UNDRAIN;
     return order_worker(std::move(order), context);
   }
 
   kj::Promise<void> forgiveWorker(ForgiveWorkerContext context) override {
     actors::WorkerOrder order;
     order.shard_id = text(context.getParams().getName());
-    order.kind = actors::WorkerOrder::FORGIVE;
+    order.kind = actors::WorkerOrderKind::FORGIVE;
     return order_worker(std::move(order), context);
   }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,11 @@ Result<Duration> parse_duration(std::string_view text);
 
 /// The shortest text that parse_duration reads back to `d`: "1h30m", "250ms", "0s".
 std::string format_duration(Duration d);
+
+/// The wall clock in microseconds since the Unix epoch: the time histories and records keep.
+inline int64_t wall_clock_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace troupe

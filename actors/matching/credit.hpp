@@ -36,7 +36,8 @@ struct WorkerCredit {
 /// then the smaller id; a worker the task would avoid comes last. A worker whose own bucket is
 /// empty is skipped; the global bucket is taken only together with a worker's, so a failed
 /// assign takes nothing. assign is O(log n) while the best workers have tokens and O(n) at worst
-/// (every free worker rate-limited); the rest is O(log n). Move-only (it keeps pointers into its own nodes). Not thread-safe; one actor owns it.
+/// (every free worker rate-limited); the rest is O(log n). Move-only (it keeps pointers into its
+/// own nodes). Not thread-safe; one actor owns it.
 class CreditPool {
  public:
   using TimePoint = TokenBucket::TimePoint;

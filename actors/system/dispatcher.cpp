@@ -12,6 +12,7 @@
 #include "actors/worker/recorded_answers.hpp"
 #include "actors/worker/standing_machine.hpp"
 #include "actors/worker/worker_book.hpp"
+#include "actors/worker/worker_orders.hpp"
 #include "schema/duration.hpp"
 
 namespace troupe::actors {
@@ -64,17 +65,17 @@ void record_registration(Self self, const WorkerInfo& info) {
 WorkerView offline_view(const std::string& shard, storage::WorkerRecord record) {
   WorkerView view;
   view.shard_id = shard;
-  view.status = record.status.empty() ? "STOPPED" : record.status;
-  // A scheduler that restarted before the worker came back last knew it alive: it is not now.
-  if (view.status == "STARTED" || view.status == "STOPPING") view.status = "NOT_RESPONDING";
+  // No process holds the shard: it said it stopped, or it is not responding. Its standing
+  // (drained, quarantined) is the record's, shown apart.
+  view.status = record.status == "STOPPED" ? "STOPPED" : "NOT_RESPONDING";
   for (const auto& [list, slots] : record.task_lists) view.task_lists.push_back({list, slots, 0});
   view.record = std::move(record);
   return view;
 }
 
-/// An operator's order for a shard with no live instance: nothing runs there, so a drain is
-/// over at once; its record keeps the standing for the worker's next start. `written` is told
-/// when the record's write is over (unless the order is refused).
+/// An operator's order for a shard with no live instance (worker_orders.hpp's apply_offline);
+/// its record keeps the standing for the worker's next start. `written` is told when the
+/// record's write is over (unless the order is refused).
 Result<WorkerView> obey_offline(Self self, const WorkerOrder& order, storage::DoneCallback written) {
   auto& book = self->state.options.book;
   auto record = book ? book->find(order.shard_id) : std::nullopt;
@@ -88,35 +89,12 @@ Result<WorkerView> obey_offline(Self self, const WorkerOrder& order, storage::Do
     return fail(Errc::NOT_FOUND, "no worker named '" + order.shard_id + "' has registered" +
                                      (known.empty() ? std::string(" (none has)") : "; known workers: " + known));
   }
-  Standing standing = StandingMachine::parse(record->standing).value_or(Standing::ACTIVE);
-  const StandingEvent event = order.kind == WorkerOrder::UNDRAIN   ? StandingEvent::UNDRAIN
-                              : order.kind == WorkerOrder::FORGIVE ? StandingEvent::FORGIVEN
-                              : order.immediate                    ? StandingEvent::DRAIN_NOW
-                                                                   : StandingEvent::DRAIN;
-  const auto t = StandingMachine::transition(standing, event);
-  if (!t.ignored) {
-    standing = t.to;
-    if (t.actions.contains(StandingAction::CHECK_IDLE)) {
-      standing = StandingMachine::transition(standing, StandingEvent::IDLE).to;  // it runs nothing
-    }
-    if (t.actions.contains(StandingAction::CLEAR_FAILURES)) {
-      record->failures.clear();
-      record->quarantines = 0;
-    }
-  }
   const auto& clock = self->state.options.now_us;
-  const int64_t now = clock ? clock()
-                            : std::chrono::duration_cast<std::chrono::microseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count();
-  if (order.kind == WorkerOrder::DRAIN && !t.ignored) {
-    record->drain = {order.immediate, order.deadline_us, order.exit_when_drained, now};
+  if (auto applied = apply_offline(*record, order, clock ? clock() : wall_clock_us()); !applied) {
+    return applied.error();
   }
-  record->standing = std::string(StandingMachineTraits::name(standing));
-  if (standing != Standing::QUARANTINED) record->quarantined_until_us = 0;
-  if (standing != Standing::DRAINING && standing != Standing::DRAINED) record->drain = {};
   // Its status stays what it was (STOPPED, NOT_RESPONDING): no process holds the shard.
-  if (!book->update(order.shard_id, [&](storage::WorkerRecord& stored) { stored = *record; }, std::move(written))) {
+  if (!book->update(order.shard_id, {}, [&](storage::WorkerRecord& stored) { stored = *record; }, std::move(written))) {
     return fail(Errc::NOT_FOUND, "worker '" + order.shard_id + "' has no record any more");
   }
   return offline_view(order.shard_id, std::move(*record));
@@ -377,9 +355,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         self->state.answers.hold(ticket, promise, std::move(*view));
         return promise;
       },
-      [=](persisted_atom, uint64_t ticket, bool ok, const std::string& error) {
-        self->state.answers.recorded(ticket, ok, error);
-      },
+      [=](persisted_atom, uint64_t ticket, const caf::error& failed) { self->state.answers.recorded(ticket, failed); },
       [=](view_atom, const std::string& shard) -> caf::result<std::vector<WorkerView>> {
         auto promise = self->make_response_promise<std::vector<WorkerView>>();
         gather_views(self, shard, promise);

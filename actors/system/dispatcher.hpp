@@ -46,9 +46,9 @@ using dispatcher_actor = executor_actor::extend<
     caf::replies_to<operate_atom, WorkerOrder>::with<WorkerView>,
     // from RPC: every worker that ever registered (empty shard) or one, as operators see them
     caf::replies_to<view_atom, std::string /* shard */>::with<std::vector<WorkerView>>,
-    // from the store's thread: the write an operator's answer waits for is over (ticket, ok,
-    // error)
-    caf::reacts_to<persisted_atom, uint64_t, bool, std::string>>;
+    // from the store's thread: the write an operator's answer waits for is over (ticket, and
+    // why it failed: none if it is durable)
+    caf::reacts_to<persisted_atom, uint64_t, caf::error>>;
 
 struct DispatcherOptions {
   HealthTimeouts timeouts;

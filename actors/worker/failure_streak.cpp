@@ -6,14 +6,18 @@
 
 namespace troupe::actors {
 
-FailureStreak::FailureStreak(std::vector<FailureNote> failures, uint32_t quarantines)
+FailureStreak::FailureStreak(std::vector<FailureNote> failures, uint32_t quarantines, const QuarantinePolicy& policy)
     : failures_(failures.begin(), failures.end()), quarantines_(quarantines) {
-  while (failures_.size() > kept) failures_.pop_front();
+  trim(policy);
+}
+
+void FailureStreak::trim(const QuarantinePolicy& policy) {
+  while (failures_.size() > std::max<size_t>(kept, policy.failures)) failures_.pop_front();
 }
 
 bool FailureStreak::failed(FailureNote note, const QuarantinePolicy& policy) {
   failures_.push_back(std::move(note));
-  while (failures_.size() > std::max<size_t>(kept, policy.failures)) failures_.pop_front();
+  trim(policy);
   if (policy.failures == 0) return false;
   // After a quarantine the worker is on probation: one more failure sends it back.
   if (quarantines_ > 0) return true;

@@ -35,8 +35,9 @@ class FailureStreak {
   static constexpr size_t kept = 10;
 
   FailureStreak() = default;
-  /// As kept in the worker's record: the streak's failures and how many quarantines it caused.
-  FailureStreak(std::vector<FailureNote> failures, uint32_t quarantines);
+  /// As kept in the worker's record: the streak's failures and how many quarantines it caused,
+  /// under `policy` (which says how many failures are kept).
+  FailureStreak(std::vector<FailureNote> failures, uint32_t quarantines, const QuarantinePolicy& policy);
 
   /// An attempt failed here. True when the streak (distinct tasks in a row) reaches the policy's
   /// count, and on every failure after that until a success or clear().
@@ -56,6 +57,9 @@ class FailureStreak {
   uint32_t quarantines() const { return quarantines_; }
 
  private:
+  /// Keeps the newest `kept` failures, or the policy's count if more.
+  void trim(const QuarantinePolicy& policy);
+
   std::deque<FailureNote> failures_;  ///< the streak's failures, oldest first, at most `kept` or the policy's count
   uint32_t quarantines_ = 0;          ///< since the last success
 };

@@ -20,13 +20,12 @@ namespace troupe::actors {
 class RecordedAnswers {
  public:
   /// A ticket for the next answer, and the store callback for its write, which tells `actor`
-  /// (persisted_atom, ticket, ok, error); the actor then calls recorded().
+  /// (persisted_atom, ticket, why it failed or none); the actor then calls recorded().
   template <class Actor>
   std::pair<uint64_t, storage::DoneCallback> next(Actor actor) {
     const uint64_t ticket = ++last_;
     return {ticket, [actor, ticket](Result<void> done) {
-              caf::anon_send(actor, persisted_atom::value, ticket, static_cast<bool>(done),
-                             done ? std::string() : done.error().message);
+              caf::anon_send(actor, persisted_atom::value, ticket, done ? caf::error{} : to_caf(done.error()));
             }};
   }
 
@@ -37,15 +36,16 @@ class RecordedAnswers {
 
   /// The write of `ticket` is over: its answer goes out, or why the order may not outlive a
   /// restart.
-  void recorded(uint64_t ticket, bool ok, const std::string& error) {
+  void recorded(uint64_t ticket, const caf::error& failed) {
     auto it = waiting_.find(ticket);
     if (it == waiting_.end()) return;
     auto& [promise, view] = it->second;
-    if (ok) {
+    if (!failed) {
       promise.deliver(std::move(view));
     } else {
       promise.deliver(to_caf(Error{Errc::UNAVAILABLE, "the order took effect but the worker's record could not be "
-                                                      "written, so a scheduler restart would forget it: " + error}));
+                                                      "written, so a scheduler restart would forget it: " +
+                                                      from_caf(failed).message}));
     }
     waiting_.erase(it);
   }

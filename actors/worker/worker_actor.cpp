@@ -63,7 +63,7 @@ void finish(Self self, const std::string& id) {
   st.cancel_requested.erase(id);
   remember_finished(self, id);
   settled(self, id);
-  if (st.given.empty() && !HealthMachine::is_terminal(st.health)) handle(self, StandingEvent::IDLE);
+  check_idle(self);
   quit_if_done(self);
 }
 
@@ -184,6 +184,7 @@ void handle(Self self, HealthEvent event) {
         for (const auto& [id, loss] : lost) lose(self, id, why, loss);
         // What it ran that nobody claimed died with it too.
         for (const auto& id : std::exchange(st.orphans, {})) settled(self, id);
+        check_idle(self);
         break;
       }
       case HealthAction::STOP_HEALTH_TIMER: ++st.timer_generation; break;
@@ -206,7 +207,7 @@ void handle(Self self, HealthEvent event) {
     }
   }
   // A drain waits for what it runs; the worker has said what that is only now.
-  if (event == HealthEvent::ASSOCIATED && st.given.empty()) handle(self, StandingEvent::IDLE);
+  if (event == HealthEvent::ASSOCIATED) check_idle(self);
   quit_if_done(self);
 }
 
@@ -384,11 +385,14 @@ void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::st
       given.started = true;
       given.ended = s.outcomes_on_the_way.erase(id) > 0;
       // One that ended is not said to run: its task waits for the outcome instead.
-      if (!given.ended) {
-        self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
-        found_running(self, id);
-      }
+      if (!given.ended) self->send(given.task, report_atom::value, TaskReport{id, TaskReport::STARTED, {}, {}, {}, false});
     }
+  }
+  // An interrupt the drain sent may have been lost with the worker's connection (or an earlier
+  // scheduler): everything the worker still runs hears it again.
+  for (const auto& id : running) {
+    auto it = s.given.find(id);
+    if ((it != s.given.end() && !it->second.ended) || s.orphans.count(id)) found_running(self, id);
   }
   handle(self, HealthEvent::ASSOCIATED);
   // Questions asked before it said what it runs: over unless held.
@@ -464,6 +468,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
           settled(self, id);
         }
         s.orphans.clear();
+        check_idle(self);
         quit_if_done(self);
       },
       [=](recovered_atom, int64_t remaining_us) {
@@ -565,6 +570,9 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         s.setup.link = std::move(link);
         ++s.link_epoch;
         s.querying = false;
+        // The registration wrote STARTED to the record: the status is written again if it is not.
+        s.recorded_status = worker_status_started;
+        record_status(self);
         if (HealthMachine::is_terminal(s.health)) {
           // Its first heartbeat's reply tells it to die. Until then it counts the accepted
           // registration as an acknowledged heartbeat, as it counts a registration: its tasks may
@@ -599,7 +607,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         }
       },
       [=](operate_atom, const WorkerOrder& order) { return answer_order(self, order); },
-      [=](persisted_atom, uint64_t ticket, bool ok, const std::string& error) { on_recorded(self, ticket, ok, error); },
+      [=](persisted_atom, uint64_t ticket, const caf::error& failed) { on_recorded(self, ticket, failed); },
       [=](view_atom) { return view_of(self); },
       [=](wake_atom, uint8_t timer, uint64_t generation) { on_standing_timer(self, timer, generation); },
   };

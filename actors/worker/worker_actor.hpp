@@ -20,6 +20,7 @@
 #include "actors/worker/failure_streak.hpp"
 #include "actors/worker/health_machine.hpp"
 #include "actors/worker/worker_link.hpp"
+#include "actors/worker/worker_orders.hpp"
 #include "actors/worker/worker_view.hpp"
 
 namespace troupe::actors {
@@ -53,19 +54,11 @@ typename Inspector::result_type inspect(Inspector& f, std::shared_ptr<WorkerLink
   return f(caf::meta::type_name("WorkerLink"));
 }
 
-/// What an operator asks of a worker (troupe worker drain / undrain / forgive).
-struct WorkerOrder {
-  enum Kind : uint8_t { DRAIN, UNDRAIN, FORGIVE };
-  std::string shard_id;
-  uint8_t kind = DRAIN;
-  bool immediate = false;          ///< DRAIN: interrupt what runs rather than wait for it
-  int64_t deadline_us = 0;         ///< DRAIN: interrupt what still runs then (wall clock); 0: none
-  bool exit_when_drained = false;  ///< DRAIN: the worker process stops once drained
-};
-
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, WorkerOrder& x) {
-  return f(caf::meta::type_name("WorkerOrder"), x.shard_id, x.kind, x.immediate, x.deadline_us, x.exit_when_drained);
+  storage::EnumByte<WorkerOrderKind> kind{x.kind};
+  return f(caf::meta::type_name("WorkerOrder"), x.shard_id, kind.byte, x.immediate, x.deadline_us,
+           x.exit_when_drained);
 }
 
 }  // namespace troupe::actors
@@ -138,9 +131,9 @@ using worker_actor = caf::typed_actor<
     caf::replies_to<view_atom>::with<WorkerView>,
     // its own standing timers (a WorkerTimer, generation)
     caf::reacts_to<wake_atom, uint8_t, uint64_t>,
-    // from the store's thread: the write an operator's answer waits for is over (ticket, ok,
-    // error)
-    caf::reacts_to<persisted_atom, uint64_t, bool, std::string>>;
+    // from the store's thread: the write an operator's answer waits for is over (ticket, and
+    // why it failed: none if it is durable)
+    caf::reacts_to<persisted_atom, uint64_t, caf::error>>;
 
 struct WorkerSetup {
   WorkerInfo info;

@@ -108,10 +108,15 @@ void handle(Self self, StandingEvent event);
 void load_standing(Self self);
 /// Invocation `id` turned out to run on the worker: a drain that interrupts stops it too.
 void found_running(Self self, const std::string& id);
+/// Whether the worker has said what it runs and runs nothing: no invocation it was given, none
+/// it runs that a revived task may still take back.
+bool runs_nothing(Self self);
+/// IDLE for the standing table (a drain is over) if the worker runs nothing.
+void check_idle(Self self);
 /// An operator's order, answered with the worker after it once that is durable.
 caf::result<WorkerView> answer_order(Self self, const WorkerOrder& order);
 /// The write an order's answer waits for is over.
-void on_recorded(Self self, uint64_t ticket, bool ok, const std::string& error);
+void on_recorded(Self self, uint64_t ticket, const caf::error& failed);
 /// The worker as operators see it.
 WorkerView view_of(Self self);
 /// A standing timer (a WorkerTimer) of generation `generation` is due.

@@ -77,11 +77,11 @@ void WorkerBook::registered(const WorkerInfo& info) {
           }));
 }
 
-void WorkerBook::set_status(const std::string& shard_id, std::string status) {
+void WorkerBook::set_status(const std::string& shard_id, const std::string& instance_id, std::string status) {
   const int64_t now = now_us_();
   std::lock_guard lock(mutex_);
   auto record = current(shard_id);
-  if (!record) return;
+  if (!record || record->instance_id != instance_id) return;
   record->status = std::move(status);
   record->last_seen_us = now;
   put(shard_id, std::move(*record));
@@ -98,11 +98,11 @@ void WorkerBook::health_changed(const std::string& shard_id, HealthState from, H
           }));
 }
 
-bool WorkerBook::update(const std::string& shard_id, const std::function<void(storage::WorkerRecord&)>& change,
-                        storage::DoneCallback written) {
+bool WorkerBook::update(const std::string& shard_id, const std::string& instance_id,
+                        const std::function<void(storage::WorkerRecord&)>& change, storage::DoneCallback written) {
   std::lock_guard lock(mutex_);
   auto record = current(shard_id);
-  if (!record) return false;
+  if (!record || (!instance_id.empty() && record->instance_id != instance_id)) return false;
   change(*record);
   put(shard_id, std::move(*record), std::move(written));
   return true;

@@ -32,20 +32,23 @@ class WorkerBook {
   void registered(const WorkerInfo& info);
 
   /// The one place a worker's status is written: the shard's record takes `status` and is
-  /// seen now. For the status machine's transitions; a shard without a record is ignored (its
-  /// registration writes one). Any thread; does not wait for the write.
-  void set_status(const std::string& shard_id, std::string status);
+  /// seen now, if the record is instance `instance_id`'s (see update). For the status machine's
+  /// transitions; a shard without a record is ignored (its registration writes one). Any
+  /// thread; does not wait for the write.
+  void set_status(const std::string& shard_id, const std::string& instance_id, std::string status);
 
   /// The instance of `shard_id` went from health `from` to `to`: the journal gets a
   /// workerHealthChanged entry. Any thread; does not wait for the write.
   void health_changed(const std::string& shard_id, HealthState from, HealthState to);
 
   /// Applies `change` to the shard's record and writes it; false (nothing written, `written`
-  /// never called) if the shard has no record. For standing and failures, which outlive the
-  /// worker's processes. Any thread; does not wait for the write: `written` (if any) is told
-  /// its outcome on the store's thread.
-  bool update(const std::string& shard_id, const std::function<void(storage::WorkerRecord&)>& change,
-              storage::DoneCallback written = {});
+  /// never called) if the shard has no record, or `instance_id` is given and the record is
+  /// another instance's (the shard's newest registration): an instance a newer one replaced
+  /// cannot overwrite the newer one's record with what its mailbox still held. For standing and
+  /// failures, which outlive the worker's processes. Any thread; does not wait for the write:
+  /// `written` (if any) is told its outcome on the store's thread.
+  bool update(const std::string& shard_id, const std::string& instance_id,
+              const std::function<void(storage::WorkerRecord&)>& change, storage::DoneCallback written = {});
 
   /// The shard's record as last written (nullopt: none). Any thread.
   std::optional<storage::WorkerRecord> find(const std::string& shard_id);

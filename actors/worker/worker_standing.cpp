@@ -8,6 +8,8 @@
 
 #include "actors/worker/worker_actor_state.hpp"
 #include "actors/worker/worker_book.hpp"
+#include "actors/worker/worker_orders.hpp"
+#include "schema/duration.hpp"
 
 namespace troupe::actors::worker_detail {
 namespace {
@@ -22,7 +24,7 @@ bool record_standing(Self self, storage::DoneCallback recorded = {}) {
   if (!st.setup.book || st.replaced) return false;
   std::vector<storage::WorkerFailureRecord> failures(st.streak.failures().begin(), st.streak.failures().end());
   st.recorded_status = status_of(self);
-  return st.setup.book->update(st.setup.info.shard_id, [&](storage::WorkerRecord& record) {
+  return st.setup.book->update(st.setup.info.shard_id, st.setup.info.instance_id, [&](storage::WorkerRecord& record) {
     record.standing = std::string(StandingMachineTraits::name(st.standing));
     record.drain = st.standing == Standing::DRAINING || st.standing == Standing::DRAINED ? st.drain
                                                                                         : storage::WorkerDrainRecord{};
@@ -58,10 +60,13 @@ void interrupt(Self self, const std::string& id) {
   st.setup.link->interrupt_task(id, st.setup.kill_grace, "worker " + st.setup.info.shard_id + " is drained");
 }
 
+/// Stops everything the worker runs: what it was given, and what it runs that no task has taken
+/// back yet after a scheduler restart (its outcome waits for the task that does).
 void interrupt_running(Self self) {
   for (const auto& [id, given] : self->state.given) {
     if (!given.ended) interrupt(self, id);
   }
+  for (const auto& id : self->state.orphans) interrupt(self, id);
 }
 
 /// Whether the drain under way stops what the worker runs rather than waiting for it: an
@@ -72,30 +77,23 @@ bool interrupts_now(Self self) {
          (st.drain.immediate || (st.drain.deadline_us > 0 && now_us(self) >= st.drain.deadline_us));
 }
 
-/// An operator's order, as the standing table takes it.
-void obey(Self self, const WorkerOrder& order) {
+/// An operator's order, as the standing table takes it (worker_orders.hpp); refused without
+/// effect when the worker's standing does not take it.
+Result<void> obey(Self self, const WorkerOrder& order) {
   auto& st = self->state;
-  switch (order.kind) {
-    case WorkerOrder::DRAIN:
-      if (st.standing != Standing::DRAINED) {
-        st.drain.immediate = order.immediate;
-        st.drain.deadline_us = order.deadline_us;
-        st.drain.requested_us = now_us(self);
-      }
-      st.drain.exit_when_drained = st.drain.exit_when_drained || order.exit_when_drained;
-      handle(self, order.immediate ? StandingEvent::DRAIN_NOW : StandingEvent::DRAIN);
-      break;
-    case WorkerOrder::UNDRAIN: handle(self, StandingEvent::UNDRAIN); break;
-    case WorkerOrder::FORGIVE: handle(self, StandingEvent::FORGIVEN); break;
-  }
+  auto event = event_of(order);
+  if (!event) return event.error();
+  if (auto taken = admissible(st.standing, order); !taken) return taken.error();
+  apply_to_drain(st.drain, st.standing, order, now_us(self));
+  handle(self, *event);
+  return ok();
 }
 
 }  // namespace
 
 int64_t now_us(Self self) {
   if (self->state.setup.now_us) return self->state.setup.now_us();
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return wall_clock_us();
 }
 
 std::string status_of(Self self) {
@@ -109,7 +107,7 @@ void record_status(Self self) {
   std::string status = status_of(self);
   if (status == st.recorded_status) return;
   st.recorded_status = status;
-  st.setup.book->set_status(st.setup.info.shard_id, std::move(status));
+  st.setup.book->set_status(st.setup.info.shard_id, st.setup.info.instance_id, std::move(status));
 }
 
 void remember_recent(Self self, const std::string& id, const Given& given, std::string outcome) {
@@ -128,15 +126,27 @@ void count_outcome(Self self, const Given& given, const TaskReport& report) {
     record_standing(self);
   } else if (report.kind == TaskReport::FAILED) {
     const bool streak = st.streak.failed({given.task_name, report.reason, now_us(self)}, st.setup.quarantine);
-    if (streak) {
+    // A streak that changes the standing is recorded with it; otherwise the failure alone.
+    if (!streak || StandingMachine::transition(st.standing, StandingEvent::FAILURE_STREAK).ignored) {
+      record_standing(self);
+    } else {
       handle(self, StandingEvent::FAILURE_STREAK);
     }
-    record_standing(self);
   }
 }
 
 void found_running(Self self, const std::string& id) {
   if (interrupts_now(self)) interrupt(self, id);
+}
+
+bool runs_nothing(Self self) {
+  const auto& st = self->state;
+  // Not before the worker said what it runs: its association checks then.
+  return st.health != HealthState::NEW && st.given.empty() && st.orphans.empty();
+}
+
+void check_idle(Self self) {
+  if (runs_nothing(self)) handle(self, StandingEvent::IDLE);
 }
 
 void handle(Self self, StandingEvent event) {
@@ -155,12 +165,10 @@ void handle(Self self, StandingEvent event) {
         break;
       case StandingAction::INTERRUPT_RUNNING: interrupt_running(self); break;
       case StandingAction::ARM_DRAIN_DEADLINE:
+        ++st.standing_timer_generation;  // an earlier drain's deadline is void, with or without a new one
         if (st.drain.deadline_us > 0) arm_standing_timer(self, WorkerTimer::DRAIN_DEADLINE, st.drain.deadline_us);
         break;
-      case StandingAction::CHECK_IDLE:
-        // Not before the worker said what it runs: association checks then.
-        idle_now = st.given.empty() && st.health != HealthState::NEW;
-        break;
+      case StandingAction::CHECK_IDLE: idle_now = runs_nothing(self); break;
       case StandingAction::END_DRAIN:
         if (st.drain.exit_when_drained && !HealthMachine::is_leaving(st.health)) {
           st.setup.link->request_stop("drained by an operator");
@@ -193,7 +201,7 @@ void load_standing(Self self) {
   if (!st.setup.book) return;
   auto record = st.setup.book->find(st.setup.info.shard_id);
   if (!record) return;
-  st.streak = FailureStreak(record->failures, record->quarantines);
+  st.streak = FailureStreak(record->failures, record->quarantines, st.setup.quarantine);
   st.standing = StandingMachine::parse(record->standing).value_or(Standing::ACTIVE);
   st.drain = record->drain;
   st.quarantined_until_us = record->quarantined_until_us;
@@ -235,17 +243,19 @@ void on_standing_timer(Self self, uint8_t timer, uint64_t generation) {
     case WorkerTimer::DRAIN_DEADLINE:
       if (s.standing == Standing::DRAINING) {
         std::cerr << "worker " << s.setup.info.shard_id << ": the drain's deadline passed; interrupting "
-                  << s.given.size() << " invocations\n";
+                  << s.given.size() + s.orphans.size() << " invocations\n";
       }
       handle(self, StandingEvent::DRAIN_NOW);
-      break;
-    case WorkerTimer::QUARANTINE_OVER: handle(self, StandingEvent::QUARANTINE_OVER); break;
+      return;
+    case WorkerTimer::QUARANTINE_OVER: handle(self, StandingEvent::QUARANTINE_OVER); return;
   }
+  std::cerr << "worker " << s.setup.info.shard_id << ": ignored a standing timer of unknown kind "
+            << static_cast<int>(timer) << "\n";
 }
 
 caf::result<WorkerView> answer_order(Self self, const WorkerOrder& order) {
   auto& st = self->state;
-  obey(self, order);
+  if (auto obeyed = obey(self, order); !obeyed) return to_caf(obeyed.error());
   // Written once more, carrying the answer: the order's own writes came before it, and a shard's
   // records become durable in the order they were made.
   auto [ticket, recorded] = st.answers.next(caf::actor_cast<worker_actor>(self));
@@ -255,8 +265,8 @@ caf::result<WorkerView> answer_order(Self self, const WorkerOrder& order) {
   return promise;
 }
 
-void on_recorded(Self self, uint64_t ticket, bool ok, const std::string& error) {
-  self->state.answers.recorded(ticket, ok, error);
+void on_recorded(Self self, uint64_t ticket, const caf::error& failed) {
+  self->state.answers.recorded(ticket, failed);
 }
 
 }  // namespace troupe::actors::worker_detail

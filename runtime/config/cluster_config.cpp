@@ -437,9 +437,17 @@ class Checker {
     if (auto n = integer_value(field(*t, "quarantine_failures", "cluster", line), 0, 1000)) {
       out.quarantine_failures = static_cast<uint32_t>(*n);
     }
-    if (auto d = duration_value(field(*t, "quarantine_backoff", "cluster", line))) out.quarantine_backoff = *d;
-    if (auto d = duration_value(field(*t, "quarantine_max_backoff", "cluster", line))) {
-      out.quarantine_max_backoff = *d;
+    const Field backoff_f = field(*t, "quarantine_backoff", "cluster", line);
+    const Field max_backoff_f = field(*t, "quarantine_max_backoff", "cluster", line);
+    if (auto d = duration_value(backoff_f)) out.quarantine_backoff = *d;
+    if (auto d = duration_value(max_backoff_f)) out.quarantine_max_backoff = *d;
+    if (out.quarantine_max_backoff < out.quarantine_backoff) {
+      const Field& blamed = max_backoff_f ? max_backoff_f : backoff_f;
+      problem(blamed.line, blamed.path,
+              "quarantine_max_backoff (" + format_duration(out.quarantine_max_backoff) +
+                  (max_backoff_f ? "" : ", the default") + ") must be at least quarantine_backoff (" +
+                  format_duration(out.quarantine_backoff) + (backoff_f ? "" : ", the default") +
+                  "): the first quarantine could not last its backoff");
     }
     if (auto d = duration_value(field(*t, "retention", "cluster", line))) out.retention = *d;
     const Field window_f = field(*t, "recovery_window", "cluster", line);

@@ -81,7 +81,15 @@ TEST_SUITE("integration.worker_drain") {
     REQUIRE(client->start("after", R"({"name": "after", "tasks": [)" + shell_task("one", "true") + "]}") == "after");
     auto listed = cli(cluster, {"workers"});
     CHECK_MESSAGE(contains(listed.output, "DRAINED"), listed.output);
+    // It waits, saying why, and nothing of it ran.
+    std::string after_waits;
+    CHECK_MESSAGE(eventually([&] {
+                    after_waits = cli(cluster, {"status", "after"}).output;
+                    return contains(after_waits, "takes tasks now (2 draining/quarantined/unhealthy)");
+                  }, 20s),
+                  after_waits);
     CHECK_FALSE(fs::exists(cluster.logs("worker-a") + "/after"));
+    CHECK_FALSE(fs::exists(cluster.logs("worker-b") + "/after"));
     auto undrained = cli(cluster, {"worker", "undrain", "worker-a"});
     REQUIRE_MESSAGE(undrained.code == 0, undrained.output);
     CHECK_MESSAGE(contains(undrained.output, "worker-a: STARTED"), undrained.output);

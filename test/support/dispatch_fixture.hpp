@@ -346,13 +346,15 @@ struct BookedScheduler {
 
   explicit BookedScheduler(std::shared_ptr<storage::MemoryHistoryStore> on = std::make_shared<storage::MemoryHistoryStore>(),
                            std::shared_ptr<int64_t> clock = std::make_shared<int64_t>(1'000), bool revives = false,
-                           uint64_t epoch = 1)
-      : store(on), now_us(clock), s(options(on, clock), on, revives, epoch) {}
+                           uint64_t epoch = 1, QuarantinePolicy quarantine = {})
+      : store(on), now_us(clock), s(options(on, clock, quarantine), on, revives, epoch) {}
 
-  static DispatcherOptions options(std::shared_ptr<storage::MemoryHistoryStore> store, std::shared_ptr<int64_t> now) {
+  static DispatcherOptions options(std::shared_ptr<storage::MemoryHistoryStore> store, std::shared_ptr<int64_t> now,
+                                   QuarantinePolicy quarantine) {
     DispatcherOptions o;
     o.book = std::make_shared<WorkerBook>(std::move(store), [now] { return *now; });
     o.now_us = [now] { return *now; };
+    o.quarantine = quarantine;
     return o;
   }
 

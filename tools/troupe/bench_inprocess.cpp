@@ -23,6 +23,7 @@
 #include "storage/codec.hpp"
 #include "storage/rocks_history_store.hpp"
 #include "tools/troupe/bench_util.hpp"
+#include "schema/duration.hpp"
 
 namespace troupe::cli {
 namespace {
@@ -57,11 +58,7 @@ struct InProcessRuntime {
     runtime->wiring.definitions = std::make_shared<DefinitionCache>();
     runtime->wiring.writer = HistoryWriter(runtime->store);
     runtime->wiring.executor = spawn_local_executor(*runtime->system, handlers);
-    runtime->wiring.now_us = [] {
-      return std::chrono::duration_cast<std::chrono::microseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
+    runtime->wiring.now_us = wall_clock_us;
     runtime->directory = spawn_directory(*runtime->system, runtime->store, runtime->wiring);
     return runtime;
   }

@@ -55,10 +55,7 @@ Result<WaitOptions> wait_options(const Args& args) {
   return WaitOptions{*wait, *json, *timeout};
 }
 
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t now_us() { return wall_clock_us(); }
 
 /// A task's result for --json: the JSON value it is, null when there is none, and a string in
 /// the unlikely case that what the task gave is not JSON (so the output stays JSON).

@@ -1,5 +1,6 @@
 // Rendering of a workflow snapshot as text.
 #include "tools/troupe/task_table.hpp"
+#include "schema/duration.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -134,11 +135,7 @@ std::string time_of_day(int64_t us) {
 }
 
 std::string render_task_table(const WorkflowStatus& workflow, const TableOptions& options) {
-  const int64_t now_us =
-      options.now_us != 0 ? options.now_us
-                          : std::chrono::duration_cast<std::chrono::microseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
+  const int64_t now_us = options.now_us != 0 ? options.now_us : wall_clock_us();
   std::string out =
       fit(workflow.workflow_id + " " + workflow.state + (workflow.detail.empty() ? "" : ": " + workflow.detail),
           options.width);

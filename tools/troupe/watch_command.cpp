@@ -21,6 +21,7 @@
 #include "tools/troupe/json.hpp"
 #include "tools/troupe/task_table.hpp"
 #include "tools/troupe/watch_screen.hpp"
+#include "schema/duration.hpp"
 
 namespace troupe::cli {
 
@@ -75,10 +76,7 @@ class LiveScreen {
   }
 };
 
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t now_us() { return wall_clock_us(); }
 
 }  // namespace
 

@@ -18,10 +18,7 @@ namespace {
 
 using client::WorkerSummary;
 
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t now_us() { return wall_clock_us(); }
 
 /// "default 1/4, gpu 0/1": used/slots per task list.
 std::string task_lists_text(const WorkerSummary& w) {

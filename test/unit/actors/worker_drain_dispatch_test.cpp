@@ -18,7 +18,7 @@ namespace {
 WorkerOrder drain(const std::string& shard, bool immediate = false, int64_t deadline_us = 0) {
   WorkerOrder order;
   order.shard_id = shard;
-  order.kind = WorkerOrder::DRAIN;
+  order.kind = WorkerOrderKind::DRAIN;
   order.immediate = immediate;
   order.deadline_us = deadline_us;
   return order;
@@ -27,7 +27,7 @@ WorkerOrder drain(const std::string& shard, bool immediate = false, int64_t dead
 WorkerOrder undrain(const std::string& shard) {
   WorkerOrder order;
   order.shard_id = shard;
-  order.kind = WorkerOrder::UNDRAIN;
+  order.kind = WorkerOrderKind::UNDRAIN;
   return order;
 }
 
@@ -77,14 +77,19 @@ std::string run_one(Scheduler& s, Worker& w1, const std::string& id) {
   return w1.link->runs[0].invocation.invocation_id;
 }
 
-/// The scheduler of `before` restarted on its history and clock: workflow `id` revived.
+/// The scheduler of `before` restarted on its history and clock. Its revival is played by hand:
+/// revive() brings workflow `id` back (its task then waits for w1 to take its invocation back),
+/// and the worker may register before or after that.
 struct AfterRestart {
   BookedScheduler b;
   std::optional<Flow> revived;
 
-  AfterRestart(BookedScheduler& before, const std::string& id)
-      : b(before.store, before.now_us, true, 2) {
+  explicit AfterRestart(BookedScheduler& before) : b(before.store, before.now_us, true, 2) {}
+
+  /// Revives workflow `id` and ends the revival.
+  void revive(const std::string& id) {
     revived.emplace(b.s, id);
+    b.s.recovered(1);
   }
 
   /// w1's process, still running `running`, registering again.
@@ -174,8 +179,8 @@ TEST_SUITE("actors.drain") {
     const std::string first = run_one(before.s, w1, "wf-drained");
     obey(before.s, drain("w1", true));
 
-    AfterRestart after(before, "wf-drained");  // the revived task waits for w1 to adopt
-    after.b.s.recovered(1);
+    AfterRestart after(before);
+    after.revive("wf-drained");  // the revived task waits for w1 to take its invocation back
     auto back = after.reconnect({first});
     CHECK(back.link->interrupts == std::vector<std::string>{first});
     CHECK(after.b.s.update(back, report_of(first, TaskReport::INTERRUPTED)).is(true));
@@ -191,9 +196,9 @@ TEST_SUITE("actors.drain") {
     obey(before.s, drain("w1", false, *before.now_us + 2'000'000));
 
     *before.now_us += 5'000'000;  // the scheduler was down past the deadline
-    AfterRestart after(before, "wf-overdue");
-    auto back = after.reconnect({first});  // before the revival is over: the task adopts it later
-    after.b.s.recovered(1);
+    AfterRestart after(before);
+    after.revive("wf-overdue");
+    auto back = after.reconnect({first});
     CHECK(back.link->interrupts == std::vector<std::string>{first});
   }
 
@@ -203,8 +208,8 @@ TEST_SUITE("actors.drain") {
     const std::string first = run_one(before.s, w1, "wf-ended");
     obey(before.s, drain("w1"));
 
-    AfterRestart after(before, "wf-ended");
-    after.b.s.recovered(1);
+    AfterRestart after(before);
+    after.revive("wf-ended");
     auto back = after.reconnect({}, {first});  // it ended; its outcome follows
     CHECK(status_of(after.b.s, "w1") == "DRAINING");
     CHECK(after.b.s.update(back, report_of(first, TaskReport::SUCCEEDED, "done")).is(true));
@@ -229,6 +234,99 @@ TEST_SUITE("actors.drain") {
     CHECK_FALSE(early);
     REQUIRE(offline);
     CHECK(offline->record.standing == "ACTIVE");
+    CHECK(offline->status == "NOT_RESPONDING");  // no process holds it: not DRAINED, not STARTED
     CHECK(after.record("w1").standing == "ACTIVE");
+  }
+
+  TEST_CASE("after a scheduler restart, a draining worker back before its task was revived is not DRAINED while it runs it") {
+    BookedScheduler before;
+    auto w1 = before.s.connect("w1", {{"jobs", 1}});
+    const std::string first = run_one(before.s, w1, "wf-early");
+    obey(before.s, drain("w1"));
+
+    AfterRestart after(before);
+    auto back = after.reconnect({first});  // nobody has claimed it yet: it may still be taken back
+    CHECK(status_of(after.b.s, "w1") == "DRAINING");
+    after.revive("wf-early");
+    CHECK(status_of(after.b.s, "w1") == "DRAINING");
+    CHECK(back.link->interrupts.empty());  // an eventual drain lets it finish
+    CHECK(after.b.s.update(back, report_of(first, TaskReport::SUCCEEDED, "done")).is(true));
+    CHECK(status_of(after.b.s, "w1") == "DRAINED");
+  }
+
+  TEST_CASE("after a scheduler restart, an immediate drain interrupts what its worker runs before any task has claimed it") {
+    BookedScheduler before;
+    auto w1 = before.s.connect("w1", {{"jobs", 1}});
+    const std::string first = run_one(before.s, w1, "wf-unclaimed");
+    obey(before.s, drain("w1", true));
+
+    AfterRestart after(before);
+    auto back = after.reconnect({first});
+    CHECK(back.link->interrupts == std::vector<std::string>{first});
+    after.revive("wf-unclaimed");
+    CHECK(after.b.s.update(back, report_of(first, TaskReport::INTERRUPTED)).is(true));
+    CHECK(status_of(after.b.s, "w1") == "DRAINED");
+    CHECK(after.revived->task("t0").attempt == 1);
+  }
+
+  TEST_CASE("draining a draining worker again replaces its deadline: without one, the earlier deadline is void") {
+    BookedScheduler b;
+    auto& s = b.s;
+    auto w1 = s.connect("w1", {{"jobs", 1}});
+    run_one(s, w1, "wf-redrained");
+    obey(s, drain("w1", false, *b.now_us + 5'000'000));
+    obey(s, drain("w1"));
+    s.advance(10s, {&w1});
+    *b.now_us += 10'000'000;
+    CHECK(w1.link->interrupts.empty());
+    CHECK(status_of(s, "w1") == "DRAINING");
+  }
+
+  TEST_CASE("an undrain ends the drain: a later drain without --exit does not stop the worker") {
+    BookedScheduler b;
+    auto& s = b.s;
+    auto w1 = s.connect("w1", {{"jobs", 1}});
+    auto leaving = drain("w1");
+    leaving.exit_when_drained = true;
+    CHECK(obey(s, leaving).status == "DRAINED");
+    CHECK(w1.link->stop_requests.size() == 1);
+    CHECK(obey(s, undrain("w1")).status == "STARTED");
+    CHECK(obey(s, drain("w1")).status == "DRAINED");
+    CHECK(w1.link->stop_requests.size() == 1);
+  }
+
+  TEST_CASE("a draining worker that dies is DRAINED once what it ran has failed over") {
+    BookedScheduler b;
+    auto& s = b.s;
+    auto w1 = s.connect("w1", {{"jobs", 1}});
+    run_one(s, w1, "wf-orphaned");
+    obey(s, drain("w1"));
+    s.advance(60s);  // silent: MUST_DIE, then its lease runs out and the invocation fails over
+    CHECK(b.record("w1").standing == "DRAINED");
+    CHECK(status_of(s, "w1") == "NOT_RESPONDING");
+  }
+
+  TEST_CASE("a quarantine outlasts a scheduler restart until its backoff runs out; an undrain does not end it") {
+    const QuarantinePolicy one_failure{1, std::chrono::minutes(1), std::chrono::hours(1)};
+    BookedScheduler before(std::make_shared<storage::MemoryHistoryStore>(), std::make_shared<int64_t>(1'000), false, 1,
+                           one_failure);
+    auto w1 = before.s.connect("w1", {{"jobs", 1}});
+    const std::string first = run_one(before.s, w1, "wf-bad");
+    CHECK(before.s.update(w1, report_of(first, TaskReport::FAILED)).is(true));
+    CHECK(status_of(before.s, "w1") == "QUARANTINED");
+    auto refused = before.s.fx.ask<WorkerView>(before.s.dispatcher, operate_atom::value, undrain("w1"));
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == Errc::NOT_ALLOWED_IN_STATE);
+    CHECK(refused.error().message.find("`troupe worker forgive w1` ends a quarantine") != std::string::npos);
+
+    *before.now_us += 30'000'000;  // half its backoff later, the scheduler restarts
+    BookedScheduler after(before.store, before.now_us, false, 2, one_failure);
+    auto back = after.s.connect("w1", {{"jobs", 1}});
+    CHECK(status_of(after.s, "w1") == "QUARANTINED");
+    after.s.advance(29s, {&back});
+    CHECK(status_of(after.s, "w1") == "QUARANTINED");
+    after.s.advance(2s, {&back});
+    CHECK(status_of(after.s, "w1") == "STARTED");
+    CHECK(after.record("w1").quarantined_until_us == 0);
   }
 }

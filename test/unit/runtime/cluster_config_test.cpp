@@ -588,6 +588,24 @@ listen = "127.0.0.1:1"
     CHECK(later->shutdown_grace == Duration(1500ms));
   }
 
+  TEST_CASE("quarantine keys: a maximum backoff shorter than the first is refused at its line") {
+    ConfigFile f;
+    auto config = f.load(with("name = \"dev\"", "name = \"dev\"\nquarantine_failures = 3\n"
+                                                 "quarantine_backoff = \"30s\"\nquarantine_max_backoff = \"10m\""));
+    REQUIRE_MESSAGE(config, message_of(config));
+    CHECK(config->quarantine_failures == 3);
+    CHECK(config->quarantine_backoff == Duration(30s));
+    CHECK(config->quarantine_max_backoff == Duration(10min));
+
+    auto shorter = f.load(with("name = \"dev\"", "name = \"dev\"\nquarantine_backoff = \"5m\"\n"
+                                                  "quarantine_max_backoff = \"1m\""));
+    CHECK_MESSAGE(has_problem(shorter, f.path, 4, "cluster.quarantine_max_backoff", "must be at least quarantine_backoff (5m)"),
+                  message_of(shorter));
+    // Against the default maximum (1h), the first backoff is the one to blame.
+    auto longer = f.load(with("name = \"dev\"", "name = \"dev\"\nquarantine_backoff = \"2h\""));
+    CHECK_MESSAGE(has_problem(longer, f.path, 3, "cluster.quarantine_backoff", "(1h, the default)"), message_of(longer));
+  }
+
   TEST_CASE("log_cap takes a size of at least 1KiB") {
     ConfigFile f;
     auto load = [&](const std::string& value) {
