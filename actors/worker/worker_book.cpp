@@ -127,15 +127,6 @@ Result<std::vector<storage::WorkerEntry>> WorkerBook::all() {
   return out;
 }
 
-Result<std::vector<storage::StoredEvent>> WorkerBook::journal_of(const std::string& shard_id, size_t limit) {
-  // The journal's sequences start at 1; read it all (it is trimmed to its newest entries) and
-  // keep the tail.
-  auto entries = store_->read_worker_journal(shard_id, 1, storage::default_worker_journal_entries);
-  if (!entries) return entries.error();
-  if (entries->size() > limit) entries->erase(entries->begin(), entries->end() - static_cast<std::ptrdiff_t>(limit));
-  return entries;
-}
-
 std::optional<storage::WorkerRecord> WorkerBook::current(const std::string& shard_id) {
   if (auto it = records_.find(shard_id); it != records_.end()) return it->second;
   // A point lookup, once per shard and scheduler start.

@@ -54,8 +54,6 @@ class WorkerBook {
   std::optional<storage::WorkerRecord> find(const std::string& shard_id);
   /// Every shard's record, by shard id. Any thread; reads the store.
   Result<std::vector<storage::WorkerEntry>> all();
-  /// The newest `limit` entries of the shard's journal, oldest first. Any thread; reads the store.
-  Result<std::vector<storage::StoredEvent>> journal_of(const std::string& shard_id, size_t limit);
 
  private:
   /// The shard's record as last written by this book, else as the store holds it; nullopt if

@@ -443,12 +443,13 @@ std::vector<CommandSpec> command_table() {
           .path = "worker undrain",
           .summary = "a draining or drained worker takes tasks again",
           .arguments = {{"NAME"}},
-          .description = "Ends a drain: the worker gets tasks again (while it is healthy).",
+          .description = "Ends a drain: the worker gets tasks again (while it is healthy). A quarantined worker is "
+                         "not drained: `troupe worker forgive` ends a quarantine, and undrain refuses it.",
           .options = {{"json", "", "print the worker as JSON"}},
           .connects = true,
           .examples = {"troupe worker undrain worker-1"},
-          .exits = {{exit_ok, "the worker takes tasks again"}, usage_exit("or no worker of that name has registered"),
-                    unreachable_exit},
+          .exits = {{exit_ok, "the worker takes tasks again"},
+                    usage_exit("or no worker of that name has registered, or it is quarantined"), unreachable_exit},
           .run = worker_undrain_command,
       },
       {
