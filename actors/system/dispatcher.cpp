@@ -90,7 +90,10 @@ Result<WorkerView> obey_offline(Self self, const WorkerOrder& order, storage::Do
                                      (known.empty() ? std::string(" (none has)") : "; known workers: " + known));
   }
   const auto& clock = self->state.options.now_us;
-  if (auto applied = apply_offline(*record, order, clock ? clock() : wall_clock_us()); !applied) {
+  // Right after a restart a worker that did not say it stopped may still run what a revived
+  // task takes back once it registers again.
+  const bool may_run = self->clock().now() < self->state.recovery_ends && record->status != "STOPPED";
+  if (auto applied = apply_offline(*record, order, clock ? clock() : wall_clock_us(), may_run); !applied) {
     return applied.error();
   }
   // Its status stays what it was (STOPPED, NOT_RESPONDING): no process holds the shard.

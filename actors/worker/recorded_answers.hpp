@@ -34,6 +34,9 @@ class RecordedAnswers {
     waiting_.emplace(ticket, std::make_pair(std::move(promise), std::move(view)));
   }
 
+  /// No answer waits.
+  bool empty() const { return waiting_.empty(); }
+
   /// The write of `ticket` is over: its answer goes out, or why the order may not outlive a
   /// restart.
   void recorded(uint64_t ticket, const caf::error& failed) {

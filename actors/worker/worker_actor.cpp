@@ -15,6 +15,18 @@
 
 namespace troupe::actors {
 namespace worker_detail {
+
+void quit_if_done(Self self) {
+  auto& st = self->state;
+  if (!HealthMachine::is_terminal(st.health) || !st.given.empty() || !st.orphans.empty()) return;
+  check_idle(self);  // a drain of a worker that died running nothing of ours is over
+  if (!st.answers.empty()) return;  // an operator's answer waits for its write; that ends it
+  for (auto& [id, waiting] : std::exchange(st.settle_waiters, {})) {
+    for (auto& promise : waiting) promise.deliver(true);
+  }
+  self->quit();
+}
+
 namespace {
 
 constexpr size_t remembered_finished = 65536;
@@ -39,16 +51,6 @@ void settled(Self self, const std::string& id) {
   self->state.settle_waiters.erase(waiting);
 }
 
-/// A dead instance's actor lives on only while something may still run there: invocations it
-/// was given, or ones it runs that nobody claimed (orphans). Nobody waits for it once it ends.
-void quit_if_done(Self self) {
-  auto& st = self->state;
-  if (!HealthMachine::is_terminal(st.health) || !st.given.empty() || !st.orphans.empty()) return;
-  for (auto& [id, waiting] : std::exchange(st.settle_waiters, {})) {
-    for (auto& promise : waiting) promise.deliver(true);
-  }
-  self->quit();
-}
 
 /// The invocation is over for this worker: forget it and give its slot back.
 void finish(Self self, const std::string& id) {

@@ -88,6 +88,10 @@ using Self = worker_actor::stateful_pointer<WorkerActorState>;
 
 /// Offers the worker's slots to its task lists (`accept`), or withdraws them.
 void offer_slots(Self self, bool accept);
+/// A dead instance's actor lives on only while something may still run there (invocations it
+/// was given, or ones it runs that nobody claimed) or an operator's answer waits for a write.
+/// Nobody waits for it once it ends.
+void quit_if_done(Self self);
 
 // --- worker_standing.cpp ---
 

@@ -43,18 +43,19 @@ void apply_to_drain(storage::WorkerDrainRecord& drain, Standing from, const Work
   }
 }
 
-Result<void> apply_offline(storage::WorkerRecord& record, const WorkerOrder& order, int64_t now_us) {
+Result<void> apply_offline(storage::WorkerRecord& record, const WorkerOrder& order, int64_t now_us, bool may_run) {
   auto event = event_of(order);
   if (!event) return event.error();
   Standing standing = StandingMachine::parse(record.standing).value_or(Standing::ACTIVE);
   if (auto taken = admissible(standing, order); !taken) return taken.error();
   apply_to_drain(record.drain, standing, order, now_us);
-  record.drain.exit_when_drained = false;  // no process to stop; its next start stays up, drained
+  // No process to stop (its next start stays up, drained), unless one may still come back.
+  if (!may_run) record.drain.exit_when_drained = false;
   const auto t = StandingMachine::transition(standing, *event);
   if (!t.ignored) {
     standing = t.to;
     // It runs nothing: a drain is over at once.
-    if (t.actions.contains(StandingAction::CHECK_IDLE)) {
+    if (t.actions.contains(StandingAction::CHECK_IDLE) && !may_run) {
       standing = StandingMachine::transition(standing, StandingEvent::IDLE).to;
     }
     if (t.actions.contains(StandingAction::CLEAR_FAILURES)) {

@@ -37,8 +37,11 @@ Result<void> admissible(Standing standing, const WorkerOrder& order);
 /// an undrain ends the drain.
 void apply_to_drain(storage::WorkerDrainRecord& drain, Standing from, const WorkerOrder& order, int64_t now_us);
 
-/// `order` carried out on the record of a worker with no live instance: nothing runs there, so
-/// a drain is over at once. Errors as event_of and admissible; the record is unchanged then.
-Result<void> apply_offline(storage::WorkerRecord& record, const WorkerOrder& order, int64_t now_us);
+/// `order` carried out on the record of a worker with no live instance. Unless it `may_run`
+/// tasks a revived task could take back (right after a scheduler restart, before it registered
+/// again), nothing of the scheduler's runs there, so a drain is over at once; otherwise the
+/// drain waits for the worker to come back and say what it runs. Errors as event_of and
+/// admissible; the record is unchanged then.
+Result<void> apply_offline(storage::WorkerRecord& record, const WorkerOrder& order, int64_t now_us, bool may_run);
 
 }  // namespace troupe::actors

@@ -173,6 +173,8 @@ void handle(Self self, StandingEvent event) {
         if (st.drain.exit_when_drained && !HealthMachine::is_leaving(st.health)) {
           st.setup.link->request_stop("drained by an operator");
         }
+        // Asked once: a later start of the worker stays up, drained.
+        st.drain.exit_when_drained = false;
         break;
       case StandingAction::ARM_QUARANTINE_TIMER: {
         const Duration backoff = st.streak.start_quarantine(st.setup.quarantine);
@@ -258,8 +260,13 @@ caf::result<WorkerView> answer_order(Self self, const WorkerOrder& order) {
   if (auto obeyed = obey(self, order); !obeyed) return to_caf(obeyed.error());
   // Written once more, carrying the answer: the order's own writes came before it, and a shard's
   // records become durable in the order they were made.
+  if (!st.setup.book) return view_of(self);  // nowhere to record it (tests that do not look)
   auto [ticket, recorded] = st.answers.next(caf::actor_cast<worker_actor>(self));
-  if (!record_standing(self, std::move(recorded))) return view_of(self);
+  if (!record_standing(self, std::move(recorded))) {
+    return to_caf(fail(Errc::UNAVAILABLE, "worker '" + st.setup.info.shard_id +
+                                              "' was replaced by a new instance as the order arrived, so it did "
+                                              "not reach the worker's record: give it again"));
+  }
   auto promise = self->make_response_promise<WorkerView>();
   st.answers.hold(ticket, promise, view_of(self));
   return promise;
@@ -267,6 +274,7 @@ caf::result<WorkerView> answer_order(Self self, const WorkerOrder& order) {
 
 void on_recorded(Self self, uint64_t ticket, const caf::error& failed) {
   self->state.answers.recorded(ticket, failed);
+  quit_if_done(self);
 }
 
 }  // namespace troupe::actors::worker_detail

@@ -439,9 +439,12 @@ class Checker {
     }
     const Field backoff_f = field(*t, "quarantine_backoff", "cluster", line);
     const Field max_backoff_f = field(*t, "quarantine_max_backoff", "cluster", line);
-    if (auto d = duration_value(backoff_f)) out.quarantine_backoff = *d;
-    if (auto d = duration_value(max_backoff_f)) out.quarantine_max_backoff = *d;
-    if (out.quarantine_max_backoff < out.quarantine_backoff) {
+    const auto backoff = duration_value(backoff_f);
+    const auto max_backoff = duration_value(max_backoff_f);
+    if (backoff) out.quarantine_backoff = *backoff;
+    if (max_backoff) out.quarantine_max_backoff = *max_backoff;
+    const bool both_valid = (!backoff_f || backoff) && (!max_backoff_f || max_backoff);  // else already reported
+    if (both_valid && out.quarantine_max_backoff < out.quarantine_backoff) {
       const Field& blamed = max_backoff_f ? max_backoff_f : backoff_f;
       problem(blamed.line, blamed.path,
               "quarantine_max_backoff (" + format_duration(out.quarantine_max_backoff) +

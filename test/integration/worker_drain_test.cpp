@@ -176,4 +176,39 @@ TEST_SUITE("integration.worker_drain") {
     CHECK(client->result("good", 30s) == "SUCCESS");
     CHECK(worker_says(cluster, "worker-a", "standing", "ACTIVE"));
   }
+
+  TEST_CASE("troupe workers lists each worker in text and JSON; a quarantine ends by itself once its backoff runs out") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    spec.quarantine_failures = "1";
+    spec.quarantine_backoff = "2s";
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = troupe::test::connect(cluster.port);
+    REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "health", "HEALTHY"); }, 20s));
+
+    auto listed = cli(cluster, {"workers", "--json"});
+    REQUIRE_MESSAGE(listed.code == 0, listed.output);
+    for (const std::string& field :
+         {std::string("\"name\":\"worker-a\""), std::string("\"workerId\":\"wkr-"), std::string("\"status\":\"STARTED\""),
+          "\"pid\":" + std::to_string(cluster.nodes["worker-a"]->pid()),
+          std::string("\"taskLists\":[{\"name\":\"default\",\"slots\":2,\"used\":0}]"), std::string("\"running\":[]")}) {
+      CHECK_MESSAGE(contains(listed.output, field), field << " in " << listed.output);
+    }
+    auto table = cli(cluster, {"workers"});
+    CHECK_MESSAGE(contains(table.output, "STARTED"), table.output);
+    CHECK_MESSAGE(contains(table.output, "default 0/2"), table.output);
+
+    REQUIRE(client->start("bad", R"({"name": "bad", "tasks": [)" + shell_task("boom", "exit 3") + "]}") == "bad");
+    CHECK(contains(client->result("bad", 30s), "ExitCode:3"));
+    REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "status", "QUARANTINED"); }, 20s));
+    auto shown = cli(cluster, {"worker", "worker-a", "--json"});
+    CHECK_MESSAGE(contains(shown.output, "\"reason\":\"ExitCode:3\""), shown.output);
+    CHECK_MESSAGE(contains(shown.output, "\"quarantines\":1"), shown.output);
+    // Nobody forgives it: the backoff (2 s) ends the quarantine, and it takes work again.
+    REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "status", "STARTED"); }, 20s));
+    REQUIRE(client->start("good", R"({"name": "good", "tasks": [)" + shell_task("one", "true") + "]}") == "good");
+    CHECK(client->result("good", 30s) == "SUCCESS");
+  }
 }

@@ -329,4 +329,58 @@ TEST_SUITE("actors.drain") {
     CHECK(status_of(after.s, "w1") == "STARTED");
     CHECK(after.record("w1").quarantined_until_us == 0);
   }
+
+  TEST_CASE("right after a scheduler restart, a drain of a worker that has not come back waits for it, and interrupts what it runs then") {
+    BookedScheduler before;
+    auto w1 = before.s.connect("w1", {{"jobs", 1}});
+    const std::string first = run_one(before.s, w1, "wf-away");
+
+    AfterRestart after(before);
+    after.revive("wf-away");  // its task waits to take the invocation back from w1
+    auto view = obey(after.b.s, drain("w1", true));
+    CHECK(view.record.standing == "DRAINING");  // not DRAINED: w1 may come back running it
+    auto back = after.reconnect({first});
+    CHECK(back.link->interrupts == std::vector<std::string>{first});
+    CHECK(after.b.s.update(back, report_of(first, TaskReport::INTERRUPTED)).is(true));
+    CHECK(status_of(after.b.s, "w1") == "DRAINED");
+  }
+
+  TEST_CASE("the same worker reconnecting hears an immediate drain's interrupt again, and its record says DRAINED") {
+    BookedScheduler b;
+    auto& s = b.s;
+    auto w1 = s.connect("w1", {{"jobs", 1}});
+    const std::string first = run_one(s, w1, "wf-reconnected");
+    obey(s, drain("w1", true));
+    REQUIRE(w1.link->interrupts == std::vector<std::string>{first});  // lost with the connection
+
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto again = s.register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), link);
+    REQUIRE_MESSAGE(again, test::why(again));
+    link->answer_running({first});
+    s.fx.run();
+    CHECK(link->interrupts == std::vector<std::string>{first});
+    Worker w1_again{"w1", link, again->worker};
+    CHECK(s.update(w1_again, report_of(first, TaskReport::INTERRUPTED)).is(true));
+    CHECK(status_of(s, "w1") == "DRAINED");
+
+    // A reconnection writes STARTED to the record; the worker's actor writes what it is.
+    REQUIRE(s.register_worker(worker_info("w1", "instance-1", {{"jobs", 1}}), std::make_shared<FakeWorkerLink>()));
+    CHECK(b.record("w1").status == "DRAINED");
+  }
+
+  TEST_CASE("a replaced instance cannot write over its successor's record") {
+    auto store = std::make_shared<storage::MemoryHistoryStore>();
+    WorkerBook book(store, [] { return int64_t{1'000}; });
+    book.registered(worker_info("w1", "instance-1", {{"jobs", 1}}));
+    book.registered(worker_info("w1", "instance-2", {{"jobs", 1}}));
+    CHECK_FALSE(book.update("w1", "instance-1", [](storage::WorkerRecord& r) { r.standing = "DRAINED"; }));
+    book.set_status("w1", "instance-1", "NOT_RESPONDING");
+    auto record = book.find("w1");
+    REQUIRE(record);
+    CHECK(record->standing != "DRAINED");
+    CHECK(record->status == "STARTED");
+    CHECK(book.update("w1", "instance-2", [](storage::WorkerRecord& r) { r.standing = "DRAINED"; }));
+    CHECK(book.update("w1", "", [](storage::WorkerRecord& r) { r.standing = "ACTIVE"; }));  // the dispatcher's, offline
+    CHECK(book.find("w1")->standing == "ACTIVE");
+  }
 }

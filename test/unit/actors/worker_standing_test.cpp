@@ -1,6 +1,7 @@
 // The worker standing machine walked pair by pair against a specification written out here, the
-// status a worker shows for each health and standing, and the failure streak that quarantines a
-// worker: distinct tasks in a row, probation after a quarantine, the doubling backoff.
+// status a worker shows for each health and standing, the failure streak that quarantines a
+// worker (distinct tasks in a row, probation after a quarantine, the doubling backoff), and
+// operators' orders as the table takes them, for live workers and on an offline one's record.
 #include <doctest/doctest.h>
 
 #include <iterator>
@@ -9,6 +10,7 @@
 
 #include "actors/worker/failure_streak.hpp"
 #include "actors/worker/standing_machine.hpp"
+#include "actors/worker/worker_orders.hpp"
 
 using namespace troupe;
 using namespace troupe::actors;
@@ -181,5 +183,77 @@ TEST_SUITE("actors.worker_standing") {
     FailureStreak long_streak;
     for (int i = 0; i < 11; ++i) CHECK_FALSE(long_streak.failed(failure("t" + std::to_string(i)), many));
     CHECK(long_streak.failed(failure("t11"), many));
+  }
+
+  TEST_CASE("a streak loaded from a record keeps as many failures as its policy counts") {
+    QuarantinePolicy many;
+    many.failures = 12;
+    std::vector<FailureNote> notes;
+    for (int i = 0; i < 11; ++i) notes.push_back(failure("t" + std::to_string(i)));
+    FailureStreak loaded(notes, 0, many);
+    CHECK(loaded.failures().size() == 11);
+    CHECK(loaded.failed(failure("t11"), many));  // the twelfth distinct task, as without a restart
+  }
+
+  TEST_CASE("orders: an unknown kind and an undrain of a quarantined worker are refused, saying what to do") {
+    WorkerOrder unknown;
+    unknown.shard_id = "w1";
+    unknown.kind = static_cast<WorkerOrderKind>(7);
+    auto event = event_of(unknown);
+    REQUIRE_FALSE(event);
+    CHECK(event.error().code == Errc::INVALID_ARGUMENT);
+
+    WorkerOrder undrain{"w1", WorkerOrderKind::UNDRAIN};
+    auto refused = admissible(S::QUARANTINED, undrain);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == Errc::NOT_ALLOWED_IN_STATE);
+    CHECK(refused.error().message == "worker 'w1' is QUARANTINED, not drained: `troupe worker forgive w1` ends a quarantine");
+    CHECK(admissible(S::ACTIVE, undrain));  // done already: taken
+    CHECK(admissible(S::DRAINED, undrain));
+  }
+
+  TEST_CASE("orders: a drain starts afresh, a re-drain replaces its terms, --exit holds until the drain ends") {
+    storage::WorkerDrainRecord drain;
+    WorkerOrder first{"w1", WorkerOrderKind::DRAIN, false, 5'000, true};
+    apply_to_drain(drain, S::ACTIVE, first, 100);
+    CHECK(drain == storage::WorkerDrainRecord{false, 5'000, true, 100});
+    WorkerOrder again{"w1", WorkerOrderKind::DRAIN, true, 0, false};
+    apply_to_drain(drain, S::DRAINING, again, 200);
+    CHECK(drain == storage::WorkerDrainRecord{true, 0, true, 100});
+    apply_to_drain(drain, S::DRAINING, WorkerOrder{"w1", WorkerOrderKind::UNDRAIN}, 300);
+    CHECK(drain == storage::WorkerDrainRecord{});
+    storage::WorkerDrainRecord old{false, 0, true, 50};  // an earlier drain's, left in a quarantined worker's memory
+    apply_to_drain(old, S::QUARANTINED, WorkerOrder{"w1", WorkerOrderKind::DRAIN}, 400);
+    CHECK(old == storage::WorkerDrainRecord{false, 0, false, 400});
+  }
+
+  TEST_CASE("orders on an offline worker's record: a drain is over at once unless the worker may still run tasks") {
+    storage::WorkerRecord record;
+    record.standing = "ACTIVE";
+    WorkerOrder leave{"w1", WorkerOrderKind::DRAIN, false, 0, true};
+    REQUIRE(apply_offline(record, leave, 10, false));
+    CHECK(record.standing == "DRAINED");
+    CHECK_FALSE(record.drain.exit_when_drained);  // no process to stop
+
+    storage::WorkerRecord returning;
+    returning.standing = "ACTIVE";
+    REQUIRE(apply_offline(returning, leave, 10, true));
+    CHECK(returning.standing == "DRAINING");  // it may come back running what a revived task takes back
+    CHECK(returning.drain.exit_when_drained);
+
+    REQUIRE(apply_offline(record, WorkerOrder{"w1", WorkerOrderKind::UNDRAIN}, 20, false));
+    CHECK(record.standing == "ACTIVE");
+    CHECK(record.drain == storage::WorkerDrainRecord{});
+
+    storage::WorkerRecord quarantined;
+    quarantined.standing = "QUARANTINED";
+    quarantined.quarantined_until_us = 99;
+    quarantined.failures = {failure("t1")};
+    CHECK_FALSE(apply_offline(quarantined, WorkerOrder{"w1", WorkerOrderKind::UNDRAIN}, 30, false));
+    CHECK(quarantined.standing == "QUARANTINED");
+    REQUIRE(apply_offline(quarantined, WorkerOrder{"w1", WorkerOrderKind::FORGIVE}, 30, false));
+    CHECK(quarantined.standing == "ACTIVE");
+    CHECK(quarantined.failures.empty());
+    CHECK(quarantined.quarantined_until_us == 0);
   }
 }
