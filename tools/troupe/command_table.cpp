@@ -542,11 +542,11 @@ std::vector<CommandSpec> command_table() {
       },
       {
           .path = "describe states",
-          .summary = "every transition of the workflow, task, worker health and worker standing state machines",
-          .description = "Prints every transition of the workflow, task, worker health and worker standing state "
-                         "machines with the "
-                         "actions it runs, in order: as Markdown tables (the default), Graphviz graphs or JSON. "
-                         "Every pair not listed is refused with \"EVENT is not allowed in state STATE\".",
+          .summary = "every transition of the workflow, task, worker and session state machines",
+          .description = "Prints every transition of the workflow, task, worker health, worker standing and session "
+                         "state machines with the actions it runs, in order: as Markdown tables (the default), "
+                         "Graphviz graphs or JSON. Every pair not listed is refused with \"EVENT is not allowed in "
+                         "state STATE\" (the worker and session tables list every pair).",
           .options = {{"format", "F", "markdown (the default), dot or json"},
                       {"json", "", "the same as --format json"}},
           .examples = {"troupe describe states", "troupe describe states --format dot | dot -Tsvg -o states.svg"},

@@ -12,6 +12,7 @@
 
 #include "actors/task/task_machine.hpp"
 #include "actors/worker/health_machine.hpp"
+#include "actors/session/session_machine.hpp"
 #include "actors/worker/standing_machine.hpp"
 #include "actors/workflow/workflow_machine.hpp"
 #include "runtime/config/cluster_config.hpp"
@@ -216,17 +217,20 @@ int describe_states_command(const Args& args) {
               << actors::WorkflowMachine::table().markdown("Workflow") << "\n"
               << actors::TaskMachine::table().markdown("Task") << "\n"
               << actors::HealthMachine::table().markdown("Worker health") << "\n"
-              << actors::StandingMachine::table().markdown("Worker standing (drains, quarantine)");
+              << actors::StandingMachine::table().markdown("Worker standing (drains, quarantine)") << "\n"
+              << actors::SessionMachine::table().markdown("Session");
   } else if (format == "dot") {
     std::cout << actors::WorkflowMachine::table().dot("workflow") << "\n"
               << actors::TaskMachine::table().dot("task") << "\n"
               << actors::HealthMachine::table().dot("worker_health") << "\n"
-              << actors::StandingMachine::table().dot("worker_standing");
+              << actors::StandingMachine::table().dot("worker_standing") << "\n"
+              << actors::SessionMachine::table().dot("session");
   } else if (format == "json") {
     std::cout << "{\"workflow\":" << actors::WorkflowMachine::table().json()
               << ",\"task\":" << actors::TaskMachine::table().json()
               << ",\"workerHealth\":" << actors::HealthMachine::table().json()
-              << ",\"workerStanding\":" << actors::StandingMachine::table().json() << "}\n";
+              << ",\"workerStanding\":" << actors::StandingMachine::table().json()
+              << ",\"session\":" << actors::SessionMachine::table().json() << "}\n";
   } else {
     return usage_error(args, "--format takes markdown, dot or json, not '" + format + "'");
   }
