@@ -21,6 +21,7 @@
 #include <kj/exception.h>
 
 #include "schema/json_syntax.hpp"
+#include "schema/suggest.hpp"
 #include "schema/workflow.capnp.h"
 
 namespace troupe {
@@ -363,6 +364,43 @@ std::variant<std::vector<uint32_t>, std::vector<uint32_t>> topological_order(con
   return std::variant<std::vector<uint32_t>, std::vector<uint32_t>>(std::in_place_index<1>, cycle);
 }
 
+/// Where a session may run and what losing its worker does: resourceId or recreateToken (not
+/// both), onFailure with maxRecreates, rerunAll, reestablishWithin.
+void placement_and_failure(SpecBuilder& b, schema::SessionDefinition::Reader session, const std::string& path,
+                           SessionSpec& ss) {
+  if (session.hasResourceId()) {
+    ss.resource_id = text(session.getResourceId());
+    b.check_name(ss.resource_id, path + ".resourceId", "the resource id");
+  }
+  if (session.hasRecreateToken()) {
+    ss.recreate_token = text(session.getRecreateToken());
+    b.check_name(ss.recreate_token, path + ".recreateToken", "the recreate token");
+    if (!ss.resource_id.empty()) {
+      b.problem(path + ".recreateToken",
+                "give resourceId or recreateToken, not both: a recreate token names the resource already");
+    }
+  }
+  const std::string on_failure = session.hasOnFailure() ? text(session.getOnFailure()) : "fail";
+  if (on_failure == "recreate") {
+    ss.on_failure = SessionFailurePolicy::RECREATE;
+    ss.max_recreates = session.getMaxRecreates() == 0 ? 3 : session.getMaxRecreates();
+    if (ss.max_recreates > 100) b.problem(path + ".maxRecreates", "is at most 100");
+  } else {
+    if (on_failure != "fail") {
+      const auto near = near_miss(on_failure, {"fail", "recreate"});
+      b.problem(path + ".onFailure", "must be \"fail\" or \"recreate\", not \"" + on_failure + "\"" +
+                                         (near ? " (did you mean \"" + *near + "\"?)" : std::string()));
+    }
+    if (session.getMaxRecreates() != 0) b.problem(path + ".maxRecreates", "needs \"onFailure\": \"recreate\"");
+    if (session.getRerunAll()) b.problem(path + ".rerunAll", "needs \"onFailure\": \"recreate\"");
+  }
+  ss.rerun_all = session.getRerunAll();
+  if (auto within = b.duration(session.getReestablishWithin(), session.hasReestablishWithin(),
+                               path + ".reestablishWithin", true)) {
+    ss.reestablish_within = *within;
+  }
+}
+
 std::optional<WorkflowSpec> build_spec(schema::WorkflowDefinition::Reader def,
                                        const capnp::JsonCodec& codec, Problems& problems) {
   SpecBuilder b(problems);
@@ -483,6 +521,7 @@ std::optional<WorkflowSpec> build_spec(schema::WorkflowDefinition::Reader def,
     };
     if (session.hasEnvEnter()) ss.env_enter = action(session.getEnvEnter(), path + ".envEnter");
     if (session.hasEnvExit()) ss.env_exit = action(session.getEnvExit(), path + ".envExit");
+    placement_and_failure(b, session, path, ss);
     spec.sessions.push_back(std::move(ss));
   }
 

@@ -73,6 +73,12 @@ struct TaskSpec {
   friend bool operator==(const TaskSpec&, const TaskSpec&) = default;
 };
 
+/// What losing its worker does to a session (beyond the re-establishment window).
+enum class SessionFailurePolicy : uint8_t {
+  FAIL,      ///< the session fails, and with it the workflow
+  RECREATE,  ///< a new session on another worker takes its place, up to max_recreates times
+};
+
 struct SessionSpec {
   std::string name;
   std::vector<uint32_t> tasks;  ///< indexes into WorkflowSpec::tasks
@@ -80,6 +86,17 @@ struct SessionSpec {
   std::optional<Duration> execution_timeout;
   std::optional<TaskBody> env_enter;
   std::optional<TaskBody> env_exit;
+  /// Only a worker declaring this resource id may hold it; empty: any worker.
+  std::string resource_id;
+  /// The resource an earlier session held, by that session's recreate token; empty: none.
+  std::string recreate_token;
+  SessionFailurePolicy on_failure = SessionFailurePolicy::FAIL;
+  uint32_t max_recreates = 0;  ///< RECREATE: how many times at most
+  /// A recreated session runs every one of its tasks again, not only those that did not succeed.
+  bool rerun_all = false;
+  /// How long a lost worker's resource may take to register again for the session to continue
+  /// there; zero: never wait.
+  Duration reestablish_within = std::chrono::seconds(30);
 
   friend bool operator==(const SessionSpec&, const SessionSpec&) = default;
 };

@@ -66,6 +66,12 @@ struct SessionDefinition {
   executionTimeout @3 :Text;          # most time the session may stay open
   envEnter @4 :SessionAction;         # runs on the worker before the session's first task
   envExit @5 :SessionAction;          # runs after its last task, whatever their outcome
+  resourceId @6 :Text;                # only a worker that declares this resource_id may hold it
+  recreateToken @7 :Text;             # continue on the resource an earlier session held (its token)
+  onFailure @8 :Text;                 # "fail" (the default) or "recreate": what losing its worker does
+  maxRecreates @9 :UInt32;            # with "recreate": at most this many times (default 3)
+  rerunAll @10 :Bool;                 # a recreated session runs all its tasks again, not only the unfinished
+  reestablishWithin @11 :Text;        # how long its worker's resource may take to come back (default 30s)
 }
 
 struct SessionAction {

@@ -57,7 +57,8 @@ enum class SessionAction : uint8_t {
   ARM_EXECUTION_TIMER,      ///< EXECUTION_TIMED_OUT after executionTimeout, counted from the first placement
   RELEASE_TASKS,            ///< its ready tasks dispatch to its worker, in their DAG order
   HOLD_TASKS,               ///< its tasks wait: none dispatches until it is placed and entered again
-  NEVER_ATTEMPT_QUEUED,     ///< its tasks that have not started end NEVER_ATTEMPTED
+  NEVER_ATTEMPT_QUEUED,     ///< its tasks that have not started end NEVER_ATTEMPTED, recorded only
+                            ///< after the final status of the action running now (Deadline's rule)
   STOP_CURRENT_ACTION,      ///< cancel the action its worker runs now
   EXIT_ON_WORKER,           ///< envExit runs after the running action's final status, then it closes there
   ARM_REESTABLISH_TIMER,    ///< the window for its resource to come back (zero: decide at once)

@@ -172,6 +172,51 @@ TEST_SUITE("schema.definition") {
     CHECK(has_problem(problems, "$.sessions[1].creationTimeout", "longer than zero"));
   }
 
+  TEST_CASE("a session says where it may run and what losing its worker does") {
+    auto spec = parse_definition(R"({"name": "w", "tasks": [{"name": "a", "handler": "h"}, {"name": "b", "handler": "h"}],
+      "sessions": [{"name": "s1", "tasks": ["a"], "resourceId": "gpu0", "onFailure": "recreate", "rerunAll": true,
+                    "reestablishWithin": "2m"},
+                   {"name": "s2", "tasks": ["b"], "recreateToken": "rt-0123abcd", "onFailure": "recreate",
+                    "maxRecreates": 5, "reestablishWithin": "0s"}]})");
+    REQUIRE_MESSAGE(spec, (spec ? "" : spec.error().message));
+    const auto& s1 = spec->sessions[0];
+    CHECK(s1.resource_id == "gpu0");
+    CHECK(s1.on_failure == SessionFailurePolicy::RECREATE);
+    CHECK(s1.max_recreates == 3);  // recreate's default
+    CHECK(s1.rerun_all);
+    CHECK(s1.reestablish_within == Duration(2min));
+    const auto& s2 = spec->sessions[1];
+    CHECK(s2.recreate_token == "rt-0123abcd");
+    CHECK(s2.max_recreates == 5);
+    CHECK(s2.reestablish_within == Duration(0));
+
+    auto plain = parse_definition(R"({"name": "w", "tasks": [{"name": "a", "handler": "h"}],
+      "sessions": [{"name": "s", "tasks": ["a"]}]})");
+    REQUIRE(plain);
+    CHECK(plain->sessions[0].on_failure == SessionFailurePolicy::FAIL);
+    CHECK(plain->sessions[0].max_recreates == 0);
+    CHECK(plain->sessions[0].reestablish_within == Duration(30s));
+    CHECK(plain->sessions[0].resource_id.empty());
+  }
+
+  TEST_CASE("a session's placement and failure settings are checked, each problem at its path") {
+    auto problems = problems_of(R"({"name": "w", "tasks": [
+      {"name": "a", "handler": "h"}, {"name": "b", "handler": "h"}, {"name": "c", "handler": "h"}],
+      "sessions": [{"name": "s1", "tasks": ["a"], "onFailure": "recreat"},
+                   {"name": "s2", "tasks": ["b"], "maxRecreates": 2, "rerunAll": true, "resourceId": "gpu0",
+                    "recreateToken": "rt-1"},
+                   {"name": "s3", "tasks": ["c"], "onFailure": "recreate", "maxRecreates": 101,
+                    "reestablishWithin": "soon", "resourceId": "a/b"}]})");
+    INFO(dump(problems));
+    CHECK(has_problem(problems, "$.sessions[0].onFailure", "must be \"fail\" or \"recreate\", not \"recreat\" (did you mean \"recreate\"?)"));
+    CHECK(has_problem(problems, "$.sessions[1].maxRecreates", "needs \"onFailure\": \"recreate\""));
+    CHECK(has_problem(problems, "$.sessions[1].rerunAll", "needs \"onFailure\": \"recreate\""));
+    CHECK(has_problem(problems, "$.sessions[1].recreateToken", "give resourceId or recreateToken, not both"));
+    CHECK(has_problem(problems, "$.sessions[2].maxRecreates", "is at most 100"));
+    CHECK(has_problem(problems, "$.sessions[2].reestablishWithin", ""));
+    CHECK(has_problem(problems, "$.sessions[2].resourceId", "may not contain '/'"));
+  }
+
   TEST_CASE("text that is not JSON is one problem at the root") {
     auto problems = problems_of("{\"name\": ");
     REQUIRE(problems.size() == 1);
