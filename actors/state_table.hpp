@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -100,6 +101,14 @@ class StateTable {
   }
 
   const std::vector<RowType>& rows() const { return rows_; }
+
+  /// The state called `name` (as Traits names it); nullopt for none.
+  static std::optional<State> parse_state(std::string_view name) {
+    for (size_t s = 0; s < Traits::states; ++s) {
+      if (Traits::name(static_cast<State>(s)) == name) return static_cast<State>(s);
+    }
+    return std::nullopt;
+  }
 
   /// The table as Markdown: one line per defined pair, then the rejected pairs per state.
   std::string markdown(std::string_view title) const {

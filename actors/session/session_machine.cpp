@@ -211,10 +211,7 @@ SessionTransition SessionMachine::transition(SessionState state, SessionEvent ev
 }
 
 std::optional<SessionState> SessionMachine::parse(std::string_view name) {
-  for (size_t s = 0; s < SessionMachineTraits::states; ++s) {
-    if (SessionMachineTraits::name(static_cast<SessionState>(s)) == name) return static_cast<SessionState>(s);
-  }
-  return std::nullopt;
+  return StateTable<SessionMachineTraits>::parse_state(name);
 }
 
 }  // namespace troupe::actors

@@ -103,10 +103,7 @@ StandingTransition StandingMachine::transition(Standing state, StandingEvent eve
 }
 
 std::optional<Standing> StandingMachine::parse(std::string_view name) {
-  for (S s : {S::ACTIVE, S::DRAINING, S::DRAINED, S::QUARANTINED}) {
-    if (StandingMachineTraits::name(s) == name) return s;
-  }
-  return std::nullopt;
+  return StateTable<StandingMachineTraits>::parse_state(name);
 }
 
 std::string_view worker_status(HealthState health, Standing standing, bool said_stopped) {
