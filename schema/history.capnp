@@ -52,10 +52,12 @@ struct EventBody {
     taskForcedSuccess @27 :Reason;         # FORCE: an operator marked the task succeeded (skipTask);
                                            # its successors run as if it had
 
-    sessionCreating @28 :SessionCreating;  # waiting for a worker with a free session slot
-    sessionOpened @29 :SessionOpened;      # pinned to a worker; envEnter ran
-    sessionFailed @30 :Failure;            # creation timed out, envEnter failed, or the worker was lost
-    sessionClosed @31 :Void;               # envExit ran; the worker's slot is free
+    # Session events: one for each event its state table takes (actors/session/session_machine.hpp).
+    sessionCreating @28 :SessionCreating;  # FIRST_TASK_READY (attempt 1) or RECREATE (later): looking
+                                           # for a worker with a free session slot
+    sessionOpened @29 :SessionOpened;      # PLACED on a worker, or WORKER_BACK (reestablished)
+    sessionFailed @30 :Failure;            # ABANDON: its worker is lost and it may not be recreated
+    sessionClosed @31 :Void;               # not written: CLOSED and FAILED are where its events lead
 
     workerRegistered @32 :WorkerRegistered;
     workerHealthChanged @33 :WorkerHealthChanged;
@@ -69,6 +71,16 @@ struct EventBody {
                                            # task; reopens a FAILED workflow
     workflowTaskSkipped @38 :TaskOperation; # SKIP_TASK: a failed or killed task is forced to
                                            # success now, one not yet scheduled when it would be
+
+    sessionEntered @39 :Void;              # ENTERED: envEnter succeeded (or there is none)
+    sessionEnterFailed @40 :Failure;       # ENTER_FAILED: envEnter failed, was cancelled or interrupted
+    sessionTasksDone @41 :Void;            # TASKS_DONE: every task of the session ended, none failed
+    sessionTaskFailed @42 :SessionTaskFailed;  # TASK_FAILED: a task of it failed for good
+    sessionCancelled @43 :Reason;          # CANCEL: its workflow stops
+    sessionTimedOut @44 :SessionTimedOut;  # CREATION_TIMED_OUT or EXECUTION_TIMED_OUT
+    sessionExited @45 :SessionExited;      # EXITED: envExit ended (its outcome affects only it)
+    sessionWorkerLost @46 :SessionWorkerLost;  # WORKER_LOST: its worker was declared dead, stopped,
+                                           # or replaced
   }
 }
 
@@ -226,11 +238,39 @@ struct TaskFailed {
 
 struct SessionCreating {
   creationTimeoutUs @0 :Int64;
+  attempt @1 :UInt32;           # 1 for its first placement, one more for each recreation
 }
 
 struct SessionOpened {
   workerShard @0 :Text;
   recreateToken @1 :Data;       # lets a new session take over this one's worker (Cadence)
+  instanceId @2 :Text;          # the worker process that holds it
+  resourceId @3 :Text;          # the worker's resource, if it declared one
+  reestablished @4 :Bool;       # WORKER_BACK: the lost worker's resource came back within the window
+}
+
+struct SessionTaskFailed {
+  taskName @0 :Text;
+  failure @1 :Failure;
+}
+
+enum SessionTimeoutKind {
+  creation @0;                  # creationTimeout: no worker took it in time
+  execution @1;                 # executionTimeout: it stayed open too long
+}
+
+struct SessionTimedOut {
+  kind @0 :SessionTimeoutKind;
+}
+
+struct SessionExited {
+  succeeded @0 :Bool;           # envExit succeeded (or there is none)
+  failure @1 :Failure;          # when it did not
+}
+
+struct SessionWorkerLost {
+  workerShard @0 :Text;
+  reason @1 :Text;              # "declared dead", "stopped", "replaced by a new instance"
 }
 
 struct TaskListSlots {
