@@ -44,7 +44,10 @@ SessionStep SessionRunner::ended(const SessionActionRef& action, SessionActionOu
         closing_ = true;
       }
       break;
-    case SessionActionKind::TASK: break;  // a failed task's retry is the scheduler's
+    case SessionActionKind::TASK:
+      // Whether that was its last attempt is the scheduler's to say.
+      if (outcome != SessionActionOutcome::SUCCEEDED) held_ = true;
+      break;
     case SessionActionKind::ENV_EXIT:
       closed_ = true;  // whatever its outcome: a failed envExit affects only itself
       never_attempt_queued(step);
@@ -52,6 +55,13 @@ SessionStep SessionRunner::ended(const SessionActionRef& action, SessionActionOu
       return step;
   }
   next(step);
+  return step;
+}
+
+SessionStep SessionRunner::proceed() {
+  SessionStep step;
+  held_ = false;
+  if (opened_ && !running_) next(step);
   return step;
 }
 
@@ -88,7 +98,7 @@ void SessionRunner::next(SessionStep& step) {
     }
     return;
   }
-  if (entered_ && !queued_.empty()) {
+  if (entered_ && !held_ && !queued_.empty()) {
     running_ = SessionActionRef{SessionActionKind::TASK, std::move(queued_.front())};
     queued_.pop_front();
     step.start = running_;

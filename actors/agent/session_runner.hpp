@@ -8,8 +8,9 @@
 //  - envExit runs for every session that was opened (its envEnter attempted, whatever its
 //    outcome, or none to run), after the action running when the session closes; a failed
 //    envExit affects only itself.
-// A task that fails does not stop the session here: its retry is the scheduler's, and comes as
-// another task; the scheduler closes the session when a task failed for good.
+// A task that does not succeed holds the session: no queued task starts until the scheduler,
+// which alone knows whether that was its last attempt, says proceed() (a retry comes as another
+// task) or close() (it failed for good: the queued tasks end NEVER_ATTEMPTED).
 // The runner decides; its owner starts what it says and reports what it lists, in order.
 #pragma once
 
@@ -51,6 +52,8 @@ class SessionRunner {
   /// The action running ended with `outcome` (not NEVER_ATTEMPTED). An id that is not the
   /// running action's changes nothing.
   SessionStep ended(const SessionActionRef& action, SessionActionOutcome outcome);
+  /// After a task that did not succeed: it will be retried, so the queued tasks may run.
+  SessionStep proceed();
   /// The scheduler closes the session (its tasks are over, it was cancelled or timed out), or
   /// the worker shuts down: queued tasks end NEVER_ATTEMPTED once the running action has ended,
   /// then envExit runs if the session was opened, then the session is closed.
@@ -73,6 +76,7 @@ class SessionRunner {
   bool opened_ = false;
   bool entered_ = false;   ///< envEnter succeeded, or there is none
   bool stopped_ = false;   ///< takes no more tasks: envEnter did not succeed, or it is closing
+  bool held_ = false;      ///< a task did not succeed: nothing starts until proceed() or close()
   bool closing_ = false;
   bool exit_started_ = false;
   bool closed_ = false;

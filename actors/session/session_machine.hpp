@@ -8,6 +8,8 @@
 // re-establishment window (zero when the session has no resource to wait for). The actor then
 // sends WORKER_BACK (the same resource registered again within the window), or, when the window
 // is over, RECREATE (the definition's onFailure recreates it and attempts are left) or ABANDON.
+// PLACED and WORKER_BACK come with the worker's session slot taken already (placement takes it);
+// FREE_SLOT gives it back whenever the session leaves a state that holds a worker.
 #pragma once
 
 #include <cstddef>
@@ -36,9 +38,10 @@ enum class SessionEvent : uint8_t {
   PLACED,               ///< a worker with a free session slot (and its resource) took it
   CREATION_TIMED_OUT,   ///< no worker took it within creationTimeout
   ENTERED,              ///< envEnter succeeded on its worker (or it has none)
-  ENTER_FAILED,         ///< envEnter failed, was cancelled or interrupted
+  ENTER_FAILED,         ///< envEnter failed, was cancelled or interrupted (recorded even once closing)
   TASKS_DONE,           ///< every one of its tasks has ended, none of them failed
-  TASK_FAILED,          ///< one of its tasks failed for good (its retries are spent), or was killed
+  TASK_FAILED,          ///< one of its tasks failed for good (its retries are spent), or was killed,
+                        ///< whether it ran or not (a scheduleToStart timeout fails a waiting task)
   CANCEL,               ///< its workflow stops
   EXECUTION_TIMED_OUT,  ///< executionTimeout passed since it was first placed
   EXITED,               ///< envExit ended, whatever its outcome (a failed envExit affects only itself)
@@ -54,7 +57,7 @@ enum class SessionAction : uint8_t {
   ARM_CREATION_TIMER,       ///< CREATION_TIMED_OUT after creationTimeout
   STOP_LOOKING,             ///< withdraw the request for a worker and its creation timer
   ENTER_ON_WORKER,          ///< open it on its worker, whose session runner runs envEnter first
-  ARM_EXECUTION_TIMER,      ///< EXECUTION_TIMED_OUT after executionTimeout, counted from the first placement
+  ARM_EXECUTION_TIMER,      ///< EXECUTION_TIMED_OUT at its first placement + executionTimeout (armed once)
   RELEASE_TASKS,            ///< its ready tasks dispatch to its worker, in their DAG order
   HOLD_TASKS,               ///< its tasks wait: none dispatches until it is placed and entered again
   NEVER_ATTEMPT_QUEUED,     ///< its tasks that have not started end NEVER_ATTEMPTED, recorded only
@@ -63,7 +66,7 @@ enum class SessionAction : uint8_t {
   EXIT_ON_WORKER,           ///< envExit runs after the running action's final status, then it closes there
   ARM_REESTABLISH_TIMER,    ///< the window for its resource to come back (zero: decide at once)
   STOP_REESTABLISH_TIMER,   ///< the window is over: its resource came back, or it moves on
-  FREE_SLOT,                ///< its worker's session slot is free again
+  FREE_SLOT,                ///< the session slot it held is free again (the worker's, if it lives)
   STOP_EXECUTION_TIMER,     ///< it is over
 };
 

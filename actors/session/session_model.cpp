@@ -48,9 +48,10 @@ Result<void> SessionModel::apply(const EventView& event) {
                                                 ", which takes no such event (" + std::string(t.note) + ")");
   }
   const int64_t now = event.timestamp_us;
-  // The first cause of a failure is the one kept.
+  // The first cause of a failure is the one kept; a cause that does not fail the session (a
+  // timeout while it closes, envEnter failing once it was cancelled) is not one.
   auto failed = [&](std::string reason, std::string details) {
-    if (!failure_reason.empty()) return;
+    if (!failure_reason.empty() || (t.to != SessionState::FAILING && t.to != SessionState::FAILED)) return;
     failure_reason = std::move(reason);
     failure_details = std::move(details);
   };

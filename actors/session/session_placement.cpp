@@ -58,7 +58,7 @@ std::vector<std::pair<std::string, std::string>> SessionPlacement::place() {
       continue;
     }
     auto& worker = workers_.at(*shard);
-    ++worker.held;
+    worker.sessions.insert(it->key);
     worker.last_placed = ++placements_;
     placed.emplace_back(it->key, *shard);
     it = requests_.erase(it);
@@ -66,13 +66,25 @@ std::vector<std::pair<std::string, std::string>> SessionPlacement::place() {
   return placed;
 }
 
-void SessionPlacement::release(const std::string& shard) {
-  if (auto it = workers_.find(shard); it != workers_.end() && it->second.held > 0) --it->second.held;
+bool SessionPlacement::claim(const std::string& key, const std::string& shard) {
+  auto it = workers_.find(shard);
+  if (it == workers_.end()) return false;
+  auto& worker = it->second;
+  if (worker.sessions.count(key)) return true;
+  if (worker.sessions.size() >= worker.slots) return false;
+  worker.sessions.insert(key);
+  return true;
+}
+
+void SessionPlacement::release(const std::string& key) {
+  for (auto& [shard, worker] : workers_) {
+    if (worker.sessions.erase(key) > 0) return;
+  }
 }
 
 uint32_t SessionPlacement::held(const std::string& shard) const {
   auto it = workers_.find(shard);
-  return it == workers_.end() ? 0 : it->second.held;
+  return it == workers_.end() ? 0 : static_cast<uint32_t>(it->second.sessions.size());
 }
 
 bool SessionPlacement::fits(const Worker& worker, const SessionRequest& request) {
@@ -87,10 +99,11 @@ std::optional<std::string> SessionPlacement::choose(const SessionRequest& reques
   const std::string* best = nullptr;
   auto rank = [&](const std::string& shard) {
     const Worker& w = workers_.at(shard);
-    return std::make_tuple(shard == request.avoid_shard, -static_cast<int64_t>(w.slots - w.held), w.last_placed);
+    const auto free = static_cast<int64_t>(w.slots) - static_cast<int64_t>(w.sessions.size());
+    return std::make_tuple(shard == request.avoid_shard, -free, w.last_placed);
   };
   for (const auto& [shard, worker] : workers_) {
-    if (!worker.accepts || worker.held >= worker.slots || !fits(worker, request)) continue;
+    if (!worker.accepts || worker.sessions.size() >= worker.slots || !fits(worker, request)) continue;
     if (best == nullptr || rank(shard) < rank(*best)) best = &shard;
   }
   if (best == nullptr) return std::nullopt;
@@ -112,10 +125,13 @@ std::string SessionPlacement::why_waiting(const std::string& key) const {
     ++taking;
     if (!worker.accepts) continue;
     ++accepting;
-    held += worker.held;
+    held += static_cast<uint32_t>(worker.sessions.size());
     slots += worker.slots;
   }
-  if (with_resource == 0) return "no live worker declares resource " + quoted(request->resource_id);
+  if (with_resource == 0) {
+    if (request->resource_id.empty()) return "no live worker takes sessions";
+    return "no live worker declares resource " + quoted(request->resource_id);
+  }
   if (fitting == 0) return "no live worker" + of_resource + " serves " + lists_text(request->task_lists);
   if (taking == 0) {
     return "no worker" + of_resource + " that serves " + lists_text(request->task_lists) +

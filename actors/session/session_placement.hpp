@@ -29,7 +29,8 @@ class SessionPlacement {
   /// Joining again replaces what it offered; sessions it holds keep their slots.
   void join(const std::string& shard, std::string resource_id, uint32_t max_sessions,
             std::set<std::string> task_lists);
-  /// The worker is gone: it offers nothing. The sessions it held are the caller's to fail over.
+  /// The worker is gone: it offers nothing, and the slots of the sessions it held go with it
+  /// (they are the caller's to fail over; one re-established there claims a slot again).
   void leave(const std::string& shard);
   /// Whether the worker takes new sessions now (its health and standing allow it).
   void accepting(const std::string& shard, bool accepts);
@@ -42,8 +43,12 @@ class SessionPlacement {
   /// Places every waiting request some worker can take, oldest first: (key, shard) for each.
   /// Each placement takes one of the worker's slots until release().
   std::vector<std::pair<std::string, std::string>> place();
-  /// A session on `shard` closed: its slot is free again.
-  void release(const std::string& shard);
+  /// Session `key` takes a slot on `shard` without a request: its worker came back for it
+  /// (re-establishment), or a restarted scheduler counts what its workers hold. False if the
+  /// worker is unknown or full; true if the session holds a slot there already.
+  bool claim(const std::string& key, const std::string& shard);
+  /// Session `key` holds no slot any more (it closed, failed, or lost its worker). Idempotent.
+  void release(const std::string& key);
 
   /// Why request `key` waits, in words: "no live worker declares resource 'gpu0'", "no worker
   /// serves task lists 'a' and 'b' together", "every worker that fits holds as many sessions as
@@ -59,7 +64,7 @@ class SessionPlacement {
   struct Worker {
     std::string resource_id;
     uint32_t slots = 0;
-    uint32_t held = 0;
+    std::set<std::string> sessions;  ///< the sessions holding its slots
     std::set<std::string> task_lists;
     bool accepts = true;
     uint64_t last_placed = 0;  ///< placement counter when it last took one; 0: never

@@ -23,23 +23,25 @@ namespace {
 const std::map<std::string, std::vector<std::string>> spec = {
     {"WAITING",
      {"FIRST_TASK_READY -> CREATING: find worker, arm creation timer", "TASKS_DONE -> CLOSED: ",
-      "CANCEL -> CLOSED: "}},
+      "TASK_FAILED -> FAILED: never attempt queued", "CANCEL -> CLOSED: "}},
     {"CREATING",
      {"PLACED -> ENTERING: stop looking, enter on worker, arm execution timer",
       "CREATION_TIMED_OUT -> FAILED: stop looking, never attempt queued, stop execution timer",
       "TASKS_DONE -> CLOSED: stop looking, stop execution timer",
+      "TASK_FAILED -> FAILED: stop looking, never attempt queued, stop execution timer",
       "CANCEL -> CLOSED: stop looking, never attempt queued, stop execution timer",
       "EXECUTION_TIMED_OUT -> FAILED: stop looking, never attempt queued"}},
     {"ENTERING",
      {"ENTERED -> OPEN: release tasks", "ENTER_FAILED -> FAILING: never attempt queued, exit on worker",
-      "TASKS_DONE -> CLOSING: exit on worker", "CANCEL -> CLOSING: never attempt queued, exit on worker",
+      "TASKS_DONE -> CLOSING: exit on worker", "TASK_FAILED -> FAILING: never attempt queued, exit on worker",
+      "CANCEL -> CLOSING: stop current action, never attempt queued, exit on worker",
       "EXECUTION_TIMED_OUT -> FAILING: stop current action, never attempt queued, exit on worker",
-      "WORKER_LOST -> REESTABLISHING: hold tasks, arm reestablish timer"}},
+      "WORKER_LOST -> REESTABLISHING: free slot, hold tasks, arm reestablish timer"}},
     {"OPEN",
      {"TASKS_DONE -> CLOSING: exit on worker", "TASK_FAILED -> FAILING: never attempt queued, exit on worker",
       "CANCEL -> CLOSING: never attempt queued, exit on worker",
       "EXECUTION_TIMED_OUT -> FAILING: stop current action, never attempt queued, exit on worker",
-      "WORKER_LOST -> REESTABLISHING: hold tasks, arm reestablish timer"}},
+      "WORKER_LOST -> REESTABLISHING: free slot, hold tasks, arm reestablish timer"}},
     {"REESTABLISHING",
      {"TASKS_DONE -> CLOSED: stop reestablish timer, stop execution timer",
       "TASK_FAILED -> FAILED: stop reestablish timer, never attempt queued, stop execution timer",
@@ -49,11 +51,11 @@ const std::map<std::string, std::vector<std::string>> spec = {
       "RECREATE -> CREATING: stop reestablish timer, find worker, arm creation timer",
       "ABANDON -> FAILED: stop reestablish timer, never attempt queued, stop execution timer"}},
     {"CLOSING",
-     {"EXECUTION_TIMED_OUT -> CLOSING: stop current action", "EXITED -> CLOSED: free slot, stop execution timer",
-      "WORKER_LOST -> CLOSED: stop execution timer"}},
+     {"ENTERED -> CLOSING: ", "ENTER_FAILED -> CLOSING: ", "EXECUTION_TIMED_OUT -> CLOSING: stop current action",
+      "EXITED -> CLOSED: free slot, stop execution timer", "WORKER_LOST -> CLOSED: free slot, stop execution timer"}},
     {"FAILING",
-     {"EXECUTION_TIMED_OUT -> FAILING: stop current action", "EXITED -> FAILED: free slot, stop execution timer",
-      "WORKER_LOST -> FAILED: stop execution timer"}},
+     {"ENTERED -> FAILING: ", "ENTER_FAILED -> FAILING: ", "EXECUTION_TIMED_OUT -> FAILING: stop current action",
+      "EXITED -> FAILED: free slot, stop execution timer", "WORKER_LOST -> FAILED: free slot, stop execution timer"}},
     {"CLOSED", {}},
     {"FAILED", {}},
 };
@@ -166,16 +168,16 @@ TEST_SUITE("actors.session_machine") {
     }
   }
 
-  TEST_CASE("an over session has no timer left, and gives back the slot of a worker it still had") {
+  TEST_CASE("a session gives its slot back exactly when it stops holding a worker; an over one has no timer left") {
     for (const auto& step : steps()) {
-      if (!SessionMachine::is_terminal(step.t.to)) continue;
       CAPTURE(SessionMachineTraits::name(step.from));
       CAPTURE(SessionMachineTraits::name(step.event));
+      const bool frees = SessionMachine::holds_worker(step.from) && !SessionMachine::holds_worker(step.t.to);
+      CHECK(frees == step.t.actions.contains(A::FREE_SLOT));
+      if (!SessionMachine::is_terminal(step.t.to)) continue;
       // Never placed (WAITING), or its execution timer is what fired.
       const bool timer_may_run = step.from != S::WAITING && step.event != E::EXECUTION_TIMED_OUT;
       CHECK(timer_may_run == step.t.actions.contains(A::STOP_EXECUTION_TIMER));
-      const bool frees = SessionMachine::holds_worker(step.from) && step.event == E::EXITED;
-      CHECK(frees == step.t.actions.contains(A::FREE_SLOT));
     }
     for (E e : all_events()) {
       CHECK(SessionMachine::transition(S::CLOSED, e).ignored);

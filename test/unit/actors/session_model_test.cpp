@@ -1,9 +1,10 @@
 // A session's state from its history events: each is an event its table took, so a history
 // replays to the same state; one the table would ignore is refused; every way to FAILED keeps
-// its cause, the first one.
+// its cause, the first one, and CLOSED has none.
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,27 @@ const Fill task_failed = [](Body b) {
   f.initFailure().setReason("ExitCode:3");
 };
 const Fill abandoned = [](Body b) { b.initSessionFailed().setReason("WorkerLost"); };
+
+/// A body that records `event` (for a session whose placement attempt is `attempt`).
+Fill body_for(SessionEvent event, uint32_t attempt, std::mt19937& rng) {
+  switch (event) {
+    case SessionEvent::FIRST_TASK_READY: return creating(1);
+    case SessionEvent::RECREATE: return creating(attempt + 1 < 2 ? 2 : attempt + 1);
+    case SessionEvent::PLACED: return opened("w" + std::to_string(rng() % 3));
+    case SessionEvent::WORKER_BACK: return opened("w1", true);
+    case SessionEvent::CREATION_TIMED_OUT: return timed_out(schema::SessionTimeoutKind::CREATION);
+    case SessionEvent::EXECUTION_TIMED_OUT: return timed_out(schema::SessionTimeoutKind::EXECUTION);
+    case SessionEvent::ENTERED: return entered;
+    case SessionEvent::ENTER_FAILED: return enter_failed;
+    case SessionEvent::TASKS_DONE: return tasks_done;
+    case SessionEvent::TASK_FAILED: return task_failed;
+    case SessionEvent::CANCEL: return cancelled;
+    case SessionEvent::EXITED: return exited(rng() % 2 == 0);
+    case SessionEvent::WORKER_LOST: return lost;
+    case SessionEvent::ABANDON: return abandoned;
+  }
+  return entered;
+}
 
 SessionModel run(const std::vector<Fill>& events) {
   SessionModel s;
@@ -173,10 +195,54 @@ TEST_SUITE("actors.session_model") {
     CHECK(not_session.error().code == Errc::INVALID_ARGUMENT);
   }
 
-  TEST_CASE("the same history gives the same model") {
-    const std::vector<Fill> history = {creating(1), opened("w1"), entered, lost, creating(2), opened("w2"),
-                                       entered, tasks_done, exited(true)};
-    CHECK(run(history).canonical() == run(history).canonical());
-    CHECK(run(history).state == SessionState::CLOSED);
+  TEST_CASE("closing is no failure: a timeout during envExit, or envEnter failing after a cancel, is only recorded") {
+    auto timed = run({creating(1), opened("w1"), entered, tasks_done, timed_out(schema::SessionTimeoutKind::EXECUTION),
+                      exited(false)});
+    CHECK(timed.state == SessionState::CLOSED);
+    CHECK(timed.failure_reason.empty());
+    CHECK(timed.exit_failure == "ExitCode:2");
+    auto cancelled_entering = run({creating(1), opened("w1"), cancelled, enter_failed, exited(true)});
+    CHECK(cancelled_entering.state == SessionState::CLOSED);
+    CHECK(cancelled_entering.failure_reason.empty());
+    CHECK(cancelled_entering.enter_failure == "ExitCode:1: setup.sh: no dataset");
+  }
+
+  TEST_CASE("random walks: the model follows the table, refuses what it ignores, and replays to the same state") {
+    std::mt19937 rng(20261124);
+    for (int walk = 0; walk < 200; ++walk) {
+      SessionModel live;
+      live.name = "s";
+      std::vector<Fill> taken;
+      int64_t now = 1'000;
+      for (int step = 0; step < 40 && !SessionMachine::is_terminal(live.state); ++step) {
+        const auto event = static_cast<SessionEvent>(rng() % SessionMachineTraits::events);
+        const Fill fill = body_for(event, live.attempt, rng);
+        const auto expected = SessionMachine::transition(live.state, event);
+        const auto before = live.canonical();
+        auto applied = apply(live, now, fill);
+        CAPTURE(std::string(SessionMachineTraits::name(event)));
+        if (expected.ignored) {
+          CHECK_FALSE(applied);
+          CHECK(live.canonical() == before);
+        } else {
+          REQUIRE_MESSAGE(applied, applied.error().message);
+          CHECK(live.state == expected.to);
+          taken.push_back(fill);
+        }
+        now += 1'000;
+      }
+      if (live.state == SessionState::FAILED) CHECK_FALSE(live.failure_reason.empty());
+      if (live.state == SessionState::CLOSED) CHECK(live.failure_reason.empty());
+      // Replayed from what was recorded, at the same times.
+      SessionModel replayed;
+      replayed.name = "s";
+      int64_t at = 1'000;
+      for (const auto& fill : taken) {
+        REQUIRE(apply(replayed, at, fill));
+        at += 1'000;
+      }
+      CHECK(replayed.state == live.state);
+      CHECK(replayed.applied == live.applied);
+    }
   }
 }

@@ -31,7 +31,8 @@ TEST_SUITE("actors.session_placement") {
     CHECK(p.place() == Placed{{"wf-1/s", "w1"}});
     CHECK(p.place().empty());
     CHECK(p.why_waiting("wf-2/s") == "every worker that fits holds as many sessions as it takes (1 of 1)");
-    p.release("w1");
+    p.release("wf-1/s");
+    p.release("wf-1/s");  // twice: still one slot, not another session's
     CHECK(p.place() == Placed{{"wf-2/s", "w1"}});
     CHECK(p.why_waiting("wf-2/s").empty());
     CHECK(p.held("w1") == 1);
@@ -90,9 +91,27 @@ TEST_SUITE("actors.session_placement") {
     CHECK(p.place() == Placed{{"s2", "lost"}});  // "other" is full
   }
 
+  TEST_CASE("a session re-established on its worker's new process claims a slot there, within the cap") {
+    SessionPlacement p;
+    p.join("w1", "gpu0", 1, {"default"});
+    p.request(any("s1"));
+    REQUIRE(p.place() == Placed{{"s1", "w1"}});
+    p.leave("w1");  // lost: its slots go with it
+    p.join("w1", "gpu0", 1, {"default"});
+    p.request(any("s2"));
+    REQUIRE(p.place() == Placed{{"s2", "w1"}});  // the new process's slot went to another session
+    CHECK_FALSE(p.claim("s1", "w1"));            // full: s1 waits for its window, or moves on
+    p.release("s2");
+    CHECK(p.claim("s1", "w1"));
+    CHECK(p.claim("s1", "w1"));  // holds it already
+    CHECK(p.held("w1") == 1);
+    CHECK_FALSE(p.claim("s1", "w9"));
+  }
+
   TEST_CASE("a withdrawn request is no longer placed") {
     SessionPlacement p;
-    p.request(any("s"));
+    CHECK(p.request(any("s")));
+    CHECK(p.why_waiting("s") == "no live worker takes sessions");
     CHECK(p.waiting() == 1);
     CHECK(p.withdraw("s"));
     CHECK_FALSE(p.withdraw("s"));

@@ -64,9 +64,12 @@ TEST_SUITE("actors.session_runner") {
     CHECK(text(r.ended(enter, O::SUCCEEDED)) == "report envEnter SUCCEEDED; start t1");
     CHECK(r.takes_tasks());
     CHECK(text(r.ended(task("t1"), O::SUCCEEDED)) == "report t1 SUCCEEDED; start t2");
-    // A failed task does not stop the session: its retry is the scheduler's.
+    CHECK(text(r.add_task("t3")) == "");
+    // A failed task holds the session until the scheduler, which knows its retries, says on.
     CHECK(text(r.ended(task("t2"), O::FAILED)) == "report t2 FAILED");
-    CHECK(text(r.add_task("t2-retry")) == "start t2-retry");
+    CHECK(text(r.add_task("t2-retry")) == "");
+    CHECK(text(r.proceed()) == "start t3");
+    CHECK(text(r.ended(task("t3"), O::SUCCEEDED)) == "report t3 SUCCEEDED; start t2-retry");
     CHECK(text(r.ended(task("t2-retry"), O::SUCCEEDED)) == "report t2-retry SUCCEEDED");
     CHECK(text(r.close()) == "start envExit");
     // A failed envExit affects only itself.
@@ -101,6 +104,15 @@ TEST_SUITE("actors.session_runner") {
     CHECK(text(r.ended(task("t1"), O::INTERRUPTED)) ==
           "report t1 INTERRUPTED, t2 NEVER_ATTEMPTED, t3 NEVER_ATTEMPTED; start envExit");
     CHECK(text(r.ended(exit_action, O::SUCCEEDED)) == "report envExit SUCCEEDED; closed");
+  }
+
+  TEST_CASE("a task that failed for good: the scheduler closes, and what was queued is never attempted") {
+    SessionRunner r(false, true);
+    r.open();
+    r.add_task("t1");
+    r.add_task("t2");
+    CHECK(text(r.ended(task("t1"), O::FAILED)) == "report t1 FAILED");  // t2 does not start
+    CHECK(text(r.close()) == "report t2 NEVER_ATTEMPTED; start envExit");
   }
 
   TEST_CASE("closing while envEnter runs: envExit follows it whatever it did") {

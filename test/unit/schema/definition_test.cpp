@@ -213,7 +213,7 @@ TEST_SUITE("schema.definition") {
     CHECK(has_problem(problems, "$.sessions[1].rerunAll", "needs \"onFailure\": \"recreate\""));
     CHECK(has_problem(problems, "$.sessions[1].recreateToken", "give resourceId or recreateToken, not both"));
     CHECK(has_problem(problems, "$.sessions[2].maxRecreates", "is at most 100"));
-    CHECK(has_problem(problems, "$.sessions[2].reestablishWithin", ""));
+    CHECK(has_problem(problems, "$.sessions[2].reestablishWithin", "'soon' is not a duration"));
     CHECK(has_problem(problems, "$.sessions[2].resourceId", "may not contain '/'"));
   }
 
