@@ -88,6 +88,7 @@ Result<void> SessionModel::apply(const EventView& event) {
       if (*session_event == SessionEvent::CREATION_TIMED_OUT) {
         failed("Timeout:creation", "no worker with a free session slot took it within its creationTimeout");
       } else {
+        execution_timed_out = true;
         failed("Timeout:execution", "it stayed open longer than its executionTimeout");
       }
       creation_deadline_us = 0;
@@ -146,6 +147,7 @@ std::string SessionModel::canonical() const {
   field("recreate_token", recreate_token);
   field("creation_deadline_us", std::to_string(creation_deadline_us));
   field("first_placed_us", std::to_string(first_placed_us));
+  field("execution_timed_out", execution_timed_out ? "1" : "0");
   field("lost_us", std::to_string(lost_us));
   field("lost_reason", lost_reason);
   field("reestablished", std::to_string(reestablished));

@@ -26,6 +26,7 @@ struct SessionModel {
   std::string recreate_token;        ///< lets a later session take over its resource
   int64_t creation_deadline_us = 0;  ///< while CREATING: when its creation times out; 0: never
   int64_t first_placed_us = 0;       ///< its execution timeout counts from here; 0: never placed
+  bool execution_timed_out = false;  ///< its execution timeout fired (once is all it does)
   int64_t lost_us = 0;               ///< while REESTABLISHING: when its worker was lost
   std::string lost_reason;
   uint32_t reestablished = 0;        ///< times its worker's resource came back for it

@@ -1,0 +1,36 @@
+// A session's timers from its model and definition.
+#include "actors/session/session_timers.hpp"
+
+#include <chrono>
+
+namespace troupe::actors {
+namespace {
+
+int64_t us(Duration d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); }
+
+}  // namespace
+
+std::vector<SessionDue> session_timers(const SessionModel& model, const SessionSpec& spec) {
+  std::vector<SessionDue> due;
+  if (SessionMachine::is_terminal(model.state)) return due;
+  if (model.state == SessionState::CREATING && model.creation_deadline_us > 0) {
+    due.push_back({SessionTimer::CREATION, model.creation_deadline_us});
+  }
+  if (spec.execution_timeout && model.first_placed_us > 0 && !model.execution_timed_out) {
+    due.push_back({SessionTimer::EXECUTION, model.first_placed_us + us(*spec.execution_timeout)});
+  }
+  if (model.state == SessionState::REESTABLISHING) {
+    due.push_back({SessionTimer::REESTABLISH, model.lost_us + us(spec.reestablish_within)});
+  }
+  return due;
+}
+
+SessionEvent after_window(const SessionModel& model, const SessionSpec& spec) {
+  const uint32_t recreations = model.attempt > 0 ? model.attempt - 1 : 0;
+  if (spec.on_failure == SessionFailurePolicy::RECREATE && recreations < spec.max_recreates) {
+    return SessionEvent::RECREATE;
+  }
+  return SessionEvent::ABANDON;
+}
+
+}  // namespace troupe::actors
