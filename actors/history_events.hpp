@@ -54,6 +54,17 @@ inline EventView view_of(const schema::HistoryEvent::Reader& event) {
                    std::string_view(actor.cStr(), actor.size()), event.getBody()};
 }
 
+/// Appends `key=LENGTH:value;` to a model's canonical text: the length prefix keeps a value from
+/// being mistaken for the fields after it.
+inline void canonical_field(std::string& out, const char* key, const std::string& value) {
+  out += key;
+  out += '=';
+  out += std::to_string(value.size());
+  out += ':';
+  out += value;
+  out += ';';
+}
+
 inline std::string to_string(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
 inline std::string to_string(capnp::Data::Reader d) {
   return std::string(reinterpret_cast<const char*>(d.begin()), d.size());

@@ -130,14 +130,7 @@ std::string SessionModel::failure_message() const {
 
 std::string SessionModel::canonical() const {
   std::string out;
-  auto field = [&](const char* key, const std::string& value) {
-    out += key;
-    out += '=';
-    out += std::to_string(value.size());
-    out += ':';
-    out += value;
-    out += ';';
-  };
+  auto field = [&](const char* key, const std::string& value) { canonical_field(out, key, value); };
   field("name", name);
   field("state", std::string(SessionMachineTraits::name(state)));
   field("attempt", std::to_string(attempt));
