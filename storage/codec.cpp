@@ -174,6 +174,17 @@ void write_worker_drain(schema::WorkerDrain::Builder out, const WorkerDrainRecor
   out.setRequestedUs(drain.requested_us);
 }
 
+void write_task_list_slots(capnp::List<schema::TaskListSlots>::Builder out,
+                           const std::map<std::string, uint32_t>& task_lists) {
+  unsigned i = 0;
+  for (const auto& [name, slots] : task_lists) {
+    if (i == out.size()) break;
+    out[i].setTaskList(name);
+    out[i].setSlots(slots);
+    ++i;
+  }
+}
+
 void write_worker_failures(capnp::List<schema::WorkerFailure>::Builder out,
                            const std::vector<WorkerFailureRecord>& failures) {
   for (unsigned i = 0; i < out.size() && i < failures.size(); ++i) {
@@ -193,13 +204,7 @@ std::string encode_worker_record(const WorkerRecord& record) {
   root.setLastRegisteredUs(record.last_registered_us);
   root.setPid(record.pid);
   root.setInstanceId(record.instance_id);
-  auto lists = root.initTaskLists(static_cast<unsigned>(record.task_lists.size()));
-  unsigned i = 0;
-  for (const auto& [name, slots] : record.task_lists) {
-    lists[i].setTaskList(name);
-    lists[i].setSlots(slots);
-    ++i;
-  }
+  write_task_list_slots(root.initTaskLists(static_cast<unsigned>(record.task_lists.size())), record.task_lists);
   root.setLastSeenUs(record.last_seen_us);
   root.setRegistrations(record.registrations);
   root.setStatus(record.status);

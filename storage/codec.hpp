@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -61,6 +62,9 @@ std::string encode_worker_record(const WorkerRecord& record);
 void write_worker_drain(schema::WorkerDrain::Builder out, const WorkerDrainRecord& drain);
 void write_worker_failures(capnp::List<schema::WorkerFailure>::Builder out,
                            const std::vector<WorkerFailureRecord>& failures);
+/// A worker's task lists and slots as the record and its journal's workerRegistered keep them.
+void write_task_list_slots(capnp::List<schema::TaskListSlots>::Builder out,
+                           const std::map<std::string, uint32_t>& task_lists);
 /// INVALID_ARGUMENT if `bytes` is not a WorkerRecord.
 Result<WorkerRecord> decode_worker_record(std::string_view bytes);
 

@@ -63,13 +63,8 @@ void WorkerBook::registered(const WorkerInfo& info) {
             r.setWorkerShard(info.shard_id);
             r.setHostname(info.hostname);
             r.setPid(info.pid);
-            auto lists = r.initTaskLists(static_cast<unsigned>(info.task_lists.size()));
-            unsigned i = 0;
-            for (const auto& [name, slots] : info.task_lists) {
-              lists[i].setTaskList(name);
-              lists[i].setSlots(slots);
-              ++i;
-            }
+            storage::write_task_list_slots(r.initTaskLists(static_cast<unsigned>(info.task_lists.size())),
+                                           info.task_lists);
             r.setResourceId(info.resource_id);
             r.setMaxConcurrentSessions(info.max_concurrent_sessions);
             r.setWorkerId(info.worker_id);

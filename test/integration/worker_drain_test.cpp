@@ -13,19 +13,18 @@
 
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
+#include "test/support/workflows.hpp"
 
 using namespace std::chrono_literals;
 using troupe::test::Cluster;
 using troupe::test::contains;
 using troupe::test::eventually;
+using troupe::test::shell_task;
+using troupe::test::workflow_of;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string shell_task(const std::string& name, const std::string& script) {
-  return R"({"name": ")" + name + R"(", "shell": {"command": ["sh", "-c", ")" + script + R"("]}})";
-}
 
 /// `troupe ARGS... --address` the cluster's scheduler.
 troupe::test::CliRun cli(const Cluster& cluster, std::vector<std::string> args) {
@@ -51,10 +50,8 @@ TEST_SUITE("integration.worker_drain") {
     auto client = troupe::test::connect(cluster.port);
     const std::string started = cluster.dir / "started";
     // No retries: only a kept attempt lets it succeed after the interruption.
-    REQUIRE(client->start("long", R"({"name": "long", "tasks": [)" +
-                                      shell_task("nap", "[ -e " + started + " ] && exit 0; touch " + started +
-                                                            "; exec sleep 60") +
-                                      "]}") == "long");
+    const std::string nap = "[ -e " + started + " ] && exit 0; touch " + started + "; exec sleep 60";
+    REQUIRE(client->start("long", workflow_of("long", shell_task("nap", nap))) == "long");
     REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
 
     auto drained = cli(cluster, {"worker", "drain", "worker-a", "--immediate"});
@@ -78,7 +75,7 @@ TEST_SUITE("integration.worker_drain") {
     // worker-b is drained too: nothing can run now.
     REQUIRE(cli(cluster, {"worker", "drain", "worker-b"}).code == 0);
     REQUIRE(eventually([&] { return worker_says(cluster, "worker-b", "status", "DRAINED"); }, 20s));
-    REQUIRE(client->start("after", R"({"name": "after", "tasks": [)" + shell_task("one", "true") + "]}") == "after");
+    REQUIRE(client->start("after", workflow_of("after", shell_task("one", "true"))) == "after");
     auto listed = cli(cluster, {"workers"});
     CHECK_MESSAGE(contains(listed.output, "DRAINED"), listed.output);
     // It waits, saying why, and nothing of it ran.
@@ -110,16 +107,14 @@ TEST_SUITE("integration.worker_drain") {
     cluster.start("worker-a");
     auto client = troupe::test::connect(cluster.port);
     const std::string started = cluster.dir / "started", go = cluster.dir / "go";
-    REQUIRE(client->start("slow", R"({"name": "slow", "tasks": [)" +
-                                      shell_task("wait", "touch " + started + "; while [ ! -e " + go +
-                                                             " ]; do sleep 0.05; done") +
-                                      "]}") == "slow");
+    const std::string wait = "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.05; done";
+    REQUIRE(client->start("slow", workflow_of("slow", shell_task("wait", wait))) == "slow");
     REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
     auto drained = cli(cluster, {"worker", "drain", "worker-a", "--exit"});
     REQUIRE_MESSAGE(drained.code == 0, drained.output);
     CHECK_MESSAGE(contains(drained.output, "worker-a: DRAINING (eventual drain, stops when drained)"), drained.output);
     cluster.start("worker-b");
-    REQUIRE(client->start("new", R"({"name": "new", "tasks": [)" + shell_task("one", "true") + "]}") == "new");
+    REQUIRE(client->start("new", workflow_of("new", shell_task("one", "true"))) == "new");
     CHECK(client->result("new", 30s) == "SUCCESS");
     CHECK(fs::exists(cluster.logs("worker-b") + "/new/one.1.1.log"));  // not on the draining worker
     CHECK(worker_says(cluster, "worker-a", "status", "DRAINING"));
@@ -139,7 +134,7 @@ TEST_SUITE("integration.worker_drain") {
     REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "health", "HEALTHY"); }, 20s));
     CHECK(worker_says(cluster, "worker-a", "status", "DRAINED"));
     REQUIRE(cli(cluster, {"worker", "drain", "worker-b"}).code == 0);
-    REQUIRE(client->start("later", R"({"name": "later", "tasks": [)" + shell_task("one", "true") + "]}") == "later");
+    REQUIRE(client->start("later", workflow_of("later", shell_task("one", "true"))) == "later");
     REQUIRE(cli(cluster, {"worker", "undrain", "worker-a"}).code == 0);
     CHECK(client->result("later", 30s) == "SUCCESS");
     CHECK(fs::exists(cluster.logs("worker-a") + "/later/one.1.1.log"));
@@ -155,14 +150,14 @@ TEST_SUITE("integration.worker_drain") {
     cluster.start("worker-a");
     auto client = troupe::test::connect(cluster.port);
     for (const std::string id : {"bad-1", "bad-2"}) {
-      REQUIRE(client->start(id, R"({"name": ")" + id + R"(", "tasks": [)" + shell_task("boom", "exit 3") + "]}") == id);
+      REQUIRE(client->start(id, workflow_of(id, shell_task("boom", "exit 3"))) == id);
       CHECK(contains(client->result(id, 30s), "FAILED: task 'boom' failed: ExitCode:3"));
     }
     REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "status", "QUARANTINED"); }, 20s));
     auto shown = cli(cluster, {"worker", "worker-a"});
     CHECK_MESSAGE(contains(shown.output, "bad-2/boom  ExitCode:3"), shown.output);
     CHECK_MESSAGE(contains(shown.output, "quarantine 1"), shown.output);
-    REQUIRE(client->start("good", R"({"name": "good", "tasks": [)" + shell_task("one", "true") + "]}") == "good");
+    REQUIRE(client->start("good", workflow_of("good", shell_task("one", "true"))) == "good");
     std::string waiting;
     CHECK_MESSAGE(eventually([&] {
                     waiting = cli(cluster, {"status", "good"}).output;
@@ -200,7 +195,7 @@ TEST_SUITE("integration.worker_drain") {
     CHECK_MESSAGE(contains(table.output, "STARTED"), table.output);
     CHECK_MESSAGE(contains(table.output, "default 0/2"), table.output);
 
-    REQUIRE(client->start("bad", R"({"name": "bad", "tasks": [)" + shell_task("boom", "exit 3") + "]}") == "bad");
+    REQUIRE(client->start("bad", workflow_of("bad", shell_task("boom", "exit 3"))) == "bad");
     CHECK(contains(client->result("bad", 30s), "ExitCode:3"));
     REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "status", "QUARANTINED"); }, 20s));
     auto shown = cli(cluster, {"worker", "worker-a", "--json"});
@@ -208,7 +203,7 @@ TEST_SUITE("integration.worker_drain") {
     CHECK_MESSAGE(contains(shown.output, "\"quarantines\":1"), shown.output);
     // Nobody forgives it: the backoff (2 s) ends the quarantine, and it takes work again.
     REQUIRE(eventually([&] { return worker_says(cluster, "worker-a", "status", "STARTED"); }, 20s));
-    REQUIRE(client->start("good", R"({"name": "good", "tasks": [)" + shell_task("one", "true") + "]}") == "good");
+    REQUIRE(client->start("good", workflow_of("good", shell_task("one", "true"))) == "good");
     CHECK(client->result("good", 30s) == "SUCCESS");
   }
 }

@@ -13,20 +13,18 @@
 
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
+#include "test/support/workflows.hpp"
 
 using namespace std::chrono_literals;
 using troupe::test::Cluster;
 using troupe::test::contains;
 using troupe::test::eventually;
+using troupe::test::shell_task;
+using troupe::test::workflow_of;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-/// A shell task: `script` through sh.
-std::string shell_task(const std::string& name, const std::string& script) {
-  return R"({"name": ")" + name + R"(", "shell": {"command": ["sh", "-c", ")" + script + R"("]}})";
-}
 
 /// Reads `node`'s output until a line contains `text` (true) or `timeout` passes; what it read
 /// is added to `seen`.
@@ -63,10 +61,9 @@ TEST_SUITE("integration.worker_shutdown") {
     const std::string quick_started = cluster.dir / "quick.started";
     const std::string slow_started = cluster.dir / "slow.started";
     // No retries: only an attempt that is kept lets it succeed after its interruption.
-    const std::string definition =
-        R"({"name": "two", "tasks": [)" +
-        shell_task("quick", "touch " + quick_started + "; while [ ! -e " + go + " ]; do sleep 0.05; done") + ", " +
-        shell_task("slow", "[ -e " + go + " ] && exit 0; touch " + slow_started + "; exec sleep 60") + "]}";
+    const std::string definition = workflow_of(
+        "two", shell_task("quick", "touch " + quick_started + "; while [ ! -e " + go + " ]; do sleep 0.05; done") +
+                   ", " + shell_task("slow", "[ -e " + go + " ] && exit 0; touch " + slow_started + "; exec sleep 60"));
     REQUIRE(client->start("two", definition) == "two");
     REQUIRE(eventually([&] { return fs::exists(quick_started) && fs::exists(slow_started); }, 20s));
 
@@ -78,7 +75,7 @@ TEST_SUITE("integration.worker_shutdown") {
     CHECK_MESSAGE(contains(output, "2 running get 3s to finish"), output);
 
     // From now on worker-a takes nothing: a workflow submitted now waits for worker-b.
-    REQUIRE(client->start("after", R"({"name": "after", "tasks": [)" + shell_task("one", "true") + "]}") == "after");
+    REQUIRE(client->start("after", workflow_of("after", shell_task("one", "true"))) == "after");
     std::ofstream(go).put('\n');  // quick may end now; slow sleeps on
     cluster.start("worker-b");
 
@@ -108,8 +105,8 @@ TEST_SUITE("integration.worker_shutdown") {
     Cluster cluster(spec);
     auto client = start_with_worker_a(cluster);
     const std::string started = cluster.dir / "started";
-    REQUIRE(client->start("long", R"({"name": "long", "tasks": [)" +
-                                      shell_task("nap", "touch " + started + "; exec sleep 60") + "]}") == "long");
+    REQUIRE(client->start("long", workflow_of("long", shell_task("nap", "touch " + started + "; exec sleep 60"))) ==
+            "long");
     REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
     auto& worker_a = *cluster.nodes["worker-a"];
     worker_a.kill(SIGINT);
