@@ -197,6 +197,17 @@ int print_order(Result<WorkerSummary> worker, bool json) {
   return exit_ok;
 }
 
+/// An order with nothing but the worker's name (undrain, forgive): `call` on the client.
+int plain_order(const Args& args, Result<WorkerSummary> (client::GatewayClient::*call)(const std::string&)) {
+  auto json = args.boolean("json", false);
+  if (!json) return usage_error(args, json.error().message);
+  auto name = name_of(args);
+  if (!name) return usage_error(args, name.error().message);
+  auto client = connect(args);
+  if (!client) return failed(client.error());
+  return print_order(((**client).*call)(*name), *json);
+}
+
 }  // namespace
 
 int workers_command(const Args& args) {
@@ -266,24 +277,8 @@ int worker_drain_command(const Args& args) {
   return print_order((*client)->drain_worker(*name, drain), *json);
 }
 
-int worker_undrain_command(const Args& args) {
-  auto json = args.boolean("json", false);
-  if (!json) return usage_error(args, json.error().message);
-  auto name = name_of(args);
-  if (!name) return usage_error(args, name.error().message);
-  auto client = connect(args);
-  if (!client) return failed(client.error());
-  return print_order((*client)->undrain_worker(*name), *json);
-}
+int worker_undrain_command(const Args& args) { return plain_order(args, &client::GatewayClient::undrain_worker); }
 
-int worker_forgive_command(const Args& args) {
-  auto json = args.boolean("json", false);
-  if (!json) return usage_error(args, json.error().message);
-  auto name = name_of(args);
-  if (!name) return usage_error(args, name.error().message);
-  auto client = connect(args);
-  if (!client) return failed(client.error());
-  return print_order((*client)->forgive_worker(*name), *json);
-}
+int worker_forgive_command(const Args& args) { return plain_order(args, &client::GatewayClient::forgive_worker); }
 
 }  // namespace troupe::cli
