@@ -592,6 +592,7 @@ void Workload::drive(int client_index) {
               o.accepted_tokens.insert(file);
               ++o.completed_tokens;
             } else if (lost_connection(r.error())) {
+              ++o.unanswered_completions;
               lost = true;
             } else if (r.error().code == Errc::NOT_FOUND && attempt_of(file) < latest) {
               o.tokens[file] = true;  // that attempt is over: the later one has its own token

@@ -82,6 +82,9 @@ struct Order {
   bool first_control_done = false, second_control_done = false, rerun_done = false;
   std::string first_end;  ///< RERUN: the state of the run before the rerun
   int completed_tokens = 0;
+  /// Completions whose answer was lost with the connection: the scheduler may have taken them
+  /// (durable, then stopped before it answered), and a retry then finds the workflow finished.
+  int unanswered_completions = 0;
   std::vector<std::string> log;  ///< "TIME_US what" for each client call and its answer
 
   // Driver bookkeeping.
