@@ -143,6 +143,10 @@ struct Invocation {
   /// TROUPE_WORKFLOW_INPUT: the workflow's input; empty when it is input_json (a task without an
   /// input of its own), so that it is carried once.
   std::string workflow_input_json;
+  /// The session it runs in (WORKFLOW/SESSION); empty: none. On the worker, the session's
+  /// directory too (TROUPE_SESSION_DIR, and the default working directory of its shell tasks).
+  std::string session_id;
+  std::string session_dir;
 };
 
 /// What an executor says about an invocation.
@@ -179,7 +183,7 @@ typename Inspector::result_type inspect(Inspector& f, Invocation& x) {
   return f(caf::meta::type_name("Invocation"), x.invocation_id, x.workflow_id, x.task_name,
            x.task_list, x.executor, x.attempt, x.handler, x.command, x.env, x.cwd, x.input_json, x.progress,
            x.heartbeat_timeout_us, x.async_completion, x.task_token, x.fence.epoch, x.fence.sequence,
-           x.workflow_input_json);
+           x.workflow_input_json, x.session_id, x.session_dir);
 }
 
 template <class Inspector>

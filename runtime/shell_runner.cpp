@@ -164,6 +164,11 @@ std::string invocation_log_path(const std::string& log_dir, const actors::Invoca
          ".log";
 }
 
+std::string session_directory(const std::string& log_dir, const std::string& workflow_id,
+                              const std::string& session_name) {
+  return log_dir + "/sessions/" + safe(workflow_id) + "/" + safe(session_name);
+}
+
 actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervisor, ShellRunnerOptions options) {
   return [supervisor, options](const actors::Invocation& invocation, std::shared_ptr<actors::TaskContext> context) {
     if (invocation.command.empty()) {
@@ -178,6 +183,12 @@ actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervi
     spec.env.push_back("TROUPE_ATTEMPT=" + std::to_string(invocation.attempt));
     if (!invocation.task_token.empty()) spec.env.push_back("TROUPE_TASK_TOKEN=" + invocation.task_token);
     spec.cwd = invocation.cwd;
+    if (!invocation.session_id.empty()) {
+      // The session's tasks share its directory: their working directory unless they name one.
+      spec.env.push_back("TROUPE_SESSION_ID=" + invocation.session_id);
+      spec.env.push_back("TROUPE_SESSION_DIR=" + invocation.session_dir);
+      if (spec.cwd.empty()) spec.cwd = invocation.session_dir;
+    }
     spec.log_path = invocation_log_path(options.log_dir, invocation);
     spec.log_cap_bytes = options.log_cap_bytes;
     const std::string log_path = spec.log_path;

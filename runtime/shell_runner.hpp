@@ -39,6 +39,11 @@ struct ShellRunnerOptions {
 /// safe for a file name.
 std::string invocation_log_path(const std::string& log_dir, const actors::Invocation& invocation);
 
+/// A session's directory on its worker, which its actions share: LOG_DIR/sessions/WORKFLOW/
+/// SESSION, each part made safe for a file name. Its log is the same path with ".log".
+std::string session_directory(const std::string& log_dir, const std::string& workflow_id,
+                              const std::string& session_name);
+
 actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervisor, ShellRunnerOptions options);
 
 }  // namespace troupe::runtime

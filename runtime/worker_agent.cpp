@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -16,11 +18,13 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/agent/hosted_sessions.hpp"
 #include "actors/agent/worker_state.hpp"
 #include "actors/worker/fence.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
 #include "runtime/net/buffered_stream.hpp"
+#include "runtime/shell_runner.hpp"
 #include "runtime/wire.hpp"
 
 namespace troupe::runtime {
@@ -95,6 +99,33 @@ actors::Fence fence_of(uint64_t notify_sequence, Params params) {
   return actors::Fence{params.getFence().getEpoch(), params.getFence().getSequence()};
 }
 
+/// An invocation as the worker protocol carries it.
+actors::Invocation invocation_of(schema::InvocationSpec::Reader spec) {
+  actors::Invocation inv;
+  inv.invocation_id = text(spec.getInvocationId());
+  inv.workflow_id = text(spec.getWorkflowId());
+  inv.task_name = text(spec.getTaskName());
+  inv.task_list = text(spec.getTaskList());
+  inv.attempt = spec.getAttempt();
+  if (spec.isHandler()) {
+    inv.handler = text(spec.getHandler());
+  } else {
+    auto shell = spec.getShell();
+    for (auto arg : shell.getCommand()) inv.command.push_back(text(arg));
+    for (auto e : shell.getEnv()) inv.env.push_back(text(e));
+    inv.cwd = text(shell.getCwd());
+  }
+  inv.input_json = text(spec.getInput());
+  inv.workflow_input_json = text(spec.getWorkflowInput());
+  auto progress = spec.getProgress();
+  inv.progress.assign(reinterpret_cast<const char*>(progress.begin()), progress.size());
+  inv.heartbeat_timeout_us = int64_t{spec.getHeartbeatTimeoutMs()} * 1000;
+  inv.async_completion = spec.getAsyncCompletion();
+  inv.task_token = text(spec.getTaskToken());
+  inv.session_id = text(spec.getSessionId());
+  return inv;
+}
+
 class Agent;
 
 class WorkerControlImpl final : public schema::WorkerControl::Server {
@@ -108,6 +139,8 @@ class WorkerControlImpl final : public schema::WorkerControl::Server {
   kj::Promise<void> acknowledge(AcknowledgeContext context) override;
   kj::Promise<void> interruptTask(InterruptTaskContext context) override;
   kj::Promise<void> requestStop(RequestStopContext context) override;
+  kj::Promise<void> openSession(OpenSessionContext context) override;
+  kj::Promise<void> closeSession(CloseSessionContext context) override;
 
  private:
   std::shared_ptr<Agent> agent_;
@@ -185,36 +218,62 @@ class Agent : public std::enable_shared_from_this<Agent> {
   Result<kj::Promise<RunAnswer>> run_task(schema::InvocationSpec::Reader spec, actors::Fence fence,
                                           schema::TaskReporter::Client reporter, bool outcome_in_answer) {
     const std::string id = text(spec.getInvocationId());
+    actors::Invocation inv = invocation_of(spec);
+    if (!inv.session_id.empty() && !sessions_.takes_tasks(inv.session_id)) {
+      // Refused before it is held: it never started, and the scheduler waits for the session.
+      return fail(Errc::NOT_ALLOWED_IN_STATE,
+                  "session '" + inv.session_id + "' is not open on worker " + setup_->node.name);
+    }
     if (auto accepted = state_.accept(id, fence, outcome_in_answer, Clock::now()); !accepted) {
       return accepted.error();
     }
-    actors::Invocation inv;
-    inv.invocation_id = id;
-    inv.workflow_id = text(spec.getWorkflowId());
-    inv.task_name = text(spec.getTaskName());
-    inv.task_list = text(spec.getTaskList());
-    inv.attempt = spec.getAttempt();
-    if (spec.isHandler()) {
-      inv.handler = text(spec.getHandler());
-    } else {
-      auto shell = spec.getShell();
-      for (auto arg : shell.getCommand()) inv.command.push_back(text(arg));
-      for (auto e : shell.getEnv()) inv.env.push_back(text(e));
-      inv.cwd = text(shell.getCwd());
-    }
-    inv.input_json = text(spec.getInput());
-    inv.workflow_input_json = text(spec.getWorkflowInput());
-    auto progress = spec.getProgress();
-    inv.progress.assign(reinterpret_cast<const char*>(progress.begin()), progress.size());
-    inv.heartbeat_timeout_us = int64_t{spec.getHeartbeatTimeoutMs()} * 1000;
-    inv.async_completion = spec.getAsyncCompletion();
-    inv.task_token = text(spec.getTaskToken());
     auto answer = kj::newPromiseAndFulfiller<RunAnswer>();
     Calls calls;
     calls.reporter = kj::mv(reporter);
     calls.answer = kj::mv(answer.fulfiller);
     calls_.insert_or_assign(id, kj::mv(calls));
-    caf::anon_send(setup_->executor, actors::run_atom::value, std::move(inv), bridge_);
+    if (inv.session_id.empty()) {
+      caf::anon_send(setup_->executor, actors::run_atom::value, std::move(inv), bridge_);
+    } else {
+      carry_out(sessions_.add_task(std::move(inv)));  // after what the session runs
+    }
+    return kj::mv(answer.promise);
+  }
+
+  /// openSession's answer: envEnter's outcome, or none (there was none to run).
+  using SessionOutcome = std::optional<TaskReport>;
+
+  /// Opens a session here; the promise is its envEnter's outcome.
+  kj::Promise<SessionOutcome> open_session(schema::SessionOpening::Reader spec) {
+    actors::SessionOpening opening;
+    opening.id = text(spec.getSessionId());
+    opening.workflow_id = text(spec.getWorkflowId());
+    opening.name = text(spec.getSessionName());
+    opening.directory = session_directory(setup_->node.log_dir, opening.workflow_id, opening.name);
+    std::error_code ec;
+    std::filesystem::create_directories(opening.directory, ec);
+    if (ec) {
+      TaskReport failed;
+      failed.kind = TaskReport::FAILED;
+      failed.reason = "SessionDirectory";
+      failed.details = "cannot create " + opening.directory + ": " + ec.message();
+      return SessionOutcome(std::move(failed));
+    }
+    if (spec.hasEnvEnter() && !spec.getEnvEnter().getInvocationId().size() == 0) opening.env_enter = invocation_of(spec.getEnvEnter());
+    if (spec.hasEnvExit() && !spec.getEnvExit().getInvocationId().size() == 0) opening.env_exit = invocation_of(spec.getEnvExit());
+    const uint64_t call = sessions_.next_call();
+    auto answer = kj::newPromiseAndFulfiller<SessionOutcome>();
+    session_calls_.emplace(call, kj::mv(answer.fulfiller));
+    carry_out(sessions_.open(std::move(opening), call));
+    return kj::mv(answer.promise);
+  }
+
+  /// Closes a session here; the promise is its envExit's outcome (none: none ran).
+  kj::Promise<SessionOutcome> close_session(const std::string& id) {
+    const uint64_t call = sessions_.next_call();
+    auto answer = kj::newPromiseAndFulfiller<SessionOutcome>();
+    session_calls_.emplace(call, kj::mv(answer.fulfiller));
+    carry_out(sessions_.close(id, call));
     return kj::mv(answer.promise);
   }
 
@@ -226,7 +285,14 @@ class Agent : public std::enable_shared_from_this<Agent> {
   /// from a heartbeat's reply (which carries no grace) gets the default; the scheduler's
   /// cancelTask follows with its own.
   void cancel(const std::string& id, Duration grace = default_cancel_grace) {
-    if (state_.holds(id)) {
+    if (sessions_.owns(id)) {
+      auto effects = sessions_.cancel_queued(id);
+      if (!effects.never_ran.empty()) {
+        carry_out(std::move(effects));
+        return;
+      }
+    }
+    if (state_.holds(id) || sessions_.is_env_action(id)) {
       caf::anon_send(setup_->executor, actors::cancel_atom::value, id, std::string(), int64_t{grace.count()});
     }
   }
@@ -276,6 +342,40 @@ class Agent : public std::enable_shared_from_this<Agent> {
       state_.interrupt(id);
       cancel(id, Duration::zero());
     }
+    for (const auto& id : sessions_.running_env_actions()) cancel(id, Duration::zero());
+  }
+
+  /// Does what the sessions said: starts invocations, ends tasks that never ran (cancelled),
+  /// answers openSession and closeSession, writes session log lines.
+  void carry_out(actors::SessionEffects effects) {
+    for (auto& [session, line] : effects.log) log_session(session, line);
+    for (const auto& id : effects.never_ran) {
+      TaskReport never;
+      never.invocation_id = id;
+      never.kind = TaskReport::CANCELLED;
+      never.details = "never attempted: its session stopped taking tasks";
+      on_report(std::move(never));
+    }
+    for (auto& answer : effects.answers) {
+      auto it = session_calls_.find(answer.call);
+      if (it == session_calls_.end()) continue;
+      if (it->second->isWaiting()) it->second->fulfill(kj::mv(answer.outcome));
+      session_calls_.erase(it);
+    }
+    for (auto& invocation : effects.start) {
+      caf::anon_send(setup_->executor, actors::run_atom::value, std::move(invocation), bridge_);
+    }
+  }
+
+  /// A line in the session's own log, beside its directory.
+  void log_session(const std::string& session, const std::string& line) {
+    const std::string directory = sessions_.directory(session);
+    if (directory.empty()) return;
+    std::ofstream log(directory + ".log", std::ios::app);
+    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    log << stamp << " " << session << ": " << line << "\n";
   }
 
   /// Tells the scheduler this worker is shutting down (again after a reconnection).
@@ -463,6 +563,13 @@ class Agent : public std::enable_shared_from_this<Agent> {
 
   void on_report(TaskReport report) {
     const std::string id = report.invocation_id;
+    if (sessions_.is_env_action(id)) {
+      // envEnter and envExit answer openSession and closeSession; only their ends matter.
+      if (report.kind != TaskReport::STARTED && report.kind != TaskReport::HEARTBEAT) {
+        carry_out(sessions_.ended(id, report));
+      }
+      return;
+    }
     if (!state_.holds(id)) return;
     auto& calls = calls_.at(id);
     switch (report.kind) {
@@ -496,10 +603,12 @@ class Agent : public std::enable_shared_from_this<Agent> {
         if (state_.ended(id, outcome, awaited, Clock::now()) == actors::EndAnswer::WITH_OUTCOME) {
           // The answer carries it; it stays here until the scheduler acknowledges it.
           answer(calls, RunAnswer{true, *outcome});
-          return;
+        } else {
+          answer(calls, RunAnswer{true, std::nullopt});
+          deliver(id);
         }
-        answer(calls, RunAnswer{true, std::nullopt});
-        deliver(id);
+        // Its session's next action starts once its outcome is on its way.
+        if (sessions_.owns(id)) carry_out(sessions_.ended(id, *outcome));
       }
     }
   }
@@ -600,6 +709,9 @@ class Agent : public std::enable_shared_from_this<Agent> {
   std::string shutdown_reason_;  ///< the signal that started the shutdown
   actors::task_port bridge_;  ///< where the executor reports this worker's invocations
   std::unordered_map<std::string, Calls> calls_;  ///< by invocation id, for every invocation state_ holds
+  actors::HostedSessions sessions_;  ///< the sessions open here; decides their actions' order
+  /// openSession and closeSession calls waiting for an env action, by HostedSessions' call number.
+  std::map<uint64_t, kj::Own<kj::PromiseFulfiller<SessionOutcome>>> session_calls_;
 };
 
 kj::Promise<void> WorkerControlImpl::getRunningTasks(GetRunningTasksContext context) {
@@ -661,6 +773,29 @@ kj::Promise<void> WorkerControlImpl::interruptTask(InterruptTaskContext context)
 kj::Promise<void> WorkerControlImpl::requestStop(RequestStopContext context) {
   agent_->stop_on_request(text(context.getParams().getReason()));
   return kj::READY_NOW;
+}
+
+/// A session action's outcome as openSession's or closeSession's answer; none ran: succeeded.
+void fill_session_outcome(schema::Outcome::Builder out, const std::optional<TaskReport>& outcome) {
+  if (outcome) {
+    fill(out, *outcome, Duration::zero());
+  } else {
+    out.setSucceeded(capnp::Data::Reader());
+  }
+}
+
+kj::Promise<void> WorkerControlImpl::openSession(OpenSessionContext context) {
+  return agent_->open_session(context.getParams().getSession()).then([context](Agent::SessionOutcome outcome) mutable {
+    fill_session_outcome(context.getResults().initOutcome(), outcome);
+  });
+}
+
+kj::Promise<void> WorkerControlImpl::closeSession(CloseSessionContext context) {
+  return agent_->close_session(text(context.getParams().getSessionId())).then([context](Agent::SessionOutcome outcome) mutable {
+    auto results = context.getResults();
+    results.setRan(outcome.has_value());
+    fill_session_outcome(results.initOutcome(), outcome);
+  });
 }
 
 kj::Promise<void> WorkerControlImpl::requestSuicide(RequestSuicideContext context) {

@@ -87,6 +87,18 @@ struct InvocationSpec {
   workflowInput @14 :Text;           # JSON: the workflow's input (TROUPE_WORKFLOW_INPUT). Empty when
                                      # it is `input`: a task without an input of its own is given
                                      # the workflow's as `input`, which is then not sent twice
+  sessionId @15 :Text;               # the open session it runs in (openSession), after the
+                                     # session's envEnter and one at a time with its other
+                                     # tasks; empty: none
+}
+
+struct SessionOpening {
+  # A session to open on the worker (Cadence's sessions, Deadline Cloud's session actions).
+  sessionId @0 :Text;                # WORKFLOW/SESSION: unique among the worker's sessions
+  workflowId @1 :Text;
+  sessionName @2 :Text;
+  envEnter @3 :InvocationSpec;       # runs before any task of the session; absent: none
+  envExit @4 :InvocationSpec;        # runs when the session closes, if it was opened; absent: none
 }
 
 struct Outcome {
@@ -154,6 +166,15 @@ interface WorkerControl {
   requestStop @7 (reason :Text) -> ();
   # A drain asks the worker process to stop (it runs nothing by then): it shuts down as on
   # SIGTERM, says stopped, and exits 0.
+  openSession @8 (session :SessionOpening) -> (error :Common.Error, outcome :Outcome);
+  # Opens the session here: its directory (kept while the worker lives, and found again by a
+  # re-established session), its log, then envEnter. Answers with envEnter's outcome once it
+  # ended (succeeded at once when there is none). Opening a session that is open already answers
+  # as the first opening did. The session's tasks then come as runTask with its sessionId.
+  closeSession @9 (sessionId :Text) -> (error :Common.Error, ran :Bool, outcome :Outcome);
+  # The session's queued tasks end cancelled (never attempted), envExit runs after the action
+  # running now, and the answer comes once it ended (ran, outcome); at once, ran false, when
+  # there is no envExit or the session was never opened here.
 }
 
 interface WorkerSession {

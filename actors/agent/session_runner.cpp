@@ -1,6 +1,8 @@
 // The order of one session's actions on its worker.
 #include "actors/agent/session_runner.hpp"
 
+#include <algorithm>
+
 namespace troupe::actors {
 
 SessionStep SessionRunner::open() {
@@ -56,6 +58,13 @@ SessionStep SessionRunner::ended(const SessionActionRef& action, SessionActionOu
   }
   next(step);
   return step;
+}
+
+bool SessionRunner::withdraw(const std::string& invocation_id) {
+  auto it = std::find(queued_.begin(), queued_.end(), invocation_id);
+  if (it == queued_.end()) return false;
+  queued_.erase(it);
+  return true;
 }
 
 SessionStep SessionRunner::proceed() {

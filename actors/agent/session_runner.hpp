@@ -52,6 +52,9 @@ class SessionRunner {
   /// The action running ended with `outcome` (not NEVER_ATTEMPTED). An id that is not the
   /// running action's changes nothing.
   SessionStep ended(const SessionActionRef& action, SessionActionOutcome outcome);
+  /// A queued task is taken back (cancelled before it ran): true if it was queued. It ends
+  /// NEVER_ATTEMPTED, which the caller reports.
+  bool withdraw(const std::string& invocation_id);
   /// After a task that did not succeed: it will be retried, so the queued tasks may run.
   SessionStep proceed();
   /// The scheduler closes the session (its tasks are over, it was cancelled or timed out), or

@@ -32,6 +32,10 @@ class TaskContext {
   virtual uint32_t attempt() const = 0;
   /// The task's token for completeTask/failTask; empty where none was minted (in-process runs).
   virtual const std::string& task_token() const = 0;
+  /// The session the task runs in (WORKFLOW/SESSION) and the directory its tasks share; both
+  /// empty outside a session.
+  virtual const std::string& session_id() const = 0;
+  virtual const std::string& session_dir() const = 0;
   /// Whether the task was defined with asyncCompletion.
   virtual bool async_completion() const = 0;
   /// asyncCompletion: this invocation's part is done and whoever holds the token ends the task.

@@ -40,6 +40,8 @@ class LocalContext final : public TaskContext {
   uint32_t attempt() const override { return invocation_.attempt; }
   const std::string& task_token() const override { return invocation_.task_token; }
   bool async_completion() const override { return invocation_.async_completion; }
+  const std::string& session_id() const override { return invocation_.session_id; }
+  const std::string& session_dir() const override { return invocation_.session_dir; }
   void handed_off() override { end(TaskReport{invocation_.invocation_id, TaskReport::HANDED_OFF, {}, {}, {}, false}); }
 
   bool heartbeat(std::string progress) override {
