@@ -101,6 +101,14 @@ using skip_atom = caf::atom_constant<caf::atom("skip")>;
 using options_atom = caf::atom_constant<caf::atom("options")>;
 using operate_atom = caf::atom_constant<caf::atom("operate")>;
 using view_atom = caf::atom_constant<caf::atom("view")>;
+using open_atom = caf::atom_constant<caf::atom("open")>;
+using close_atom = caf::atom_constant<caf::atom("close")>;
+using place_atom = caf::atom_constant<caf::atom("place")>;
+using pin_atom = caf::atom_constant<caf::atom("pin")>;
+using free_atom = caf::atom_constant<caf::atom("free")>;
+using lost_atom = caf::atom_constant<caf::atom("lost")>;
+using accept_atom = caf::atom_constant<caf::atom("accept")>;
+using session_atom = caf::atom_constant<caf::atom("session")>;
 
 // --- errors -------------------------------------------------------------------------------
 
@@ -172,6 +180,21 @@ struct TaskReport {
   /// true end; 0: unknown, take the time it arrives.
   int64_t ended_at_us = 0;
 };
+
+/// A session to open on its worker (worker.capnp SessionOpening).
+struct SessionOpen {
+  std::string id;  ///< WORKFLOW/SESSION
+  std::string workflow_id;
+  std::string name;
+  /// Run before its first task and when it closes; empty invocation ids: none.
+  Invocation env_enter;
+  Invocation env_exit;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, SessionOpen& x) {
+  return f(caf::meta::type_name("SessionOpen"), x.id, x.workflow_id, x.name, x.env_enter, x.env_exit);
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, EventBatch& x) {

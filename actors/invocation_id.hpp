@@ -20,6 +20,14 @@ inline std::string make_invocation_id(std::string_view workflow_id, std::string_
   return id;
 }
 
+/// A session's id, on the scheduler and on its worker: WORKFLOW/SESSION.
+inline std::string make_session_key(std::string_view workflow_id, std::string_view session_name) {
+  std::string key;
+  key.reserve(workflow_id.size() + session_name.size() + 1);
+  key.append(workflow_id).append("/").append(session_name);
+  return key;
+}
+
 struct InvocationIdParts {
   std::string_view workflow_id;
   std::string_view task_name;

@@ -37,9 +37,10 @@ using executor_actor = caf::typed_actor<
     // and a grant comes when a slot is free. A task asks only while it handles nothing else
     // (the request is awaited), so it always takes a slot it is answered with. `avoid` names
     // the executor the task's last attempt failed on (empty: none): it gets the task only when
-    // no other executor of the list can take it now.
+    // no other executor of the list can take it now. `session` (empty: none) names the session
+    // the task belongs to: it waits until the session is pinned to an executor, and runs there.
     caf::replies_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */,
-                    std::string /* avoid */>::with<std::string>,
+                    std::string /* avoid */, std::string /* session */>::with<std::string>,
     // from a task: stop waiting
     caf::reacts_to<withdraw_atom, task_port, std::string /* task list */>,
     // from a task that accepted a grant: give the slot back without running anything

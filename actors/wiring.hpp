@@ -8,6 +8,7 @@
 #include <string>
 
 #include "actors/ports.hpp"
+#include "actors/session/session_host.hpp"
 #include "actors/system/history_writer.hpp"
 #include "actors/worker/fence.hpp"
 #include "schema/definition_cache.hpp"
@@ -18,6 +19,9 @@ namespace troupe::actors {
 struct Wiring {
   HistoryWriter writer;
   executor_actor executor;
+  /// Where session actors find workers for their sessions (the dispatcher); none where
+  /// executors are in process: a session then never finds a worker.
+  session_host sessions;
   /// Wall-clock time for event timestamps, microseconds since the Unix epoch. Tests derive it
   /// from the deterministic actor clock.
   std::function<int64_t()> now_us;

@@ -108,6 +108,44 @@ class TaskReporterImpl final : public schema::TaskReporter::Server {
   std::string id_;
 };
 
+/// The text an invocation carries, for a message's size hint.
+size_t invocation_bytes(const actors::Invocation& inv) {
+  size_t bytes = inv.invocation_id.size() + inv.workflow_id.size() + inv.task_name.size() + inv.task_list.size() +
+                 inv.handler.size() + inv.cwd.size() + inv.input_json.size() + inv.workflow_input_json.size() +
+                 inv.progress.size() + inv.session_id.size() + 256 /* a task token */;
+  for (const auto& arg : inv.command) bytes += arg.size() + 16;
+  for (const auto& var : inv.env) bytes += var.size() + 16;
+  return bytes;
+}
+
+/// An invocation as the worker protocol carries it; an asyncCompletion one gets its token.
+void fill_invocation(schema::InvocationSpec::Builder spec, const actors::Invocation& inv, const std::string& token_key) {
+  spec.setInvocationId(inv.invocation_id);
+  spec.setWorkflowId(inv.workflow_id);
+  spec.setTaskName(inv.task_name);
+  spec.setTaskList(inv.task_list);
+  spec.setAttempt(inv.attempt);
+  if (!inv.handler.empty()) {
+    spec.setHandler(inv.handler);
+  } else {
+    auto shell = spec.initShell();
+    auto argv = shell.initCommand(inv.command.size());
+    for (size_t i = 0; i < inv.command.size(); ++i) argv.set(i, inv.command[i]);
+    auto env = shell.initEnv(inv.env.size());
+    for (size_t i = 0; i < inv.env.size(); ++i) env.set(i, inv.env[i]);
+    shell.setCwd(inv.cwd);
+  }
+  spec.setInput(inv.input_json);
+  if (!inv.workflow_input_json.empty()) spec.setWorkflowInput(inv.workflow_input_json);
+  spec.setProgress(as_data(inv.progress));
+  spec.setHeartbeatTimeoutMs(static_cast<uint32_t>(std::min<int64_t>(inv.heartbeat_timeout_us / 1000, UINT32_MAX)));
+  if (inv.async_completion) {
+    spec.setAsyncCompletion(true);
+    spec.setTaskToken(mint_task_token(token_key, {inv.workflow_id, inv.task_name, inv.invocation_id}));
+  }
+  if (!inv.session_id.empty()) spec.setSessionId(inv.session_id);
+}
+
 /// The scheduler's line to one worker. Called from CAF threads: every call hops to the RPC
 /// thread, where the capability lives.
 class CapnpWorkerLink final : public actors::WorkerLink {
@@ -152,36 +190,9 @@ class CapnpWorkerLink final : public actors::WorkerLink {
   void run_task(const actors::Invocation& inv, std::function<void(Result<actors::RunAnswer>)> done) override {
     Box* box = box_;
     rpc_->post([box, inv, done] {
-      size_t text_bytes = inv.invocation_id.size() + inv.workflow_id.size() + inv.task_name.size() +
-                          inv.task_list.size() + inv.handler.size() + inv.cwd.size() + inv.input_json.size() +
-                          inv.workflow_input_json.size() + inv.progress.size() + 256 /* a task token */;
-      for (const auto& arg : inv.command) text_bytes += arg.size() + 16;
-      for (const auto& var : inv.env) text_bytes += var.size() + 16;
+      const size_t text_bytes = invocation_bytes(inv);
       auto request = box->control.runTaskRequest(message_size(text_bytes, 1));
-      auto spec = request.initInvocation();
-      spec.setInvocationId(inv.invocation_id);
-      spec.setWorkflowId(inv.workflow_id);
-      spec.setTaskName(inv.task_name);
-      spec.setTaskList(inv.task_list);
-      spec.setAttempt(inv.attempt);
-      if (!inv.handler.empty()) {
-        spec.setHandler(inv.handler);
-      } else {
-        auto shell = spec.initShell();
-        auto argv = shell.initCommand(inv.command.size());
-        for (size_t i = 0; i < inv.command.size(); ++i) argv.set(i, inv.command[i]);
-        auto env = shell.initEnv(inv.env.size());
-        for (size_t i = 0; i < inv.env.size(); ++i) env.set(i, inv.env[i]);
-        shell.setCwd(inv.cwd);
-      }
-      spec.setInput(inv.input_json);
-      if (!inv.workflow_input_json.empty()) spec.setWorkflowInput(inv.workflow_input_json);
-      spec.setProgress(as_data(inv.progress));
-      spec.setHeartbeatTimeoutMs(static_cast<uint32_t>(std::min<int64_t>(inv.heartbeat_timeout_us / 1000, UINT32_MAX)));
-      if (inv.async_completion) {
-        spec.setAsyncCompletion(true);
-        spec.setTaskToken(mint_task_token(box->token_key, {inv.workflow_id, inv.task_name, inv.invocation_id}));
-      }
+      fill_invocation(request.initInvocation(), inv, box->token_key);
       request.setNotifySequence(inv.fence.sequence);
       set_fence(request.initFence(), inv.fence);
       request.setReporter(kj::heap<TaskReporterImpl>(box->worker, inv.invocation_id));
@@ -270,6 +281,51 @@ class CapnpWorkerLink final : public actors::WorkerLink {
       auto request = box->control.requestStopRequest();
       request.setReason(reason);
       box->tasks->add(request.send().ignoreResult().catch_([](kj::Exception&&) {}));
+    });
+  }
+
+  void open_session(const actors::SessionOpen& session, std::function<void(Result<TaskReport>)> done) override {
+    Box* box = box_;
+    rpc_->post([box, session, done] {
+      auto request = box->control.openSessionRequest(
+          message_size(invocation_bytes(session.env_enter) + invocation_bytes(session.env_exit) + session.id.size() * 2, 1));
+      auto spec = request.initSession();
+      spec.setSessionId(session.id);
+      spec.setWorkflowId(session.workflow_id);
+      spec.setSessionName(session.name);
+      if (!session.env_enter.invocation_id.empty()) fill_invocation(spec.initEnvEnter(), session.env_enter, box->token_key);
+      if (!session.env_exit.invocation_id.empty()) fill_invocation(spec.initEnvExit(), session.env_exit, box->token_key);
+      box->tasks->add(request.send().then(
+          [done, id = session.env_enter.invocation_id](auto response) {
+            auto error = response.getError();
+            if (error.getCode() != schema::ErrorCode::NONE) {
+              done(fail(Errc::NOT_ALLOWED_IN_STATE, text(error.getMessage())));
+              return;
+            }
+            done(report_of(id, response.getOutcome()));
+          },
+          [done](kj::Exception&& e) { done(fail(Errc::UNAVAILABLE, e.getDescription().cStr())); }));
+    });
+  }
+
+  void close_session(const std::string& session_id,
+                     std::function<void(Result<std::optional<TaskReport>>)> done) override {
+    Box* box = box_;
+    rpc_->post([box, session_id, done] {
+      auto request = box->control.closeSessionRequest();
+      request.setSessionId(session_id);
+      box->tasks->add(request.send().then(
+          [done, session_id](auto response) {
+            auto error = response.getError();
+            if (error.getCode() != schema::ErrorCode::NONE) {
+              done(fail(Errc::NOT_ALLOWED_IN_STATE, text(error.getMessage())));
+              return;
+            }
+            std::optional<TaskReport> outcome;
+            if (response.getRan()) outcome = report_of(session_id + "/envExit", response.getOutcome());
+            done(std::move(outcome));
+          },
+          [done](kj::Exception&& e) { done(fail(Errc::UNAVAILABLE, e.getDescription().cStr())); }));
     });
   }
 

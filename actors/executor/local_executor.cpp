@@ -193,8 +193,10 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
   self->state.handlers = std::move(handlers);
   self->state.options = std::move(options);
   return {
-      // One executor: a retry has no other to go to, so `avoid` changes nothing here.
-      [=](enqueue_atom, task_port task, int32_t priority, const std::string&, const std::string&) -> std::string {
+      // One executor: a retry has no other to go to, so `avoid` changes nothing here, and a
+      // session's tasks run here like any others.
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string&, const std::string&,
+          const std::string&) -> std::string {
         auto& st = self->state;
         if (st.waiting.empty() && st.in_use < st.options.slots) {
           ++st.in_use;  // the answer hands the slot over

@@ -19,12 +19,18 @@ struct MatchingState {
   static inline const char* name = "matching";
   std::string task_list;
   ReadyQueue queue;
-  /// A queued task and the worker its last attempt failed on (empty: none).
+  /// A queued task, the worker its last attempt failed on (empty: none), and its session
+  /// (empty: none).
   struct Waiting {
     task_port task;
     std::string avoid;
+    std::string session;
   };
   std::map<std::string, Waiting> tasks;  // by queue key
+  /// The tasks of each session, waiting for a slot on the session's worker (or for a worker).
+  std::map<std::string, ReadyQueue> session_queues;
+  /// The worker each open session is pinned to.
+  std::map<std::string, std::string> pins;
   CreditPool credit;
   /// The worker actor whose credit each shard's entry holds. A shard's new instance joins
   /// with a new actor while the replaced one may still be on its way out; the old one's late
@@ -59,31 +65,62 @@ void post_wait(Self self) {
   st.waits->post(st.task_list, now);
 }
 
+/// Grants `key`'s slot on `worker` (taken already).
+void grant(Self self, const std::string& key, const std::string& worker) {
+  auto& st = self->state;
+  auto it = st.tasks.find(key);
+  task_port task = std::move(it->second.task);
+  st.tasks.erase(it);
+  self->request(task, caf::infinite, grant_atom::value, worker)
+      .then([self, shard = worker](bool taken) {
+              if (!taken) release(self, shard);
+            },
+            [self, shard = worker](const caf::error&) { release(self, shard); });
+}
+
+/// Arms a wake-up for when the rate limits allow the next grant, if they are what stands in
+/// the way.
+void wake_when_allowed(Self self, caf::actor_clock::time_point now) {
+  auto& st = self->state;
+  auto at = st.credit.next_assign_time(now);
+  if (at && !st.wake_armed) {
+    st.wake_armed = true;
+    self->delayed_send(self, *at - now, wake_atom::value, ++st.wake_generation);
+  }
+}
+
+/// Grants the slots of pinned sessions' workers to their tasks, best first per session.
+void match_sessions(Self self, caf::actor_clock::time_point now) {
+  auto& st = self->state;
+  for (auto& [session, queue] : st.session_queues) {
+    auto pin = st.pins.find(session);
+    if (pin == st.pins.end()) continue;
+    while (!queue.empty()) {
+      if (!st.credit.assign_to(pin->second, now)) {
+        wake_when_allowed(self, now);
+        break;
+      }
+      grant(self, queue.pop()->key, pin->second);
+    }
+  }
+  std::erase_if(st.session_queues, [](const auto& entry) { return entry.second.empty(); });
+}
+
 /// Grants slots while a task waits and a worker can take one; arms a wake-up when only the
 /// rate limit stands in the way.
 void match(Self self) {
   auto& st = self->state;
   const auto now = self->clock().now();
+  if (!st.session_queues.empty()) match_sessions(self, now);
   while (!st.queue.empty()) {
     auto it = st.tasks.find(st.queue.peek()->key);
     auto worker = st.credit.assign(now, it->second.avoid);
     if (!worker) {
-      auto at = st.credit.next_assign_time(now);
-      if (at && !st.wake_armed) {
-        st.wake_armed = true;
-        self->delayed_send(self, *at - now, wake_atom::value, ++st.wake_generation);
-      }
+      wake_when_allowed(self, now);
       post_wait(self);
       return;
     }
-    (void)st.queue.pop();
-    task_port task = std::move(it->second.task);
-    st.tasks.erase(it);
-    self->request(task, caf::infinite, grant_atom::value, *worker)
-        .then([self, shard = *worker](bool taken) {
-                if (!taken) release(self, shard);
-              },
-              [self, shard = *worker](const caf::error&) { release(self, shard); });
+    grant(self, st.queue.pop()->key, *worker);
   }
   post_wait(self);
 }
@@ -110,8 +147,22 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
     if (bucket) st.credit = CreditPool(*bucket);
   }
   return {
-      [=](enqueue_atom, task_port task, int32_t priority, const std::string&, std::string& avoid) -> std::string {
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string&, std::string& avoid,
+          std::string& session) -> std::string {
         auto& s = self->state;
+        if (!session.empty()) {
+          const std::string key = key_of(task);
+          auto pin = s.pins.find(session);
+          auto& queue = s.session_queues[session];
+          if (pin != s.pins.end() && queue.empty() && s.credit.assign_to(pin->second, self->clock().now())) {
+            return pin->second;
+          }
+          if (queue.push(key, priority)) {
+            s.tasks.emplace(key, MatchingState::Waiting{std::move(task), std::move(avoid), std::move(session)});
+            match(self);
+          }
+          return std::string();
+        }
         if (s.queue.empty()) {
           // Nothing waits ahead of it: a free slot is the task's in the answer, without a grant
           // (and without a record of the task waiting).
@@ -119,7 +170,7 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
         }
         const std::string key = key_of(task);
         if (s.queue.push(key, priority)) {
-          s.tasks.emplace(key, MatchingState::Waiting{std::move(task), std::move(avoid)});
+          s.tasks.emplace(key, MatchingState::Waiting{std::move(task), std::move(avoid), std::string()});
           match(self);
         }
         return std::string();
@@ -127,8 +178,25 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
       [=](withdraw_atom, const task_port& task, const std::string&) {
         auto& s = self->state;
         const std::string key = key_of(task);
-        if (s.queue.remove(key)) s.tasks.erase(key);
+        auto it = s.tasks.find(key);
+        if (it != s.tasks.end()) {
+          if (it->second.session.empty()) {
+            (void)s.queue.remove(key);
+          } else if (auto q = s.session_queues.find(it->second.session); q != s.session_queues.end()) {
+            (void)q->second.remove(key);
+          }
+          s.tasks.erase(it);
+        }
         post_wait(self);
+      },
+      [=](pin_atom, const std::string& session, const std::string& shard) {
+        auto& s = self->state;
+        if (shard.empty()) {
+          s.pins.erase(session);
+        } else {
+          s.pins[session] = shard;
+          match(self);
+        }
       },
       [=](join_atom, const std::string& shard, uint32_t slots, double rate) {
         auto& s = self->state;

@@ -1,7 +1,8 @@
 // The matching actor of one task list: its ready queue (priority, then age), the credit of
 // every worker serving it (a worker never gets more invocations than its free slots), and the
 // token buckets that limit the list's dispatch rate globally and per worker. Tasks wait here,
-// their scheduleToStart timeout running, while no worker serves the list.
+// their scheduleToStart timeout running, while no worker serves the list. A session's tasks
+// wait in a queue of their own until the session is pinned to a worker, and go to it alone.
 #pragma once
 
 #include <memory>
@@ -19,7 +20,7 @@ using matching_actor = caf::typed_actor<
     // from a task (delegated by the dispatcher): a free slot's worker now, or empty: the task
     // waits for a grant (see executor_actor)
     caf::replies_to<enqueue_atom, task_port, int32_t /* priority */, std::string /* task list */,
-                    std::string /* avoid */>::with<std::string>,
+                    std::string /* avoid */, std::string /* session */>::with<std::string>,
     // from a task: stop waiting
     caf::reacts_to<withdraw_atom, task_port, std::string>,
     // from a worker actor: it serves this list with `slots` (0 while unhealthy), at most
@@ -35,7 +36,10 @@ using matching_actor = caf::typed_actor<
     // which holds a slot until released like any other
     caf::reacts_to<claim_atom, std::string /* shard */>,
     // its own timer: the rate limit allows the next grant
-    caf::reacts_to<wake_atom, uint64_t /* generation */>>;
+    caf::reacts_to<wake_atom, uint64_t /* generation */>,
+    // from the dispatcher, for a session actor: the session's tasks go to `shard` only, from
+    // now on (it is open there); an empty shard holds them (it is not open anywhere)
+    caf::reacts_to<pin_atom, std::string /* session */, std::string /* shard */>>;
 
 struct MatchingLimits {
   /// Invocations of the task list started per second across all workers; 0: unlimited.

@@ -7,8 +7,10 @@
 #include <utility>
 
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/session/session_placement.hpp"
 #include "actors/worker/recorded_answers.hpp"
 #include "actors/worker/standing_machine.hpp"
 #include "actors/worker/worker_book.hpp"
@@ -39,6 +41,24 @@ struct DispatcherState {
   /// Operators' orders for workers with no live instance, answered once their records are
   /// durable.
   RecordedAnswers answers;
+
+  // --- sessions ---
+  SessionPlacement placement;
+  /// Each live shard's registration: the instance and resource a placement reports.
+  std::map<std::string, WorkerInfo> infos;
+  /// Session actors waiting for a worker, by session key.
+  struct Asking {
+    caf::typed_response_promise<SessionPlace> promise;
+    caf::actor session;
+  };
+  std::map<std::string, Asking> asking;
+  /// Sessions placed on a worker, by key: told if that worker instance is lost.
+  struct Placed {
+    std::string shard;
+    caf::actor_addr worker;
+    caf::actor session;
+  };
+  std::map<std::string, Placed> placed;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -152,9 +172,49 @@ void gather_views(Self self, const std::string& shard, caf::typed_response_promi
   }
 }
 
+/// Places every waiting session some worker can take now.
+void place_sessions(Self self) {
+  auto& st = self->state;
+  for (const auto& [key, shard] : st.placement.place()) {
+    auto asking = st.asking.find(key);
+    auto worker = st.workers.find(shard);
+    if (asking == st.asking.end() || worker == st.workers.end()) {
+      st.placement.release(key);  // nobody waits for it any more
+      continue;
+    }
+    const WorkerInfo& info = st.infos[shard];
+    st.placed[key] = DispatcherState::Placed{shard, worker->second.address(), asking->second.session};
+    asking->second.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id});
+    st.asking.erase(asking);
+  }
+}
+
+/// The worker actor `gone` ended: the sessions placed on its instance lost their worker.
+void sessions_lost(Self self, const caf::actor_addr& gone) {
+  auto& st = self->state;
+  for (auto it = st.placed.begin(); it != st.placed.end();) {
+    if (it->second.worker != gone) {
+      ++it;
+      continue;
+    }
+    caf::anon_send(it->second.session, lost_atom::value, it->second.shard,
+               std::string("left the cluster (declared dead, stopped, or replaced by a new instance)"));
+    st.placement.release(it->first);
+    it = st.placed.erase(it);
+  }
+}
+
 worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink> link) {
   auto& st = self->state;
   record_registration(self, info);
+  {
+    std::set<std::string> lists;
+    for (const auto& [list, slots] : info.task_lists) lists.insert(list);
+    st.placement.join(info.shard_id, info.resource_id, info.max_concurrent_sessions, std::move(lists));
+    // It takes sessions once its actor says its health and standing let it take tasks.
+    st.placement.accepting(info.shard_id, false);
+    st.infos[info.shard_id] = info;
+  }
   WorkerSetup setup;
   for (const auto& [list, slots] : info.task_lists) setup.matchers.emplace(list, matcher_of(self, list));
   if (auto r = st.options.worker_rates.find(info.shard_id); r != st.options.worker_rates.end()) {
@@ -170,6 +230,10 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.quarantine = st.options.quarantine;
   setup.kill_grace = st.options.kill_grace;
   setup.now_us = st.options.now_us;
+  setup.sessions_accepting = [me = caf::actor_cast<caf::actor>(self), shard = setup.info.shard_id,
+                              instance = setup.info.instance_id](bool accepts) {
+    caf::anon_send(me, accept_atom::value, shard, instance, accepts);
+  };
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));
   self->monitor(worker);
@@ -245,18 +309,67 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
   if (!self->state.options.fences) self->state.options.fences = std::make_shared<FenceCounter>();
   self->state.recovery_ends = self->clock().now() + self->state.options.recovery_window;
   self->set_down_handler([self](const caf::down_msg& down) {
+    sessions_lost(self, down.source);
     auto& workers = self->state.workers;
     for (auto it = workers.begin(); it != workers.end(); ++it) {
       if (it->second.address() == down.source) {
+        self->state.placement.leave(it->first);
+        self->state.infos.erase(it->first);
         workers.erase(it);
         return;
       }
     }
   });
   return {
-      [=](enqueue_atom, task_port task, int32_t priority, const std::string& list,
-          const std::string& avoid) -> caf::result<std::string> {
-        return self->delegate(matcher_of(self, list), enqueue_atom::value, std::move(task), priority, list, avoid);
+      [=](enqueue_atom, task_port task, int32_t priority, const std::string& list, const std::string& avoid,
+          const std::string& session) -> caf::result<std::string> {
+        return self->delegate(matcher_of(self, list), enqueue_atom::value, std::move(task), priority, list, avoid,
+                              session);
+      },
+      [=](place_atom, SessionAsk& ask) -> caf::result<SessionPlace> {
+        auto& st = self->state;
+        auto promise = self->make_response_promise<SessionPlace>();
+        SessionRequest request{ask.key, ask.resource_id, {ask.task_lists.begin(), ask.task_lists.end()}, ask.avoid_shard};
+        st.placement.withdraw(ask.key);  // a repeated ask replaces the one before
+        st.placement.request(std::move(request));
+        st.asking[ask.key] = DispatcherState::Asking{promise, caf::actor_cast<caf::actor>(self->current_sender())};
+        place_sessions(self);
+        return promise;
+      },
+      [=](withdraw_atom, const std::string& key) {
+        auto& st = self->state;
+        st.placement.withdraw(key);
+        if (auto it = st.asking.find(key); it != st.asking.end()) {
+          it->second.promise.deliver(to_caf(Error{Errc::CANCELLED, "the session stopped looking for a worker"}));
+          st.asking.erase(it);
+        }
+      },
+      [=](free_atom, const std::string& key) {
+        self->state.placement.release(key);
+        self->state.placed.erase(key);
+        place_sessions(self);
+      },
+      [=](open_atom, const std::string& shard, SessionOpen& session) -> caf::result<TaskReport> {
+        auto it = self->state.workers.find(shard);
+        if (it == self->state.workers.end()) {
+          return to_caf(Error{Errc::UNAVAILABLE, "worker " + shard + " is gone"});
+        }
+        return self->delegate(it->second, open_atom::value, std::move(session));
+      },
+      [=](close_atom, const std::string& shard, const std::string& session) -> caf::result<bool, TaskReport> {
+        auto it = self->state.workers.find(shard);
+        if (it == self->state.workers.end()) return {false, TaskReport{}};
+        return self->delegate(it->second, close_atom::value, session);
+      },
+      [=](pin_atom, const std::string& session, const std::string& shard, const std::vector<std::string>& lists) {
+        for (const auto& list : lists) self->send(matcher_of(self, list), pin_atom::value, session, shard);
+      },
+      [=](accept_atom, const std::string& shard, const std::string& instance, bool accepts) {
+        auto& st = self->state;
+        auto info = st.infos.find(shard);
+        if (info == st.infos.end() || info->second.instance_id != instance) return;  // a replaced instance
+        st.placement.accepting(shard, accepts);
+        if (accepts) place_sessions(self);
       },
       [=](withdraw_atom, task_port task, const std::string& list) {
         self->send(matcher_of(self, list), withdraw_atom::value, std::move(task), list);

@@ -14,6 +14,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/matching/matching_actor.hpp"
+#include "actors/session/session_host.hpp"
 #include "actors/worker/worker_actor.hpp"
 
 namespace troupe::actors {
@@ -31,7 +32,7 @@ struct RegistrationOutcome {
   Fence fence;
 };
 
-using dispatcher_actor = executor_actor::extend<
+using dispatcher_actor = executor_actor::extend_with<session_host>::extend<
     // from RPC: a worker registers (info, link); the reply is the outcome or why it was refused
     caf::reacts_to<register_atom, WorkerInfo, std::shared_ptr<WorkerLink>, Reply<RegistrationOutcome>>,
     // its own timer: the recovery window closed for adoptions waiting on this shard (empty: for
@@ -48,7 +49,9 @@ using dispatcher_actor = executor_actor::extend<
     caf::replies_to<view_atom, std::string /* shard */>::with<std::vector<WorkerView>>,
     // from the store's thread: the write an operator's answer waits for is over (ticket, and
     // why it failed: none if it is durable)
-    caf::reacts_to<persisted_atom, uint64_t, caf::error>>;
+    caf::reacts_to<persisted_atom, uint64_t, caf::error>,
+    // from a worker actor: whether its worker takes new sessions now (shard, instance, accepts)
+    caf::reacts_to<accept_atom, std::string, std::string, bool>>;
 
 struct DispatcherOptions {
   HealthTimeouts timeouts;

@@ -121,6 +121,12 @@ void disarm(Self self, std::initializer_list<TimerKind> kinds) {
   for (auto kind : kinds) ++self->state.generation[static_cast<size_t>(kind)];
 }
 
+/// The session the task runs in (its key), or empty.
+std::string session_of(const TaskActorState& st) {
+  const auto& session = st.spec->tasks[st.index].session;
+  return session ? make_session_key(st.workflow_id, st.spec->sessions[*session].name) : std::string();
+}
+
 Invocation make_invocation(Self self) {
   const auto& st = self->state;
   Invocation inv;
@@ -143,6 +149,7 @@ Invocation make_invocation(Self self) {
   if (st.task().timeouts.heartbeat) inv.heartbeat_timeout_us = st.task().timeouts.heartbeat->count();
   inv.async_completion = st.task().async_completion;
   inv.fence = st.model.dispatch_fence;
+  inv.session_id = session_of(st);
   if (auto* handler = std::get_if<HandlerSpec>(&st.task().body)) {
     inv.handler = handler->name;
   } else {
@@ -337,7 +344,7 @@ template <class Then>
 void enqueue(Self self, Then then) {
   auto& s = self->state;
   self->request(s.wiring->executor, caf::infinite, enqueue_atom::value, caf::actor_cast<task_port>(self),
-                s.task().priority, s.task().task_list, s.model.failed_on)
+                s.task().priority, s.task().task_list, s.model.failed_on, session_of(s))
       .await([then](const std::string& granted) mutable { then(granted); },
              [then](const caf::error&) mutable { then(std::string()); });
 }

@@ -122,6 +122,7 @@ void offer_slots(Self self, bool accept) {
     self->send(matcher->second, join_atom::value, st.setup.info.shard_id, accept ? slots : 0u,
                st.setup.rate);
   }
+  if (st.setup.sessions_accepting) st.setup.sessions_accepting(accept);
   claim_adopted(self);
 }
 
@@ -612,6 +613,11 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       [=](persisted_atom, uint64_t ticket, const caf::error& failed) { on_recorded(self, ticket, failed); },
       [=](view_atom) { return view_of(self); },
       [=](wake_atom, uint8_t timer, uint64_t generation) { on_standing_timer(self, timer, generation); },
+      [=](open_atom, SessionOpen& session) { return open_session(self, std::move(session)); },
+      [=](close_atom, const std::string& session) { return close_session(self, session); },
+      [=](session_atom, uint64_t call, bool ran, TaskReport& outcome, const caf::error& failed) {
+        session_answered(self, call, ran, std::move(outcome), failed);
+      },
   };
 }
 

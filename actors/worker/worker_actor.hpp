@@ -133,7 +133,16 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<wake_atom, uint8_t, uint64_t>,
     // from the store's thread: the write an operator's answer waits for is over (ticket, and
     // why it failed: none if it is durable)
-    caf::reacts_to<persisted_atom, uint64_t, caf::error>>;
+    caf::reacts_to<persisted_atom, uint64_t, caf::error>,
+    // from the dispatcher, for a session actor: open the session on the worker; the answer is
+    // envEnter's outcome once it ended (SUCCEEDED when it has none). UNAVAILABLE when the call
+    // failed with the connection (the worker may hold the session: opening again is safe)
+    caf::replies_to<open_atom, SessionOpen>::with<TaskReport>,
+    // from the dispatcher, for a session actor: close the session on the worker; the answer is
+    // whether envExit ran, and its outcome
+    caf::replies_to<close_atom, std::string /* session */>::with<bool, TaskReport>,
+    // from the link's callbacks: openSession or closeSession answered (call, ran, outcome, error)
+    caf::reacts_to<session_atom, uint64_t, bool, TaskReport, caf::error>>;
 
 struct WorkerSetup {
   WorkerInfo info;
@@ -161,6 +170,9 @@ struct WorkerSetup {
   QuarantinePolicy quarantine;
   /// How long an interrupted invocation gets between SIGTERM and SIGKILL (an immediate drain).
   Duration kill_grace = std::chrono::seconds(10);
+  /// Told whether the worker takes new sessions now (its health and standing let it take
+  /// tasks), each time that may have changed; empty: nobody listens.
+  std::function<void(bool accepts)> sessions_accepting;
   /// The wall clock, microseconds since the epoch: drain deadlines and quarantine ends are
   /// kept in the worker's record and outlive this process. Empty: the system clock.
   std::function<int64_t()> now_us;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <caf/response_promise.hpp>
+#include <caf/typed_response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -79,6 +80,12 @@ struct WorkerActorState {
   std::deque<RecentInvocation> recent;  ///< newest last
   /// Operators' orders, answered once the record they changed is durable.
   RecordedAnswers answers;
+
+  // --- sessions ---
+  /// openSession and closeSession calls waiting for the worker's answer, by call number.
+  std::map<uint64_t, caf::typed_response_promise<TaskReport>> session_opens;
+  std::map<uint64_t, caf::typed_response_promise<bool, TaskReport>> session_closes;
+  uint64_t session_calls = 0;
 };
 
 
@@ -125,5 +132,14 @@ void on_recorded(Self self, uint64_t ticket, const caf::error& failed);
 WorkerView view_of(Self self);
 /// A standing timer (a WorkerTimer) of generation `generation` is due.
 void on_standing_timer(Self self, uint8_t timer, uint64_t generation);
+
+// --- worker_sessions.cpp ---
+
+/// Opens a session on the worker; answered with envEnter's outcome.
+caf::result<TaskReport> open_session(Self self, SessionOpen session);
+/// Closes a session on the worker; answered with whether envExit ran, and its outcome.
+caf::result<bool, TaskReport> close_session(Self self, const std::string& session);
+/// The worker answered an openSession or closeSession (call); `failed` is none when it did.
+void session_answered(Self self, uint64_t call, bool ran, TaskReport outcome, const caf::error& failed);
 
 }  // namespace troupe::actors::worker_detail

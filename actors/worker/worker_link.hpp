@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ namespace troupe::actors {
 
 struct Invocation;
 struct TaskReport;
+struct SessionOpen;
 
 /// runTask's answer: the invocation runs (`ended` false), or it ended before the worker
 /// answered. Then `outcome` is how it ended, when the worker said so in the answer: the
@@ -75,6 +77,12 @@ class WorkerLink {
   virtual void interrupt_task(const std::string& invocation_id, Duration grace, const std::string& reason) = 0;
   /// Asks the worker process to shut down and exit (a drain that said so).
   virtual void request_stop(const std::string& reason) = 0;
+  /// openSession: `done` gets envEnter's outcome once it ended (SUCCEEDED when there is none),
+  /// or an error: UNAVAILABLE when the connection failed (the worker may hold the session).
+  virtual void open_session(const SessionOpen& session, std::function<void(Result<TaskReport>)> done) = 0;
+  /// closeSession: `done` gets envExit's outcome once it ended, or none when none ran.
+  virtual void close_session(const std::string& session_id,
+                             std::function<void(Result<std::optional<TaskReport>>)> done) = 0;
 };
 
 }  // namespace troupe::actors

@@ -34,6 +34,13 @@ class SimWorkerLink final : public actors::WorkerLink {
     cancel_task(invocation_id, grace);
   }
   void request_stop(const std::string& reason) override { request_suicide(reason); }
+  // The simulated workflows have no sessions.
+  void open_session(const actors::SessionOpen&, std::function<void(Result<actors::TaskReport>)> done) override {
+    done(fail(Errc::UNIMPLEMENTED, "the simulated worker holds no sessions"));
+  }
+  void close_session(const std::string&, std::function<void(Result<std::optional<actors::TaskReport>>)> done) override {
+    done(std::optional<actors::TaskReport>());
+  }
 
  private:
   std::shared_ptr<Connection> connection_;

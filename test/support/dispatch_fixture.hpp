@@ -87,6 +87,22 @@ class FakeWorkerLink final : public WorkerLink {
     interrupts.push_back(invocation_id);
   }
   void request_stop(const std::string& reason) override { stop_requests.push_back(reason); }
+  struct OpenCall {
+    SessionOpen session;
+    Done<TaskReport> done;
+  };
+  struct CloseCall {
+    std::string id;
+    Done<std::optional<TaskReport>> done;
+  };
+  std::vector<OpenCall> session_opens;
+  std::vector<CloseCall> session_closes;
+  void open_session(const SessionOpen& session, Done<TaskReport> done) override {
+    session_opens.push_back(OpenCall{session, std::move(done)});
+  }
+  void close_session(const std::string& id, Done<std::optional<TaskReport>> done) override {
+    session_closes.push_back(CloseCall{id, std::move(done)});
+  }
 
   /// Answers every pending getRunningTasks: the worker holds `running`, of which `ended` ended.
   void answer_running(const std::vector<std::string>& running = {}, const std::vector<std::string>& ended = {}) {

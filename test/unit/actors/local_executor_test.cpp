@@ -15,14 +15,14 @@ TEST_SUITE("actors.local_executor") {
     auto executor = fx.wiring.executor;
     // The first task is answered with the free slot.
     auto first = fx.ask<std::string>(executor, enqueue_atom::value, caf::actor_cast<task_port>(fx.self), int32_t{0},
-                                     std::string(), std::string());
+                                     std::string(), std::string(), std::string());
     REQUIRE(first);
     CHECK(*first == "local");
     // A task that waits for the taken slot and ends: the grant will find no one.
     fx.sys.spawn(
         [](caf::event_based_actor* self, executor_actor to) {
           self->request(to, caf::infinite, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0},
-                        std::string(), std::string())
+                        std::string(), std::string(), std::string())
               .then([](const std::string&) {});
           self->quit();
         },
@@ -30,7 +30,7 @@ TEST_SUITE("actors.local_executor") {
     fx.run();
     // The next one waits too (an empty answer), and gets the slot once the first gives it back.
     auto next = fx.ask<std::string>(executor, enqueue_atom::value, caf::actor_cast<task_port>(fx.self), int32_t{0},
-                                    std::string(), std::string());
+                                    std::string(), std::string(), std::string());
     REQUIRE(next);
     CHECK(next->empty());
     fx.self->send(executor, release_atom::value);
@@ -55,7 +55,7 @@ TEST_SUITE("actors.local_executor") {
         [](caf::event_based_actor* self, executor_actor to,
            std::shared_ptr<std::vector<std::string>> seen) -> caf::behavior {
           self->request(to, caf::infinite, enqueue_atom::value, caf::actor_cast<task_port>(self), int32_t{0},
-                        std::string(), std::string())
+                        std::string(), std::string(), std::string())
               .then([=](const std::string& granted) {
                 if (!granted.empty()) seen->push_back("holder");
               });
@@ -74,7 +74,7 @@ TEST_SUITE("actors.local_executor") {
           [](caf::event_based_actor* self, executor_actor to, std::string me, int32_t rank,
              std::shared_ptr<std::vector<std::string>> seen) -> caf::behavior {
             self->request(to, caf::infinite, enqueue_atom::value, caf::actor_cast<task_port>(self), rank,
-                          std::string(), std::string())
+                          std::string(), std::string(), std::string())
                 .then([=](const std::string& granted) {
                   if (!granted.empty()) seen->push_back(me + " at once");
                 });

@@ -65,7 +65,7 @@ TEST_SUITE("actors.wait_reason") {
     auto me = caf::actor_cast<task_port>(fx.self);
     auto enqueue = [&] {
       auto granted = fx.ask<std::string>(matcher, enqueue_atom::value, me, int32_t{0}, std::string("gpu"),
-                                         std::string());
+                                         std::string(), std::string());
       REQUIRE(granted);
       return *granted;
     };
