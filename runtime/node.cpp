@@ -226,6 +226,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     wiring.definitions = std::make_shared<DefinitionCache>();
     wiring.writer = actors::HistoryWriter(store);
     wiring.executor = caf::actor_cast<actors::executor_actor>(scheduler->dispatcher);
+    wiring.sessions = caf::actor_cast<actors::session_host>(scheduler->dispatcher);
     wiring.fences = fences;
     wiring.kill_grace = cluster.kill_grace;
     wiring.recovery_window = cluster.recovery_window;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/exit_reason.hpp>
@@ -24,6 +25,14 @@ struct WorkflowActorState {
   WorkflowModel model;
   WorkflowSetup setup;
   std::map<uint32_t, task_actor> tasks;  // live task actors by task index
+  /// Live session actors by session index: the workflow does not close while one lives (its
+  /// envExit runs after its tasks, before the workflow's end).
+  std::map<uint32_t, session_actor> sessions;
+  /// Sessions that will run none of their tasks in this run (they failed, or their tasks were
+  /// stopped): a task of one that becomes ready ends at once, killed, without running.
+  std::set<uint32_t> stopped_sessions;
+  /// Why the first session that failed failed: the workflow's failure, before its tasks'.
+  std::string session_failure;
   /// The models of tasks without actors, by task index, as replay has them: those of the
   /// history this actor was revived from, those that ended here without success, and those an
   /// operator's update or skip reached before they were scheduled. The next instance of a task
@@ -215,6 +224,60 @@ bool force_at_schedule(Self self, Batch& batch, uint32_t index, TaskModel model,
   });
 }
 
+/// A task of session `index` is ready: the session's actor (spawned now if it has none) looks
+/// for a worker, unless it has one.
+void session_needed(Self self, uint32_t index) {
+  auto& st = self->state;
+  auto it = st.sessions.find(index);
+  if (it == st.sessions.end()) {
+    SessionSetup setup;
+    setup.workflow_id = st.model.id;
+    setup.spec = st.model.spec;
+    setup.index = index;
+    setup.model.name = st.model.spec->sessions[index].name;
+    setup.owner = caf::actor_cast<session_owner_port>(self);
+    setup.wiring = st.setup.wiring;
+    setup.workflow_input = st.model.input;
+    it = st.sessions.emplace(index, spawn_session(self, std::move(setup))).first;
+  }
+  self->send(it->second, start_atom::value);
+}
+
+/// Whether every task of session `index` is over in this run (ended, or blocked behind one
+/// that failed): its worker has nothing more to run.
+bool session_tasks_over(const WorkflowActorState& st, uint32_t index) {
+  for (uint32_t task : st.model.spec->sessions[index].tasks) {
+    switch (st.model.graph->state(task)) {
+      case NodeState::WAITING:
+      case NodeState::READY:
+      case NodeState::ACTIVE:
+      case NodeState::PAUSED: return false;
+      default: break;
+    }
+  }
+  return true;
+}
+
+/// A task ended in `state`: its session hears whether it failed for good, and every live
+/// session whose tasks are all over hears so.
+void tell_sessions(Self self, uint32_t index, TaskState state, const TaskModel* ended) {
+  auto& st = self->state;
+  const TaskSpec& task = st.model.spec->tasks[index];
+  if (task.session && TaskMachine::is_terminal(state) && !TaskMachine::is_success(state)) {
+    if (auto it = st.sessions.find(*task.session); it != st.sessions.end()) {
+      std::string reason = ended ? ended->failure_reason : std::string(TaskMachineTraits::name(state));
+      std::string details = ended ? ended->failure_details : std::string();
+      if (reason.empty()) reason = std::string(TaskMachineTraits::name(state));
+      self->send(it->second, finished_atom::value, true, task.name, std::move(reason), std::move(details));
+    }
+  }
+  for (const auto& [session, actor] : st.sessions) {
+    if (session_tasks_over(st, session)) {
+      self->send(actor, finished_atom::value, false, std::string(), std::string(), std::string());
+    }
+  }
+}
+
 void schedule_ready_tasks(Self self, Batch& batch) {
   auto& st = self->state;
   for (uint32_t index : st.model.graph->ready()) {
@@ -250,6 +313,13 @@ void schedule_ready_tasks(Self self, Batch& batch) {
       auto task = spawn_task(self, std::move(setup));
       s.tasks[index] = task;
       self->send(task, start_atom::value);
+      if (auto session = s.model.spec->tasks[index].session) {
+        if (s.stopped_sessions.count(*session) > 0) {
+          self->send(task, kill_atom::value, false);  // its session will run nothing more
+        } else {
+          session_needed(self, *session);
+        }
+      }
     });
   }
 }
@@ -259,12 +329,17 @@ void evaluate(Self self, Batch& batch) {
   auto& st = self->state;
   const auto& graph = *st.model.graph;
   const bool quiet = graph.active().empty();
-  const auto verdict = graph.verdict();
+  // A workflow ends only once its sessions have: their envExit comes before its end.
+  const auto verdict = st.sessions.empty() ? graph.verdict() : GraphVerdict::IN_PROGRESS;
   auto succeed = [&] { decide(self, batch, WorkflowEvent::SUCCEED, [](Body b) { b.setWorkflowSucceeded(); }); };
   auto failed = [&] {
     decide(self, batch, WorkflowEvent::FAILED, [&](Body b) {
       auto f = b.initWorkflowFailed();
-      f.setReason(st.model.first_task_failure.empty() ? "a task failed" : st.model.first_task_failure);
+      if (!st.session_failure.empty()) {
+        f.setReason(st.session_failure);  // its tasks were stopped because of it
+      } else {
+        f.setReason(st.model.first_task_failure.empty() ? "a task failed" : st.model.first_task_failure);
+      }
     });
   };
   switch (st.model.state) {
@@ -289,7 +364,7 @@ void evaluate(Self self, Batch& batch) {
       }
       break;
     case WorkflowState::READY_STOP:
-      if (quiet) decide(self, batch, WorkflowEvent::STOPPED, [](Body b) { b.setWorkflowStopped(); });
+      if (quiet && st.sessions.empty()) decide(self, batch, WorkflowEvent::STOPPED, [](Body b) { b.setWorkflowStopped(); });
       break;
     case WorkflowState::PAUSED:
       // A paused task an operator forced to success may have been the last one left.
@@ -350,6 +425,9 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
             if (auto it = self->state.tasks.find(index); it != self->state.tasks.end()) {
               self->send(it->second, kill_atom::value, self->state.model.stop_immediate);
             }
+          }
+          for (const auto& [index, session] : self->state.sessions) {
+            self->send(session, stop_atom::value, std::string("its workflow was stopped"));
           }
         });
         break;
@@ -427,6 +505,7 @@ bool may_passivate(const WorkflowActorState& st) {
   if (st.model.state != WorkflowState::RUNNING && st.model.state != WorkflowState::PAUSED) return false;
   if (st.model.finalized || st.adopted_closed || st.passivating) return false;
   if (st.pipeline.waiting() > 0 || !st.waiters.empty() || st.asks > 0) return false;
+  if (!st.sessions.empty()) return false;  // a session's actor has no history to wake from yet
   if (std::any_of(st.replies.begin(), st.replies.end(), [](const auto& r) { return r->pending(); })) return false;
   if (std::any_of(st.command_replies.begin(), st.command_replies.end(), [](const auto& r) { return r->pending(); })) {
     return false;
@@ -689,6 +768,9 @@ void refused_after_check(const CommandReply& reply, WorkflowState state) {
 /// A finished workflow a command reopens: its index record is open again (a verdict in the
 /// same batch that closes it again writes its own).
 void reopen_if_closed(WorkflowActorState& st, Batch& batch) {
+  // What runs again runs in new instances of its sessions.
+  st.stopped_sessions.clear();
+  st.session_failure.clear();
   if (!WorkflowMachine::is_terminal(st.model.state)) return;
   batch.events.has_record = true;
   batch.events.record = open_record(st.model);
@@ -1024,6 +1106,34 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
             })) {
           commit(self, std::move(batch));
         }
+        if (!st.sessions.empty()) tell_sessions(self, index, task_state, ended.get());
+      },
+      [=](session_atom, uint32_t index, kill_atom, bool) {
+        // Deadline's NEVER_ATTEMPTED: the session will run none of its tasks that have not run.
+        // Its worker runs one action at a time and the session's failure ended the one that
+        // ran, so each of its tasks still active has yet to start there: each is killed.
+        auto& st = self->state;
+        if (index >= st.model.spec->sessions.size()) return;
+        st.stopped_sessions.insert(index);
+        for (uint32_t task : st.model.spec->sessions[index].tasks) {
+          if (auto it = st.tasks.find(task); it != st.tasks.end()) self->send(it->second, kill_atom::value, false);
+        }
+      },
+      [=](session_atom, uint32_t index, uint8_t raw_state, const std::string& reason, const std::string& details) {
+        auto& st = self->state;
+        if (index >= st.model.spec->sessions.size()) return;
+        st.sessions.erase(index);
+        if (static_cast<SessionState>(raw_state) == SessionState::FAILED) {
+          st.stopped_sessions.insert(index);
+          // A task's failure fails the workflow in its own words.
+          if (st.session_failure.empty() && reason != "TaskFailed") {
+            st.session_failure = "session '" + st.model.spec->sessions[index].name + "' failed: " + reason +
+                                 (details.empty() ? "" : ": " + details);
+          }
+        }
+        Batch batch;
+        evaluate(self, batch);
+        commit(self, std::move(batch));
       },
       [=](rerun_atom, const std::string& from) -> caf::result<std::string> {
         call_off_passivation(self);

@@ -8,6 +8,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/session/session_actor.hpp"
 #include "actors/wiring.hpp"
 #include "actors/workflow/workflow_model.hpp"
 #include "schema/workflow_status.hpp"
@@ -62,7 +63,7 @@ typename Inspector::result_type inspect(Inspector& f, TaskCommandOutcome& x) {
   return f(caf::meta::type_name("TaskCommandOutcome"), x.workflow_state, x.task_state);
 }
 
-using workflow_actor = task_owner_port::extend_with<persisted_port>::extend<
+using workflow_actor = task_owner_port::extend_with<persisted_port, session_owner_port>::extend<
     // from the submitter: persist the submission and start; replies the state once durable
     caf::replies_to<start_atom>::with<std::string>,
     // from clients: replies the state the request led to, once durable; NOT_ALLOWED_IN_STATE

@@ -92,6 +92,8 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
     }
     out << " }\n";
     if (worker.rate) out << "rate = " << *worker.rate << "\n";
+    if (!worker.resource_id.empty()) out << "resource_id = " << quoted(worker.resource_id) << "\n";
+    if (worker.max_sessions) out << "max_concurrent_sessions = " << *worker.max_sessions << "\n";
     out << "log_dir = " << quoted("logs/" + worker.name) << "\n\n";
   }
   return out.str();

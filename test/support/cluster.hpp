@@ -33,6 +33,9 @@ struct WorkerSpec {
   std::map<std::string, uint32_t> task_lists = {{"default", 2}};
   /// Tasks started per second on this worker (`rate`). Default: unlimited.
   std::optional<double> rate;
+  /// `resource_id` and `max_concurrent_sessions`; empty: not written (none, and the default).
+  std::string resource_id{};
+  std::optional<uint32_t> max_sessions{};
 };
 
 /// A scheduler-wide token bucket of one task list (`[task_lists.NAME]`).

@@ -184,6 +184,7 @@ struct Scheduler {
     dispatcher = fx.own(spawn_dispatcher(fx.sys, std::move(options)));
     // Task actors send their invocations to the dispatcher instead of the local executor.
     fx.wiring.executor = caf::actor_cast<executor_actor>(dispatcher);
+    fx.wiring.sessions = caf::actor_cast<session_host>(dispatcher);
     if (!revives) recovered(0);
   }
 

@@ -1,0 +1,347 @@
+// The session actor. Like the task actor it persists before it acts: an event is applied to the
+// model and appended, and the table's actions run once it is durable.
+#include "actors/session/session_actor.hpp"
+
+#include <array>
+#include <set>
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/invocation_id.hpp"
+#include "actors/session/session_timers.hpp"
+
+namespace troupe::actors {
+namespace {
+
+/// Timers besides the table's (SessionTimer): a call to the worker that failed with its
+/// connection is asked again shortly (the worker may be reconnecting).
+constexpr uint8_t retry_open_timer = 10;
+constexpr uint8_t retry_close_timer = 11;
+constexpr auto retry_delay = std::chrono::seconds(1);
+
+struct SessionActorState {
+  static inline const char* name = "session";
+  SessionSetup setup;
+  EffectPipeline pipeline;
+  std::array<uint64_t, 3> generation{};
+  uint64_t retry_generation = 0;
+  bool ended = false;
+
+  SessionModel& model() { return setup.model; }
+  const SessionSpec& spec() const { return setup.spec->sessions[setup.index]; }
+  std::string key() const { return make_session_key(setup.workflow_id, spec().name); }
+  const Wiring& wiring() const { return *setup.wiring; }
+};
+
+using Self = session_actor::stateful_pointer<SessionActorState>;
+using Body = schema::EventBody::Builder;
+
+/// The task lists of the session's tasks: its worker must serve each.
+std::vector<std::string> task_lists(const SessionActorState& st) {
+  std::set<std::string> lists;
+  for (uint32_t task : st.spec().tasks) lists.insert(st.setup.spec->tasks[task].task_list);
+  return {lists.begin(), lists.end()};
+}
+
+/// envEnter or envExit as an invocation: WORKFLOW/SESSION.envEnter/ATTEMPT.ENTRY, run with the
+/// workflow's input.
+Invocation action_invocation(const SessionActorState& st, const TaskBody& body, const char* which) {
+  const SessionModel& model = st.setup.model;
+  Invocation inv;
+  inv.workflow_id = st.setup.workflow_id;
+  inv.task_name = st.spec().name + "." + which;
+  inv.invocation_id = make_invocation_id(inv.workflow_id, inv.task_name, std::max<uint32_t>(model.attempt, 1),
+                                         model.reestablished + 1);
+  inv.attempt = std::max<uint32_t>(model.attempt, 1);
+  inv.executor = model.worker;
+  inv.input_json = st.setup.workflow_input && !st.setup.workflow_input->empty() ? *st.setup.workflow_input : "{}";
+  if (const auto* handler = std::get_if<HandlerSpec>(&body)) {
+    inv.handler = handler->name;
+  } else {
+    const auto& shell = std::get<ShellSpec>(body);
+    inv.command = shell.command;
+    for (const auto& [name, value] : shell.env) inv.env.push_back(name + "=" + value);
+    inv.cwd = shell.cwd;
+  }
+  return inv;
+}
+
+SessionOpen opening_of(const SessionActorState& st) {
+  SessionOpen open;
+  open.id = st.key();
+  open.workflow_id = st.setup.workflow_id;
+  open.name = st.spec().name;
+  if (st.spec().env_enter) open.env_enter = action_invocation(st, *st.spec().env_enter, "envEnter");
+  if (st.spec().env_exit) open.env_exit = action_invocation(st, *st.spec().env_exit, "envExit");
+  return open;
+}
+
+void arm(Self self, SessionTimer timer, int64_t at_us) {
+  auto& st = self->state;
+  const auto kind = static_cast<size_t>(timer);
+  const int64_t delay_us = std::max<int64_t>(0, at_us - st.wiring().now_us());
+  self->delayed_send(self, std::chrono::microseconds(delay_us), timeout_atom::value, static_cast<uint8_t>(timer),
+                     ++st.generation[kind]);
+}
+
+void disarm(Self self, SessionTimer timer) { ++self->state.generation[static_cast<size_t>(timer)]; }
+
+/// Arms what the model says is due of `timer`, if anything.
+void arm_due(Self self, SessionTimer timer) {
+  for (const auto& due : session_timers(self->state.model(), self->state.spec())) {
+    if (due.timer == timer) arm(self, timer, due.at_us);
+  }
+}
+
+template <class Fill>
+bool decide(Self self, SessionEvent event, Fill&& fill);
+
+/// "reason: details" of an action's outcome that was no success.
+void fill_failure(schema::Failure::Builder f, const TaskReport& report) {
+  switch (report.kind) {
+    case TaskReport::CANCELLED: f.setReason("Cancelled"); break;
+    case TaskReport::INTERRUPTED: f.setReason("Interrupted"); break;
+    case TaskReport::LOST: f.setReason("Lost"); break;
+    default: f.setReason(report.reason.empty() ? "Failed" : report.reason);
+  }
+  f.setDetails(report.details);
+}
+
+void ask_for_worker(Self self) {
+  auto& st = self->state;
+  SessionAsk ask{st.key(), st.spec().resource_id, task_lists(st), st.model().attempt > 1 ? st.model().worker : ""};
+  self->request(st.wiring().sessions, caf::infinite, place_atom::value, std::move(ask))
+      .then(
+          [self](const SessionPlace& place) {
+            const bool taken = decide(self, SessionEvent::PLACED, [&](Body b) {
+              auto o = b.initSessionOpened();
+              o.setWorkerShard(place.shard);
+              o.setInstanceId(place.instance);
+              o.setResourceId(place.resource_id);
+              const std::string token = place.resource_id.empty() ? "worker:" + place.shard : "resource:" + place.resource_id;
+              o.setRecreateToken(as_bytes(token));
+            });
+            // Not wanted any more (it timed out or ended meanwhile): the slot goes back.
+            if (!taken) self->send(self->state.wiring().sessions, free_atom::value, self->state.key());
+          },
+          [](const caf::error&) {});  // withdrawn: the table moved on
+}
+
+/// openSession on the session's worker; envEnter's outcome becomes ENTERED or ENTER_FAILED.
+void enter_on_worker(Self self) {
+  auto& st = self->state;
+  const std::string shard = st.model().worker;
+  const uint32_t entry = st.model().reestablished;
+  self->request(st.wiring().sessions, caf::infinite, open_atom::value, shard, opening_of(st))
+      .then(
+          [self, shard, entry](const TaskReport& outcome) {
+            const auto& model = self->state.model();
+            if (model.worker != shard || model.reestablished != entry) return;  // an earlier placement's
+            if (outcome.kind == TaskReport::SUCCEEDED || outcome.kind == TaskReport::HANDED_OFF) {
+              decide(self, SessionEvent::ENTERED, [](Body b) { b.setSessionEntered(); });
+            } else {
+              decide(self, SessionEvent::ENTER_FAILED, [&](Body b) { fill_failure(b.initSessionEnterFailed(), outcome); });
+            }
+          },
+          [self, shard, entry](const caf::error& error) {
+            const auto& model = self->state.model();
+            if (model.worker != shard || model.reestablished != entry) return;
+            const Error e = from_caf(error);
+            if (e.code == Errc::UNAVAILABLE) {
+              // The connection failed (or the worker is going): ask again; a lost worker's loss
+              // reaches the session meanwhile and moves it on.
+              self->delayed_send(self, retry_delay, timeout_atom::value, retry_open_timer, ++self->state.retry_generation);
+              return;
+            }
+            TaskReport failed;
+            failed.kind = TaskReport::FAILED;
+            failed.reason = "SessionOpenRefused";
+            failed.details = e.message;
+            decide(self, SessionEvent::ENTER_FAILED, [&](Body b) { fill_failure(b.initSessionEnterFailed(), failed); });
+          });
+}
+
+/// closeSession on the session's worker; envExit's end becomes EXITED.
+void exit_on_worker(Self self) {
+  auto& st = self->state;
+  const std::string shard = st.model().worker;
+  self->request(st.wiring().sessions, caf::infinite, close_atom::value, shard, st.key())
+      .then(
+          [self, shard](bool ran, const TaskReport& outcome) {
+            if (self->state.model().worker != shard) return;
+            const bool succeeded = !ran || outcome.kind == TaskReport::SUCCEEDED;
+            decide(self, SessionEvent::EXITED, [&](Body b) {
+              auto x = b.initSessionExited();
+              x.setSucceeded(succeeded);
+              if (!succeeded) fill_failure(x.initFailure(), outcome);
+            });
+          },
+          [self, shard](const caf::error& error) {
+            if (self->state.model().worker != shard) return;
+            if (from_caf(error).code == Errc::UNAVAILABLE) {
+              self->delayed_send(self, retry_delay, timeout_atom::value, retry_close_timer, ++self->state.retry_generation);
+            }
+          });
+}
+
+void pin(Self self, const std::string& shard) {
+  auto& st = self->state;
+  self->send(st.wiring().sessions, pin_atom::value, st.key(), shard, task_lists(st));
+}
+
+/// The table's actions for a transition, run once its event is durable.
+void act(Self self, const SessionTransition& t) {
+  auto& st = self->state;
+  const uint32_t index = st.setup.index;
+  for (SessionAction action : t.actions) {
+    switch (action) {
+      case SessionAction::FIND_WORKER: ask_for_worker(self); break;
+      case SessionAction::ARM_CREATION_TIMER: arm_due(self, SessionTimer::CREATION); break;
+      case SessionAction::STOP_LOOKING:
+        disarm(self, SessionTimer::CREATION);
+        self->send(st.wiring().sessions, withdraw_atom::value, st.key());
+        break;
+      case SessionAction::ENTER_ON_WORKER: enter_on_worker(self); break;
+      case SessionAction::ARM_EXECUTION_TIMER: arm_due(self, SessionTimer::EXECUTION); break;
+      case SessionAction::RELEASE_TASKS: pin(self, st.model().worker); break;
+      case SessionAction::HOLD_TASKS: pin(self, std::string()); break;
+      case SessionAction::NEVER_ATTEMPT_QUEUED: self->send(st.setup.owner, session_atom::value, index, kill_atom::value, false); break;
+      case SessionAction::STOP_CURRENT_ACTION: self->send(st.setup.owner, session_atom::value, index, kill_atom::value, true); break;
+      case SessionAction::EXIT_ON_WORKER:
+        pin(self, std::string());  // nothing more of it dispatches
+        exit_on_worker(self);
+        break;
+      case SessionAction::ARM_REESTABLISH_TIMER: arm_due(self, SessionTimer::REESTABLISH); break;
+      case SessionAction::STOP_REESTABLISH_TIMER: disarm(self, SessionTimer::REESTABLISH); break;
+      case SessionAction::FREE_SLOT:
+        pin(self, std::string());
+        self->send(st.wiring().sessions, free_atom::value, st.key());
+        break;
+      case SessionAction::STOP_EXECUTION_TIMER: disarm(self, SessionTimer::EXECUTION); break;
+    }
+  }
+  if (SessionMachine::is_terminal(t.to) && !st.ended) {
+    st.ended = true;
+    pin(self, std::string());
+    self->send(st.setup.owner, session_atom::value, index, static_cast<uint8_t>(t.to), st.model().failure_reason,
+               st.model().failure_details);
+    self->quit();
+  }
+}
+
+/// Decides `event` with a history body made by `fill`: false when the table does not take it
+/// in the current state (nothing is recorded).
+template <class Fill>
+bool decide(Self self, SessionEvent event, Fill&& fill) {
+  auto& st = self->state;
+  if (st.ended) return false;
+  const SessionTransition t = SessionMachine::transition(st.model().state, event);
+  if (t.ignored) return false;
+  auto new_event = make_event(storage::ActorKind::SESSION, st.spec().name, std::max<uint32_t>(st.model().attempt, 1),
+                              st.wiring().now_us(), std::forward<Fill>(fill));
+  NewEventReader reader(new_event);
+  if (auto applied = st.model().apply(reader.view()); !applied) {
+    self->quit(to_caf(fail(Errc::INTERNAL, applied.error().message)));
+    return false;
+  }
+  const uint64_t ticket = st.pipeline.open([self, t] { act(self, t); });
+  EventBatch batch;
+  batch.events.push_back(std::move(new_event));
+  st.wiring().writer.append(caf::actor_cast<persisted_port>(self), st.setup.workflow_id, std::move(batch), ticket);
+  return true;
+}
+
+void creating(Self self, uint32_t attempt) {
+  const auto& spec = self->state.spec();
+  decide(self, attempt <= 1 ? SessionEvent::FIRST_TASK_READY : SessionEvent::RECREATE, [&](Body b) {
+    auto c = b.initSessionCreating();
+    c.setAttempt(attempt);
+    c.setCreationTimeoutUs(spec.creation_timeout ? spec.creation_timeout->count() : 0);
+  });
+}
+
+void on_timer(Self self, uint8_t timer, uint64_t generation) {
+  auto& st = self->state;
+  if (timer == retry_open_timer || timer == retry_close_timer) {
+    if (generation != st.retry_generation) return;
+    const auto state = st.model().state;
+    if (timer == retry_open_timer && state == SessionState::ENTERING) enter_on_worker(self);
+    if (timer == retry_close_timer && (state == SessionState::CLOSING || state == SessionState::FAILING)) exit_on_worker(self);
+    return;
+  }
+  if (timer > static_cast<uint8_t>(SessionTimer::REESTABLISH) || generation != st.generation[timer]) return;
+  switch (static_cast<SessionTimer>(timer)) {
+    case SessionTimer::CREATION:
+      decide(self, SessionEvent::CREATION_TIMED_OUT,
+             [](Body b) { b.initSessionTimedOut().setKind(schema::SessionTimeoutKind::CREATION); });
+      break;
+    case SessionTimer::EXECUTION:
+      decide(self, SessionEvent::EXECUTION_TIMED_OUT,
+             [](Body b) { b.initSessionTimedOut().setKind(schema::SessionTimeoutKind::EXECUTION); });
+      break;
+    case SessionTimer::REESTABLISH:
+      if (after_window(st.model(), st.spec()) == SessionEvent::RECREATE) {
+        creating(self, st.model().attempt + 1);
+      } else {
+        decide(self, SessionEvent::ABANDON, [&](Body b) {
+          auto f = b.initSessionFailed();
+          f.setReason("WorkerLost");
+          f.setDetails(st.model().lost_reason);
+        });
+      }
+      break;
+  }
+}
+
+session_actor::behavior_type session_behavior(Self self, SessionSetup setup) {
+  self->state.setup = std::move(setup);
+  return {
+      [=](persisted_atom, uint64_t ticket, bool ok, const storage::AppendReceipt&, const std::string& error,
+          uint8_t code) {
+        if (ok) {
+          self->state.pipeline.done(ticket);
+        } else {
+          self->quit(to_caf(Error{static_cast<Errc>(code), error}));
+        }
+      },
+      [=](start_atom) {
+        if (self->state.model().state == SessionState::WAITING) creating(self, 1);
+      },
+      [=](finished_atom, bool failed, const std::string& task, const std::string& reason, const std::string& details) {
+        if (!failed) {
+          decide(self, SessionEvent::TASKS_DONE, [](Body b) { b.setSessionTasksDone(); });
+          return;
+        }
+        decide(self, SessionEvent::TASK_FAILED, [&](Body b) {
+          auto f = b.initSessionTaskFailed();
+          f.setTaskName(task);
+          auto failure = f.initFailure();
+          failure.setReason(reason);
+          failure.setDetails(details);
+        });
+      },
+      [=](stop_atom, const std::string& why) {
+        decide(self, SessionEvent::CANCEL, [&](Body b) { b.initSessionCancelled().setText(why); });
+      },
+      [=](lost_atom, const std::string& shard, const std::string& why) {
+        if (shard != self->state.model().worker) return;
+        decide(self, SessionEvent::WORKER_LOST, [&](Body b) {
+          auto l = b.initSessionWorkerLost();
+          l.setWorkerShard(shard);
+          l.setReason(why);
+        });
+      },
+      [=](timeout_atom, uint8_t timer, uint64_t generation) { on_timer(self, timer, generation); },
+      [=](describe_atom) { return self->state.model().canonical(); },
+  };
+}
+
+}  // namespace
+
+session_actor spawn_session(caf::local_actor* parent, SessionSetup setup) {
+  return parent->spawn(session_behavior, std::move(setup));
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,158 @@
+// Sessions on real nodes: a session's tasks all run on one worker, between its envEnter and
+// envExit, in a directory of their own; a worker holds at most max_concurrent_sessions; a
+// session that finds no worker in its creationTimeout, or whose envEnter fails, fails its
+// workflow and runs none of its tasks.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "test/support/cli.hpp"
+#include "test/support/cluster.hpp"
+#include "test/support/workflows.hpp"
+
+using namespace std::chrono_literals;
+using troupe::test::Cluster;
+using troupe::test::contains;
+using troupe::test::eventually;
+using troupe::test::session_of;
+using troupe::test::shell_action;
+using troupe::test::shell_task;
+using troupe::test::workflow_with_sessions;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+troupe::test::CliRun cli(const Cluster& cluster, std::vector<std::string> args) {
+  args.push_back("--address");
+  args.push_back("127.0.0.1:" + std::to_string(cluster.port));
+  return troupe::test::troupe_cli(args);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// The workers of the cluster whose log directory holds a log of `task` in `workflow`.
+std::vector<std::string> ran_on(const Cluster& cluster, const std::string& workflow, const std::string& task) {
+  std::vector<std::string> workers;
+  for (const auto& worker : cluster.spec.workers) {
+    const fs::path dir = cluster.logs(worker.name) + "/" + workflow;
+    if (!fs::exists(dir)) continue;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().filename().string().rfind(task + ".", 0) == 0 && entry.path().extension() == ".log") {
+        workers.push_back(worker.name);
+        break;
+      }
+    }
+  }
+  return workers;
+}
+
+}  // namespace
+
+TEST_SUITE("integration.sessions") {
+  TEST_CASE("a session's tasks run on one worker, after envEnter and before envExit, in the session's directory") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 4}}, std::nullopt}, {"worker-b", {{"default", 4}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    cluster.start("worker-b");
+    auto client = troupe::test::connect(cluster.port);
+    const std::string order = cluster.dir / "order";
+    auto step = [&](const std::string& name) {
+      return "echo " + name + " $TROUPE_SESSION_ID $PWD >> " + order + "; sleep 0.2";
+    };
+    // b and c both follow a: the session runs them one at a time all the same, on its worker.
+    const std::string tasks = shell_task("a", step("a")) + ", " + shell_task("b", step("b"), R"("dependsOn": ["a"])") +
+                              ", " + shell_task("c", step("c"), R"("dependsOn": ["a"])") + ", " +
+                              shell_task("free", "true");
+    const std::string session = session_of("work", {"a", "b", "c"},
+                                           R"("envEnter": )" + shell_action("echo enter $TROUPE_SESSION_ID >> " + order) +
+                                               R"(, "envExit": )" + shell_action("echo exit >> " + order));
+    for (int run = 0; run < 3; ++run) {
+      const std::string id = "pinned-" + std::to_string(run);
+      fs::remove(order);
+      REQUIRE(client->start(id, workflow_with_sessions(id, tasks, session)) == id);
+      REQUIRE(client->result(id, 30s) == "SUCCESS");
+      const auto a = ran_on(cluster, id, "a");
+      REQUIRE(a.size() == 1);
+      CHECK(ran_on(cluster, id, "b") == a);
+      CHECK(ran_on(cluster, id, "c") == a);
+      const std::string directory = fs::canonical(cluster.logs(a[0]) + "/sessions/" + id + "/work").string();
+      const std::string text = read_file(order);
+      std::istringstream lines(text);
+      std::vector<std::string> seen;
+      for (std::string line; std::getline(lines, line);) seen.push_back(line);
+      REQUIRE_MESSAGE(seen.size() == 5, text);
+      CHECK(seen.front() == "enter " + id + "/work");
+      CHECK(seen[1] == "a " + id + "/work " + directory);
+      CHECK(((seen[2].rfind("b ", 0) == 0 && seen[3].rfind("c ", 0) == 0) ||
+             (seen[2].rfind("c ", 0) == 0 && seen[3].rfind("b ", 0) == 0)));
+      CHECK(seen.back() == "exit");
+      // The session's own log says what ran there, in order.
+      const std::string log = read_file(cluster.logs(a[0]) + "/sessions/" + id + "/work.log");
+      CHECK_MESSAGE(contains(log, "envEnter ended SUCCEEDED"), log);
+      CHECK_MESSAGE(contains(log, "envExit ended SUCCEEDED"), log);
+      CHECK_MESSAGE(contains(log, "closed"), log);
+    }
+  }
+
+  TEST_CASE("a worker holds at most max_concurrent_sessions; a session no worker takes in its creationTimeout fails its workflow") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 4}}, std::nullopt, "", 1}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = troupe::test::connect(cluster.port);
+    const std::string go = cluster.dir / "go", started = cluster.dir / "started";
+    const std::string holds =
+        workflow_with_sessions("holds", shell_task("wait", "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.05; done"),
+                               session_of("first", {"wait"}));
+    REQUIRE(client->start("holds", holds) == "holds");
+    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+    const std::string waits = workflow_with_sessions("waits", shell_task("never", "true"),
+                                                     session_of("second", {"never"}, R"("creationTimeout": "1s")"));
+    REQUIRE(client->start("waits", waits) == "waits");
+    const std::string failed = client->result("waits", 30s);
+    CHECK_MESSAGE(contains(failed, "FAILED: session 'second' failed: Timeout:creation: no worker with a free session slot "
+                                   "took it within its creationTimeout"),
+                  failed);
+    CHECK(ran_on(cluster, "waits", "never").empty());
+    auto status = cli(cluster, {"status", "waits"});
+    CHECK_MESSAGE(contains(status.output, "never  KILLED"), status.output);
+    // The first session's slot comes back when it closes: a new session gets it.
+    std::ofstream(go).close();
+    CHECK(client->result("holds", 30s) == "SUCCESS");
+    const std::string later = workflow_with_sessions("later", shell_task("one", "true"), session_of("third", {"one"}));
+    REQUIRE(client->start("later", later) == "later");
+    CHECK(client->result("later", 30s) == "SUCCESS");
+  }
+
+  TEST_CASE("a failed envEnter runs none of the session's tasks, runs envExit, and fails the workflow") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = troupe::test::connect(cluster.port);
+    const std::string exited = cluster.dir / "exited";
+    const std::string definition = workflow_with_sessions(
+        "broken", shell_task("one", "true") + ", " + shell_task("two", "true", R"("dependsOn": ["one"])"),
+        session_of("env", {"one", "two"},
+                   R"("envEnter": )" + shell_action("exit 3") + R"(, "envExit": )" + shell_action("touch " + exited)));
+    REQUIRE(client->start("broken", definition) == "broken");
+    const std::string failed = client->result("broken", 30s);
+    CHECK_MESSAGE(contains(failed, "FAILED: session 'env' failed: EnvEnterFailed: ExitCode:3"), failed);
+    CHECK(fs::exists(exited));
+    CHECK(ran_on(cluster, "broken", "one").empty());
+    CHECK(ran_on(cluster, "broken", "two").empty());
+  }
+}
