@@ -847,6 +847,20 @@ class ClientServiceImpl final : public schema::ClientService::Server {
         task.setDurationUs(t.duration_us(now_us));
         task.setWaitReason(t.wait_reason);
       }
+      auto sessions = out.initSessions(static_cast<unsigned>(r->sessions.size()));
+      for (size_t i = 0; i < r->sessions.size(); ++i) {
+        const auto& s = r->sessions[i];
+        auto session = sessions[static_cast<unsigned>(i)];
+        session.setName(s.name);
+        session.setState(s.state);
+        session.setAttempt(s.attempt);
+        session.setWorker(s.worker);
+        session.setResourceId(s.resource_id);
+        session.setEnvEnter(s.env_enter);
+        session.setEnvExit(s.env_exit);
+        session.setFailure(s.failure);
+        session.setRecreateToken(s.recreate_token);
+      }
     });
   }
 

@@ -102,12 +102,27 @@ struct TaskDescription {
                                      # when the scheduler cannot tell
 }
 
+struct SessionDescription {
+  name @0 :Text;
+  state @1 :Text;                    # WAITING (none of its tasks was ready yet), CREATING (looking
+                                     # for a worker), ENTERING, OPEN, REESTABLISHING, CLOSING,
+                                     # FAILING, CLOSED or FAILED
+  attempt @2 :UInt32;                # its placement: 1, one more for each recreation; 0: never placed
+  worker @3 :Text;                   # the worker that holds it, or held it last
+  resourceId @4 :Text;               # that worker's resource id, if it declared one
+  envEnter @5 :Text;                 # envEnter's outcome: SUCCEEDED, "FAILED: why", or empty
+  envExit @6 :Text;                  # envExit's, likewise
+  failure @7 :Text;                  # why it failed ("reason: details"); empty unless it did
+  recreateToken @8 :Text;            # another session's recreateToken continues on its resource
+}
+
 struct WorkflowDescription {
   workflowId @0 :Text;
   state @1 :Text;
   detail @2 :Text;                   # why a failed workflow failed (as WorkflowResult.detail)
   tasks @3 :List(TaskDescription);        # in definition order
   workflowState @4 :WorkflowState;   # `state` as an enum
+  sessions @5 :List(SessionDescription);  # in definition order; empty when it has none
 }
 
 enum ControlAction {

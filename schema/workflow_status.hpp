@@ -116,12 +116,26 @@ struct TaskStatus {
   }
 };
 
+/// One session of a workflow as `troupe status` shows it.
+struct SessionStatus {
+  std::string name;
+  std::string state;     ///< a session state (CREATING, OPEN, CLOSED...), WAITING before any task of it was ready
+  uint32_t attempt = 0;  ///< its placement: 1, one more for each recreation; 0: never placed
+  std::string worker;    ///< the worker that holds it, or held it last
+  std::string resource_id;
+  std::string env_enter;  ///< envEnter's outcome: SUCCEEDED, "FAILED: why", or empty (not run)
+  std::string env_exit;   ///< envExit's, likewise
+  std::string failure;    ///< why it failed ("reason: details"); empty unless FAILED or FAILING
+  std::string recreate_token;  ///< a later session's recreateToken continues on its resource
+};
+
 struct WorkflowStatus {
   std::string workflow_id;
   std::string state;
   std::string detail;             ///< why a failed workflow failed: the task, reason and details
   std::vector<TaskStatus> tasks;  ///< in definition order
   WorkflowStateCode state_code = WorkflowStateCode::UNKNOWN;  ///< `state` as a code
+  std::vector<SessionStatus> sessions;  ///< in definition order; empty when it has none
 };
 
 }  // namespace troupe

@@ -109,17 +109,22 @@ void fill_failure(schema::Failure::Builder f, const TaskReport& report) {
   f.setDetails(report.details);
 }
 
+/// Asks for a worker: any that fits (CREATING), or one of the lost worker's resource
+/// (REESTABLISHING), whose placement is then WORKER_BACK.
 void ask_for_worker(Self self) {
   auto& st = self->state;
-  SessionAsk ask{st.key(), st.spec().resource_id, task_lists(st), st.model().attempt > 1 ? st.model().worker : ""};
+  const bool back = st.model().state == SessionState::REESTABLISHING;
+  SessionAsk ask{st.key(), back ? st.model().resource : st.spec().resource_id, task_lists(st),
+                 !back && st.model().attempt > 1 ? st.model().worker : ""};
   self->request(st.wiring().sessions, caf::infinite, place_atom::value, std::move(ask))
       .then(
-          [self](const SessionPlace& place) {
-            const bool taken = decide(self, SessionEvent::PLACED, [&](Body b) {
+          [self, back](const SessionPlace& place) {
+            const bool taken = decide(self, back ? SessionEvent::WORKER_BACK : SessionEvent::PLACED, [&](Body b) {
               auto o = b.initSessionOpened();
               o.setWorkerShard(place.shard);
               o.setInstanceId(place.instance);
               o.setResourceId(place.resource_id);
+              o.setReestablished(back);
               const std::string token = place.resource_id.empty() ? "worker:" + place.shard : "resource:" + place.resource_id;
               o.setRecreateToken(as_bytes(token));
             });
@@ -213,8 +218,15 @@ void act(Self self, const SessionTransition& t) {
         pin(self, std::string());  // nothing more of it dispatches
         exit_on_worker(self);
         break;
-      case SessionAction::ARM_REESTABLISH_TIMER: arm_due(self, SessionTimer::REESTABLISH); break;
-      case SessionAction::STOP_REESTABLISH_TIMER: disarm(self, SessionTimer::REESTABLISH); break;
+      case SessionAction::ARM_REESTABLISH_TIMER:
+        arm_due(self, SessionTimer::REESTABLISH);
+        // Its resource may come back (the worker restarts): the session continues there.
+        if (!st.model().resource.empty() && st.spec().reestablish_within > Duration::zero()) ask_for_worker(self);
+        break;
+      case SessionAction::STOP_REESTABLISH_TIMER:
+        disarm(self, SessionTimer::REESTABLISH);
+        self->send(st.wiring().sessions, withdraw_atom::value, st.key());
+        break;
       case SessionAction::FREE_SLOT:
         pin(self, std::string());
         self->send(st.wiring().sessions, free_atom::value, st.key());

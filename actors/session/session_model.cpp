@@ -70,11 +70,15 @@ Result<void> SessionModel::apply(const EventView& event) {
       resource = to_string(o.getResourceId());
       if (o.getRecreateToken().size() > 0) recreate_token = to_string(o.getRecreateToken());
       if (o.getReestablished()) ++reestablished;
+      entered = false;  // envEnter runs on it (again)
       if (first_placed_us == 0) first_placed_us = now;
       creation_deadline_us = 0;
       lost_us = 0;
       break;
     }
+    case Body::SESSION_ENTERED:
+      entered = true;
+      break;
     case Body::SESSION_ENTER_FAILED:
       enter_failure = message_of(body.getSessionEnterFailed());
       failed("EnvEnterFailed", enter_failure);
@@ -112,7 +116,7 @@ Result<void> SessionModel::apply(const EventView& event) {
       failed(to_string(f.getReason()), to_string(f.getDetails()).empty() ? lost_reason : to_string(f.getDetails()));
       break;
     }
-    default: break;  // SESSION_ENTERED, SESSION_TASKS_DONE, SESSION_CANCELLED: the state says it all
+    default: break;  // SESSION_TASKS_DONE, SESSION_CANCELLED: the state says it all
   }
   if (SessionMachine::is_terminal(t.to)) {
     ended_us = now;
@@ -144,6 +148,7 @@ std::string SessionModel::canonical() const {
   field("lost_us", std::to_string(lost_us));
   field("lost_reason", lost_reason);
   field("reestablished", std::to_string(reestablished));
+  field("entered", entered ? "1" : "0");
   field("enter_failure", enter_failure);
   field("exit_succeeded", exit_succeeded ? (*exit_succeeded ? "1" : "0") : "-");
   field("exit_failure", exit_failure);

@@ -30,6 +30,7 @@ struct SessionModel {
   int64_t lost_us = 0;               ///< while REESTABLISHING: when its worker was lost
   std::string lost_reason;
   uint32_t reestablished = 0;        ///< times its worker's resource came back for it
+  bool entered = false;              ///< envEnter succeeded (or there was none) on its current worker
   std::string enter_failure;         ///< how envEnter failed ("reason: details"); empty: it did not
   std::optional<bool> exit_succeeded;  ///< envExit's outcome, once it ended
   std::string exit_failure;

@@ -20,7 +20,9 @@ std::vector<SessionDue> session_timers(const SessionModel& model, const SessionS
     due.push_back({SessionTimer::EXECUTION, model.first_placed_us + us(*spec.execution_timeout)});
   }
   if (model.state == SessionState::REESTABLISHING) {
-    due.push_back({SessionTimer::REESTABLISH, model.lost_us + us(spec.reestablish_within)});
+    // Only a resource can come back: a worker that declared none is waited for no time.
+    const int64_t window = model.resource.empty() ? 0 : us(spec.reestablish_within);
+    due.push_back({SessionTimer::REESTABLISH, model.lost_us + window});
   }
   return due;
 }

@@ -328,11 +328,13 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       },
       [=](place_atom, SessionAsk& ask) -> caf::result<SessionPlace> {
         auto& st = self->state;
+        // Read before the promise is made: making it takes over the message's sender.
+        auto session = caf::actor_cast<caf::actor>(self->current_sender());
         auto promise = self->make_response_promise<SessionPlace>();
         SessionRequest request{ask.key, ask.resource_id, {ask.task_lists.begin(), ask.task_lists.end()}, ask.avoid_shard};
         st.placement.withdraw(ask.key);  // a repeated ask replaces the one before
         st.placement.request(std::move(request));
-        st.asking[ask.key] = DispatcherState::Asking{promise, caf::actor_cast<caf::actor>(self->current_sender())};
+        st.asking[ask.key] = DispatcherState::Asking{promise, std::move(session)};
         place_sessions(self);
         return promise;
       },

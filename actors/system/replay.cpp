@@ -21,6 +21,16 @@ Result<void> apply(ReplayedWorkflow& replayed, const storage::StoredEvent& store
     if (applied && event.getBody().isTaskScheduled()) applied = replayed.workflow.apply(view);
   } else if (event.getActorKind() == schema::ActorKind::WORKFLOW) {
     applied = replayed.workflow.apply(view);
+  } else if (event.getActorKind() == schema::ActorKind::SESSION) {
+    const std::string name(view.actor_id);
+    auto& session = replayed.sessions[name];
+    // A session that ended and is needed again (its workflow reran) starts a new instance.
+    if (session.applied == 0 || (SessionMachine::is_terminal(session.state) && event.getBody().isSessionCreating() &&
+                                 event.getBody().getSessionCreating().getAttempt() <= 1)) {
+      session = SessionModel{};
+      session.name = name;
+    }
+    applied = session.apply(view);
   }
   if (!applied) return fail(Errc::CORRUPTION, where + applied.error().message);
   return ok();
@@ -99,6 +109,27 @@ WorkflowStatus snapshot(const ReplayedWorkflow& replayed, const WaitBoard* waits
       task.state = std::string(name_of(task.state_code));
     }
     view.tasks.push_back(std::move(task));
+  }
+  for (const auto& spec : workflow.spec->sessions) {
+    SessionStatus session;
+    session.name = spec.name;
+    session.state = "WAITING";
+    if (auto it = replayed.sessions.find(spec.name); it != replayed.sessions.end()) {
+      const SessionModel& model = it->second;
+      session.state = std::string(SessionMachineTraits::name(model.state));
+      session.attempt = model.first_placed_us != 0 ? model.attempt : 0;
+      session.worker = model.worker;
+      session.resource_id = model.resource;
+      session.recreate_token = model.recreate_token;
+      if (!model.enter_failure.empty()) {
+        session.env_enter = "FAILED: " + model.enter_failure;
+      } else if (model.entered) {
+        session.env_enter = "SUCCEEDED";
+      }
+      if (model.exit_succeeded) session.env_exit = *model.exit_succeeded ? "SUCCEEDED" : "FAILED: " + model.exit_failure;
+      session.failure = model.failure_message();
+    }
+    view.sessions.push_back(std::move(session));
   }
   return view;
 }

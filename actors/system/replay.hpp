@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/matching/wait_board.hpp"
+#include "actors/session/session_model.hpp"
 #include "actors/task/task_model.hpp"
 #include "actors/workflow/workflow_model.hpp"
 #include "schema/workflow_status.hpp"
@@ -17,6 +18,8 @@ namespace troupe::actors {
 struct ReplayedWorkflow {
   WorkflowModel workflow;
   std::map<std::string, TaskModel> tasks;  ///< by task name
+  /// By session name: its latest instance (a rerun starts a new one).
+  std::map<std::string, SessionModel> sessions;
 };
 
 /// What describe shows of a replayed workflow (every task of its definition included). A task

@@ -516,6 +516,11 @@ void fail_over(Self self, const std::string& why, Loss loss) {
   }
   // The task knows better than its executor's actor whether the invocation had started.
   if (loss == Loss::MAY_HAVE_STARTED && s.model.state == TaskState::RUNNING) loss = Loss::WHILE_RUNNING;
+  // A session's worker was lost: its session fails or moves (re-established or recreated), and
+  // what ran there is interrupted, not failed: it runs again in the session under its attempt.
+  if ((loss == Loss::MAY_HAVE_STARTED || loss == Loss::WHILE_RUNNING) && !session_of(s).empty()) {
+    loss = Loss::INTERRUPTED;
+  }
   if (decide(self, TaskEvent::FAILOVER, [&](Body b) {
         auto f = b.initTaskFailover();
         f.setWorkerShard(executor);

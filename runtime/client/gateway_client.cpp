@@ -294,7 +294,7 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
             if (has_error(response)) return error_of(response);
             auto d = response.getDescription();
             WorkflowStatus out{text(d.getWorkflowId()), text(d.getState()), text(d.getDetail()), {},
-                               from_wire(d.getWorkflowState())};
+                               from_wire(d.getWorkflowState()), {}};
             for (auto t : d.getTasks()) {
               TaskStatus task;
               task.name = text(t.getName());
@@ -312,6 +312,12 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
               task.ended_us = t.getEndedUs();
               task.wait_reason = text(t.getWaitReason());
               out.tasks.push_back(std::move(task));
+            }
+            for (auto s : d.getSessions()) {
+              out.sessions.push_back(SessionStatus{text(s.getName()), text(s.getState()), s.getAttempt(),
+                                                   text(s.getWorker()), text(s.getResourceId()),
+                                                   text(s.getEnvEnter()), text(s.getEnvExit()),
+                                                   text(s.getFailure()), text(s.getRecreateToken())});
             }
             return out;
           },

@@ -4,6 +4,7 @@
 // workflow and runs none of its tasks.
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,6 +26,14 @@ using troupe::test::workflow_with_sessions;
 namespace {
 
 namespace fs = std::filesystem;
+
+/// The lines of a file.
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
 
 troupe::test::CliRun cli(const Cluster& cluster, std::vector<std::string> args) {
   args.push_back("--address");
@@ -102,6 +111,12 @@ TEST_SUITE("integration.sessions") {
       CHECK_MESSAGE(contains(log, "envEnter ended SUCCEEDED"), log);
       CHECK_MESSAGE(contains(log, "envExit ended SUCCEEDED"), log);
       CHECK_MESSAGE(contains(log, "closed"), log);
+      auto status = cli(cluster, {"status", id});
+      CHECK_MESSAGE(contains(status.output, "work     CLOSED                1  " + a[0]), status.output);
+      auto json = cli(cluster, {"status", id, "--json"});
+      CHECK_MESSAGE(contains(json.output, R"("sessions":[{"name":"work","state":"CLOSED","attempt":1,"worker":")" + a[0] +
+                                              R"(","resourceId":"","envEnter":"SUCCEEDED","envExit":"SUCCEEDED","failure":"")"),
+                    json.output);
     }
   }
 
@@ -154,5 +169,88 @@ TEST_SUITE("integration.sessions") {
     CHECK(fs::exists(exited));
     CHECK(ran_on(cluster, "broken", "one").empty());
     CHECK(ran_on(cluster, "broken", "two").empty());
+  }
+
+  TEST_CASE("a session whose worker is killed fails its workflow, or with onFailure recreate moves to another worker") {
+    for (const bool recreate : {false, true}) {
+      CAPTURE(recreate);
+      troupe::test::ClusterSpec spec;
+      Cluster cluster(spec);
+      cluster.start("scheduler");
+      cluster.start("worker-a");
+      cluster.start("worker-b");
+      auto client = troupe::test::connect(cluster.port);
+      const std::string order = cluster.dir / "order", started = cluster.dir / "started";
+      const std::string tasks =
+          shell_task("one", "echo one >> " + order) + ", " +
+          shell_task("two", "echo two >> " + order + "; [ -e " + started + " ] && exit 0; touch " + started + "; exec sleep 60",
+                     R"("dependsOn": ["one"])");
+      const std::string session =
+          session_of("s", {"one", "two"},
+                     R"("envEnter": )" + shell_action("echo enter >> " + order) +
+                         (recreate ? R"(, "onFailure": "recreate")" : ""));
+      REQUIRE(client->start("lost", workflow_with_sessions("lost", tasks, session)) == "lost");
+      REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+      const auto holder = ran_on(cluster, "lost", "two");
+      REQUIRE(holder.size() == 1);
+      cluster.nodes[holder[0]]->kill(SIGKILL);
+      (void)cluster.nodes[holder[0]]->wait();
+      const std::string result = client->result("lost", 30s);
+      auto status = cli(cluster, {"status", "lost"});
+      if (!recreate) {
+        CHECK_MESSAGE(contains(result, "FAILED: session 's' failed: WorkerLost: worker " + holder[0] + " left the cluster"),
+                      result);
+        CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "two"});
+        continue;
+      }
+      CHECK_MESSAGE(result == "SUCCESS", (result + "\n" + status.output));
+      const std::string other = holder[0] == "worker-a" ? "worker-b" : "worker-a";
+      // envEnter ran again on the other worker; the task that succeeded was not run again.
+      CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "two", "enter", "two"});
+      CHECK(ran_on(cluster, "lost", "one") == std::vector<std::string>{holder[0]});
+      CHECK(contains(ran_on(cluster, "lost", "two").front() + ran_on(cluster, "lost", "two").back(), other));
+      CHECK_MESSAGE(contains(status.output, "s        CLOSED                2  " + other), status.output);
+    }
+  }
+
+  TEST_CASE("a session's worker restarted with the same resource id within reestablishWithin continues the session there") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt, "box", 1}, {"worker-b", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    cluster.start("worker-b");
+    auto client = troupe::test::connect(cluster.port);
+    const std::string order = cluster.dir / "order", started = cluster.dir / "started";
+    const std::string tasks =
+        shell_task("one", "echo one >> " + order) + ", " +
+        shell_task("two", "echo two >> " + order + "; [ -e " + started + " ] && exit 0; touch " + started + "; exec sleep 60",
+                   R"("dependsOn": ["one"])");
+    const std::string session = session_of(
+        "s", {"one", "two"},
+        R"("resourceId": "box", "reestablishWithin": "20s", "envEnter": )" +
+            shell_action("echo enter $TROUPE_SESSION_DIR >> " + order));
+    REQUIRE(client->start("back", workflow_with_sessions("back", tasks, session)) == "back");
+    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+    cluster.nodes["worker-a"]->kill(SIGKILL);
+    (void)cluster.nodes["worker-a"]->wait();
+    std::string waiting;
+    CHECK_MESSAGE(eventually([&] {
+                    waiting = cli(cluster, {"status", "back"}).output;
+                    return contains(waiting, "REESTABLISHING");
+                  }, 20s),
+                  waiting);
+    cluster.start("worker-a");
+    const std::string result = client->result("back", 30s);
+    CHECK_MESSAGE(result == "SUCCESS", (result + "\n" + cli(cluster, {"status", "back"}).output));
+    const auto seen = lines_of(order);
+    REQUIRE(seen.size() == 5);
+    // Entered again in the same directory, on the same resource; what succeeded was kept.
+    CHECK(seen[0].rfind("enter ", 0) == 0);
+    CHECK(seen[3] == seen[0]);
+    CHECK(seen[1] == "one");
+    CHECK(seen[2] == "two");
+    CHECK(seen[4] == "two");
+    CHECK(ran_on(cluster, "back", "two") == std::vector<std::string>{"worker-a"});
   }
 }

@@ -383,6 +383,21 @@ int status_command(const Args& args) {
       tasks.push(std::move(task));
     }
     out.set("tasks", std::move(tasks));
+    Json sessions = Json::array();
+    for (const auto& s : status->sessions) {
+      Json session = Json::object();
+      session.set("name", s.name);
+      session.set("state", s.state);
+      session.set("attempt", static_cast<int64_t>(s.attempt));
+      session.set("worker", s.worker);
+      session.set("resourceId", s.resource_id);
+      session.set("envEnter", s.env_enter);
+      session.set("envExit", s.env_exit);
+      session.set("failure", s.failure);
+      session.set("recreateToken", s.recreate_token);
+      sessions.push(std::move(session));
+    }
+    out.set("sessions", std::move(sessions));
     std::cout << out.dump() << "\n";
     return exit_ok;
   }

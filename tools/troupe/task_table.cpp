@@ -165,6 +165,31 @@ std::string render_task_table(const WorkflowStatus& workflow, const TableOptions
     line(t.name, t.state, std::to_string(t.attempt), t.worker, time_of_day(t.started_us), time_of_day(t.ended_us),
          t.started_us == 0 ? "" : short_duration(t.duration_us(now_us)), note_of(t));
   }
+  if (workflow.sessions.empty()) return out;
+  int session_width = 7;
+  int holder_width = 6;
+  for (const auto& s : workflow.sessions) {
+    session_width = std::max(session_width, static_cast<int>(s.name.size()));
+    holder_width = std::max(holder_width, static_cast<int>(s.worker.size() + (s.resource_id.empty() ? 0 : s.resource_id.size() + 3)));
+  }
+  auto session_line = [&](const std::string& name, const std::string& state, const std::string& attempt,
+                          const std::string& worker, const std::string& enter, const std::string& exit,
+                          const std::string& failure) {
+    std::string text = "  " + left(name, session_width) + "  " + left(state, 14) + "  " + right(attempt, 7) + "  " +
+                       left(worker, holder_width) + "  " + left(enter, 10) + "  " + left(exit, 10) + "  " + failure;
+    text.erase(text.find_last_not_of(' ') + 1);
+    out += fit(std::move(text), options.width);
+  };
+  // An action that did not succeed says how in the last column, with the session's failure.
+  auto outcome = [](const std::string& action) { return action.rfind("FAILED", 0) == 0 ? std::string("FAILED") : action; };
+  session_line("SESSION", "STATE", "ATTEMPT", "WORKER", "ENV ENTER", "ENV EXIT", "FAILURE");
+  for (const auto& s : workflow.sessions) {
+    std::string failure = s.failure;
+    if (s.env_exit.rfind("FAILED: ", 0) == 0) failure += (failure.empty() ? "" : "; ") + std::string("envExit ") + s.env_exit.substr(8);
+    session_line(s.name, s.state, s.attempt == 0 ? "" : std::to_string(s.attempt),
+                 s.resource_id.empty() ? s.worker : s.worker + " (" + s.resource_id + ")", outcome(s.env_enter),
+                 outcome(s.env_exit), failure);
+  }
   return out;
 }
 

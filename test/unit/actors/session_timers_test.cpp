@@ -32,7 +32,12 @@ Fill creating(uint32_t attempt, int64_t timeout_us) {
     c.setAttempt(attempt);
   };
 }
-const Fill placed = [](Body b) { b.initSessionOpened().setWorkerShard("w1"); };
+const Fill placed = [](Body b) {
+  auto o = b.initSessionOpened();
+  o.setWorkerShard("w1");
+  o.setResourceId("box");
+};
+const Fill placed_without_resource = [](Body b) { b.initSessionOpened().setWorkerShard("w2"); };
 const Fill entered = [](Body b) { b.setSessionEntered(); };
 const Fill lost = [](Body b) { b.initSessionWorkerLost().setWorkerShard("w1"); };
 const Fill execution_timeout = [](Body b) { b.initSessionTimedOut().setKind(schema::SessionTimeoutKind::EXECUTION); };
@@ -72,6 +77,11 @@ TEST_SUITE("actors.session_timers") {
     CHECK(text(session_timers(s, spec)) == "execution@7200005000, reestablish@30010000");
     apply(s, 20'000, creating(2, 60'000'000));  // recreated: its execution timeout still counts from the first placement
     CHECK(text(session_timers(s, spec)) == "creation@60020000, execution@7200005000");
+    // A worker without a resource id cannot come back as the same resource: no window.
+    apply(s, 30'000, placed_without_resource);
+    apply(s, 31'000, entered);
+    apply(s, 40'000, [](Body b) { b.initSessionWorkerLost().setWorkerShard("w2"); });
+    CHECK(text(session_timers(s, spec)) == "execution@7200005000, reestablish@40000");
   }
 
   TEST_CASE("an execution timeout fires once: not again while envExit runs") {
