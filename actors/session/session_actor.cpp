@@ -274,6 +274,65 @@ void creating(Self self, uint32_t attempt) {
   });
 }
 
+void worker_lost(Self self, const std::string& shard, const std::string& why) {
+  decide(self, SessionEvent::WORKER_LOST, [&](Body b) {
+    auto l = b.initSessionWorkerLost();
+    l.setWorkerShard(shard);
+    l.setReason(why);
+  });
+}
+
+/// After a scheduler restart: the session's worker holds it still if the same process comes
+/// back within the recovery window; then the session carries on from its state there.
+void reclaim_worker(Self self) {
+  auto& st = self->state;
+  const std::string shard = st.model().worker;
+  self->request(st.wiring().sessions, caf::infinite, claim_atom::value, st.key(), shard)
+      .then(
+          [self, shard](const SessionPlace& place) {
+            auto& s = self->state;
+            if (s.model().worker != shard) return;
+            if (place.instance != s.model().instance) {
+              // Another process holds the shard now: the session died with the one before.
+              worker_lost(self, shard, "restarted while the scheduler was down");
+              return;
+            }
+            switch (s.model().state) {
+              case SessionState::ENTERING: enter_on_worker(self); break;
+              case SessionState::OPEN: pin(self, shard); break;
+              case SessionState::CLOSING:
+              case SessionState::FAILING: exit_on_worker(self); break;
+              default: break;
+            }
+          },
+          [self, shard](const caf::error& error) {
+            if (self->state.model().worker != shard) return;
+            worker_lost(self, shard, from_caf(error).message);
+          });
+}
+
+/// Carries on from a replayed state: the timers the history leaves, and what each state was
+/// waiting for asked for again.
+void recover(Self self) {
+  auto& st = self->state;
+  arm_due(self, SessionTimer::EXECUTION);
+  switch (st.model().state) {
+    case SessionState::CREATING:
+      arm_due(self, SessionTimer::CREATION);
+      ask_for_worker(self);
+      break;
+    case SessionState::ENTERING:
+    case SessionState::OPEN:
+    case SessionState::CLOSING:
+    case SessionState::FAILING: reclaim_worker(self); break;
+    case SessionState::REESTABLISHING:
+      arm_due(self, SessionTimer::REESTABLISH);
+      if (!st.model().resource.empty() && st.spec().reestablish_within > Duration::zero()) ask_for_worker(self);
+      break;
+    default: break;
+  }
+}
+
 void on_timer(Self self, uint8_t timer, uint64_t generation) {
   auto& st = self->state;
   if (timer == retry_open_timer || timer == retry_close_timer) {
@@ -338,13 +397,9 @@ session_actor::behavior_type session_behavior(Self self, SessionSetup setup) {
         decide(self, SessionEvent::CANCEL, [&](Body b) { b.initSessionCancelled().setText(why); });
       },
       [=](lost_atom, const std::string& shard, const std::string& why) {
-        if (shard != self->state.model().worker) return;
-        decide(self, SessionEvent::WORKER_LOST, [&](Body b) {
-          auto l = b.initSessionWorkerLost();
-          l.setWorkerShard(shard);
-          l.setReason(why);
-        });
+        if (shard == self->state.model().worker) worker_lost(self, shard, why);
       },
+      [=](recover_atom) { recover(self); },
       [=](timeout_atom, uint8_t timer, uint64_t generation) { on_timer(self, timer, generation); },
       [=](describe_atom) { return self->state.model().canonical(); },
   };

@@ -36,6 +36,9 @@ using session_actor = caf::typed_actor<
     caf::reacts_to<finished_atom, bool /* failed */, std::string /* task */, std::string, std::string>,
     // from the workflow: it stops (CANCEL), saying why
     caf::reacts_to<stop_atom, std::string>,
+    // from the workflow, once after reviving from history: carry on from the replayed state
+    // (its worker, if it had one, is asked for again; one that does not come back is lost)
+    caf::reacts_to<recover_atom>,
     // from the dispatcher: the worker holding the session is lost (shard, why)
     caf::reacts_to<lost_atom, std::string, std::string>,
     // its own timers (a SessionTimer, generation)

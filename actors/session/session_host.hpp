@@ -44,6 +44,11 @@ using session_host = caf::typed_actor<
     // slot (of its resource, serving its task lists) takes it; the slot is the session's until
     // free_atom. The session actor hears lost_atom(shard, why) if that worker is lost
     caf::replies_to<place_atom, SessionAsk>::with<SessionPlace>,
+    // from a session actor revived after a scheduler restart: the session held a slot on worker
+    // `shard`; answered once that worker is registered (the session takes its slot again), with
+    // the instance that holds the shard now, or with an error once the recovery window closes
+    // without it
+    caf::replies_to<claim_atom, std::string /* session */, std::string /* shard */>::with<SessionPlace>,
     // from a session actor: stop looking for a worker for the session (key)
     caf::reacts_to<withdraw_atom, std::string>,
     // from a session actor: the session (key) holds its worker's slot no more

@@ -59,6 +59,8 @@ struct DispatcherState {
     caf::actor session;
   };
   std::map<std::string, Placed> placed;
+  /// Sessions revived after a restart waiting for their worker to register again, by shard.
+  std::map<std::string, std::vector<std::pair<std::string, Asking>>> session_claims;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -189,6 +191,33 @@ void place_sessions(Self self) {
   }
 }
 
+/// Session `key` is on live worker `shard` again: it holds its slot there.
+void give_claim(Self self, const std::string& key, const std::string& shard, DispatcherState::Asking& asking) {
+  auto& st = self->state;
+  const WorkerInfo& info = st.infos[shard];
+  (void)st.placement.claim(key, shard);  // full or not: the session is there already
+  st.placed[key] = DispatcherState::Placed{shard, st.workers[shard].address(), asking.session};
+  asking.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id});
+}
+
+/// Claims of sessions on `shard`, once the recovery window closed without it: refused.
+void expire_claims(Self self, const std::string& shard) {
+  auto& st = self->state;
+  auto claims = st.session_claims.find(shard);
+  if (claims == st.session_claims.end()) return;
+  const auto now = self->clock().now();
+  if (now < st.recovery_ends) {
+    self->delayed_send(self, st.recovery_ends - now, timeout_atom::value, shard);  // extended
+    return;
+  }
+  for (auto& [key, asking] : claims->second) {
+    asking.promise.deliver(to_caf(Error{Errc::UNAVAILABLE, "worker " + shard + " did not register again within " +
+                                                               format_duration(st.options.recovery_window) +
+                                                               " of the scheduler's restart"}));
+  }
+  st.session_claims.erase(claims);
+}
+
 /// The worker actor `gone` ended: the sessions placed on its instance lost their worker.
 void sessions_lost(Self self, const caf::actor_addr& gone) {
   auto& st = self->state;
@@ -259,6 +288,10 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
               [promise](const caf::error&) mutable { promise.deliver(true); });
   }
   st.settle_waiters = std::move(others);
+  if (auto claims = st.session_claims.find(shard); claims != st.session_claims.end()) {
+    for (auto& [key, asking] : claims->second) give_claim(self, key, shard, asking);
+    st.session_claims.erase(claims);
+  }
   if (auto cancels = st.pending_cancels.find(shard); cancels != st.pending_cancels.end()) {
     for (const auto& [id, grace_us] : cancels->second) self->send(worker, cancel_atom::value, id, shard, grace_us);
     st.pending_cancels.erase(cancels);
@@ -336,6 +369,21 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         st.placement.request(std::move(request));
         st.asking[ask.key] = DispatcherState::Asking{promise, std::move(session)};
         place_sessions(self);
+        return promise;
+      },
+      [=](claim_atom, const std::string& key, const std::string& shard) -> caf::result<SessionPlace> {
+        auto& st = self->state;
+        auto session = caf::actor_cast<caf::actor>(self->current_sender());
+        auto promise = self->make_response_promise<SessionPlace>();
+        DispatcherState::Asking asking{promise, std::move(session)};
+        if (st.workers.count(shard) > 0) {
+          give_claim(self, key, shard, asking);
+          return promise;
+        }
+        const auto now = self->clock().now();
+        auto& claims = st.session_claims[shard];
+        if (claims.empty()) self->delayed_send(self, now < st.recovery_ends ? st.recovery_ends - now : caf::timespan(0), timeout_atom::value, shard);
+        claims.emplace_back(key, std::move(asking));
         return promise;
       },
       [=](withdraw_atom, const std::string& key) {
@@ -436,6 +484,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
           settle_after_recovery(self);
           return;
         }
+        expire_claims(self, shard);
         auto waiting = st.adoptions.find(shard);
         if (waiting == st.adoptions.end()) return;
         if (const auto now = self->clock().now(); now < st.recovery_ends) {
@@ -459,6 +508,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         for (const auto& [shard, worker] : st.workers) self->send(worker, recovered_atom::value, remaining_us);
         if (revived == 0) {
           for (const auto& [shard, waiting] : st.adoptions) self->send(self, timeout_atom::value, shard);
+          for (const auto& [shard, claims] : st.session_claims) self->send(self, timeout_atom::value, shard);
           if (!st.settle_waiters.empty()) self->send(self, timeout_atom::value, std::string());
         }
       },

@@ -629,10 +629,63 @@ void adopt(Self self, const ReplayedWorkflow& replayed) {
 
 /// A revived workflow: FAILOVER, reconcile, recover tasks, return to the prior state. One woken
 /// from passivation only gets its task actors back.
+/// The sessions a revived workflow had: one that ended keeps its tasks from running again (if it
+/// failed); one still under way gets its actor back before anything is evaluated, so that the
+/// workflow waits for it. Returns what tells them to carry on, once the revival is durable.
+std::function<void()> revive_sessions(Self self, const ReplayedWorkflow& replayed) {
+  auto& st = self->state;
+  std::vector<session_actor> revived;
+  for (uint32_t index = 0; index < st.model.spec->sessions.size(); ++index) {
+    auto it = replayed.sessions.find(st.model.spec->sessions[index].name);
+    if (it == replayed.sessions.end() || it->second.state == SessionState::WAITING) continue;
+    const SessionModel& model = it->second;
+    if (SessionMachine::is_terminal(model.state)) {
+      if (model.state == SessionState::FAILED) {
+        st.stopped_sessions.insert(index);
+        if (st.session_failure.empty() && model.failure_reason != "TaskFailed") {
+          st.session_failure = "session '" + model.name + "' failed: " + model.failure_message();
+        }
+      }
+      continue;
+    }
+    SessionSetup setup;
+    setup.workflow_id = st.model.id;
+    setup.spec = st.model.spec;
+    setup.index = index;
+    setup.model = model;
+    setup.owner = caf::actor_cast<session_owner_port>(self);
+    setup.wiring = st.setup.wiring;
+    setup.workflow_input = st.model.input;
+    auto actor = spawn_session(self, std::move(setup));
+    st.sessions.emplace(index, actor);
+    revived.push_back(actor);
+  }
+  return [self, revived = std::move(revived)] {
+    for (const auto& actor : revived) self->send(actor, recover_atom::value);
+    // What its tasks did while nobody told it (the restart came between) it hears now.
+    auto& s = self->state;
+    for (const auto& [index, actor] : s.sessions) {
+      for (uint32_t task : s.model.spec->sessions[index].tasks) {
+        const NodeState node = s.model.graph->state(task);
+        if (node != NodeState::FAILED && node != NodeState::KILLED) continue;
+        const auto& name = s.model.spec->tasks[task].name;
+        auto dormant = s.dormant.find(task);
+        const std::string reason = dormant != s.dormant.end() ? dormant->second.failure_reason : "Failed";
+        const std::string details = dormant != s.dormant.end() ? dormant->second.failure_details : "";
+        self->send(actor, finished_atom::value, true, name, reason.empty() ? std::string("Failed") : reason, details);
+      }
+      if (session_tasks_over(s, index)) {
+        self->send(actor, finished_atom::value, false, std::string(), std::string(), std::string());
+      }
+    }
+  };
+}
+
 void revive(Self self, const ReplayedWorkflow& replayed) {
   auto& st = self->state;
   adopt(self, replayed);
   const bool awakened = st.setup.awakened;
+  std::function<void()> carry_on_sessions = awakened ? std::function<void()>() : revive_sessions(self, replayed);
   const WorkflowState prior = st.model.state;
   Batch batch;
   if (!awakened && !decide(self, batch, WorkflowEvent::FAILOVER, [](Body b) {
@@ -669,6 +722,7 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
     }
   }
   for (const auto& [index, model] : revived) st.dormant.erase(index);
+  if (carry_on_sessions) batch.effects.push_back(std::move(carry_on_sessions));
   batch.effects.push_back([self, awakened, revived = std::move(revived)]() mutable {
     auto& s = self->state;
     for (auto& [index, model] : revived) {

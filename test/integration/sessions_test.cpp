@@ -253,4 +253,40 @@ TEST_SUITE("integration.sessions") {
     CHECK(seen[4] == "two");
     CHECK(ran_on(cluster, "back", "two") == std::vector<std::string>{"worker-a"});
   }
+
+  TEST_CASE("a scheduler killed mid-session recovers it from history: the worker that holds it keeps it") {
+    troupe::test::ClusterSpec spec;
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    cluster.start("worker-b");
+    auto client = troupe::test::connect(cluster.port);
+    const std::string order = cluster.dir / "order", started = cluster.dir / "started", go = cluster.dir / "go";
+    const std::string tasks =
+        shell_task("one", "echo one >> " + order) + ", " +
+        shell_task("two", "echo two >> " + order + "; touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.05; done",
+                   R"("dependsOn": ["one"])") +
+        ", " + shell_task("three", "echo three >> " + order, R"("dependsOn": ["two"])");
+    const std::string session =
+        session_of("s", {"one", "two", "three"},
+                   R"("envEnter": )" + shell_action("echo enter >> " + order) + R"(, "envExit": )" +
+                       shell_action("echo exit >> " + order));
+    REQUIRE(client->start("kept", workflow_with_sessions("kept", tasks, session)) == "kept");
+    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+    cluster.nodes["scheduler"]->kill(SIGKILL);
+    (void)cluster.nodes["scheduler"]->wait();
+    cluster.start("scheduler");
+    client = troupe::test::connect(cluster.port);
+    std::ofstream(go).close();
+    const std::string result = client->result("kept", 30s);
+    CHECK_MESSAGE(result == "SUCCESS", (result + "\n" + cli(cluster, {"status", "kept"}).output));
+    // One session, entered once and exited once, every task on its worker.
+    CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "two", "three", "exit"});
+    const auto holder = ran_on(cluster, "kept", "one");
+    REQUIRE(holder.size() == 1);
+    CHECK(ran_on(cluster, "kept", "two") == holder);
+    CHECK(ran_on(cluster, "kept", "three") == holder);
+    auto status = cli(cluster, {"status", "kept"});
+    CHECK_MESSAGE(contains(status.output, "s        CLOSED                1  " + holder[0]), status.output);
+  }
 }
