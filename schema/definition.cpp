@@ -8,6 +8,8 @@
 //      timeouts, retry policies, sessions.
 #include "schema/definition.hpp"
 
+#include "schema/recreate_token.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -375,6 +377,11 @@ void placement_and_failure(SpecBuilder& b, schema::SessionDefinition::Reader ses
   if (session.hasRecreateToken()) {
     ss.recreate_token = text(session.getRecreateToken());
     b.check_name(ss.recreate_token, path + ".recreateToken", "the recreate token");
+    if (!ss.recreate_token.empty() && !parse_recreate_token(ss.recreate_token)) {
+      b.problem(path + ".recreateToken",
+                "is not a recreate token: take one from an opened session (troupe status --json: "
+                "sessions[].recreateToken)");
+    }
     if (!ss.resource_id.empty()) {
       b.problem(path + ".recreateToken",
                 "give resourceId or recreateToken, not both: a recreate token names the resource already");

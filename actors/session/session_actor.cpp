@@ -11,6 +11,7 @@
 
 #include "actors/invocation_id.hpp"
 #include "actors/session/session_timers.hpp"
+#include "schema/recreate_token.hpp"
 
 namespace troupe::actors {
 namespace {
@@ -115,7 +116,14 @@ void ask_for_worker(Self self) {
   auto& st = self->state;
   const bool back = st.model().state == SessionState::REESTABLISHING;
   SessionAsk ask{st.key(), back ? st.model().resource : st.spec().resource_id, task_lists(st),
-                 !back && st.model().attempt > 1 ? st.model().worker : ""};
+                 !back && st.model().attempt > 1 ? st.model().worker : "", ""};
+  if (!back && !st.spec().recreate_token.empty()) {
+    // Where the earlier session ran (the definition's check let only a valid token in).
+    if (auto place = parse_recreate_token(st.spec().recreate_token)) {
+      ask.resource_id = place->resource_id;
+      ask.only_shard = place->shard;
+    }
+  }
   self->request(st.wiring().sessions, caf::infinite, place_atom::value, std::move(ask))
       .then(
           [self, back](const SessionPlace& place) {
@@ -125,8 +133,7 @@ void ask_for_worker(Self self) {
               o.setInstanceId(place.instance);
               o.setResourceId(place.resource_id);
               o.setReestablished(back);
-              const std::string token = place.resource_id.empty() ? "worker:" + place.shard : "resource:" + place.resource_id;
-              o.setRecreateToken(as_bytes(token));
+              o.setRecreateToken(as_bytes(make_recreate_token(place.resource_id, place.shard)));
             });
             // Not wanted any more (it timed out or ended meanwhile): the slot goes back.
             if (!taken) self->send(self->state.wiring().sessions, free_atom::value, self->state.key());

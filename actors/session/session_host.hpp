@@ -20,6 +20,7 @@ struct SessionAsk {
   std::string resource_id;             ///< empty: any worker
   std::vector<std::string> task_lists;  ///< the worker must serve every one
   std::string avoid_shard;             ///< a recreated session: the worker it lost, last choice
+  std::string only_shard;              ///< only this worker (a recreate token's); empty: any
 };
 
 /// Where a session was placed.
@@ -31,7 +32,7 @@ struct SessionPlace {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SessionAsk& x) {
-  return f(caf::meta::type_name("SessionAsk"), x.key, x.resource_id, x.task_lists, x.avoid_shard);
+  return f(caf::meta::type_name("SessionAsk"), x.key, x.resource_id, x.task_lists, x.avoid_shard, x.only_shard);
 }
 
 template <class Inspector>

@@ -104,6 +104,7 @@ std::optional<std::string> SessionPlacement::choose(const SessionRequest& reques
   };
   for (const auto& [shard, worker] : workers_) {
     if (!worker.accepts || worker.sessions.size() >= worker.slots || !fits(worker, request)) continue;
+    if (!request.only_shard.empty() && shard != request.only_shard) continue;
     if (best == nullptr || rank(shard) < rank(*best)) best = &shard;
   }
   if (best == nullptr) return std::nullopt;
@@ -116,8 +117,12 @@ std::string SessionPlacement::why_waiting(const std::string& key) const {
   const std::string of_resource = request->resource_id.empty() ? "" : " of resource " + quoted(request->resource_id);
   size_t with_resource = 0, fitting = 0, taking = 0, accepting = 0;
   uint32_t held = 0, slots = 0;
+  if (!request->only_shard.empty() && workers_.count(request->only_shard) == 0) {
+    return "worker " + quoted(request->only_shard) + " (its recreate token's) is not live";
+  }
   for (const auto& [shard, worker] : workers_) {
     if (!request->resource_id.empty() && worker.resource_id != request->resource_id) continue;
+    if (!request->only_shard.empty() && shard != request->only_shard) continue;
     ++with_resource;
     if (!fits(worker, *request)) continue;
     ++fitting;

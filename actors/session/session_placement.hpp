@@ -21,6 +21,8 @@ struct SessionRequest {
   std::set<std::string> task_lists;   ///< the worker must serve every one
   /// A recreated session: the worker it lost, taken only when no other can take it now.
   std::string avoid_shard;
+  /// Only this worker may take it (a recreate token naming a worker without a resource id).
+  std::string only_shard{};
 };
 
 class SessionPlacement {

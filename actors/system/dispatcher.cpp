@@ -364,7 +364,8 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         // Read before the promise is made: making it takes over the message's sender.
         auto session = caf::actor_cast<caf::actor>(self->current_sender());
         auto promise = self->make_response_promise<SessionPlace>();
-        SessionRequest request{ask.key, ask.resource_id, {ask.task_lists.begin(), ask.task_lists.end()}, ask.avoid_shard};
+        SessionRequest request{ask.key, ask.resource_id, {ask.task_lists.begin(), ask.task_lists.end()}, ask.avoid_shard,
+                               ask.only_shard};
         st.placement.withdraw(ask.key);  // a repeated ask replaces the one before
         st.placement.request(std::move(request));
         st.asking[ask.key] = DispatcherState::Asking{promise, std::move(session)};

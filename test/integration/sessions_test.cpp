@@ -289,4 +289,35 @@ TEST_SUITE("integration.sessions") {
     auto status = cli(cluster, {"status", "kept"});
     CHECK_MESSAGE(contains(status.output, "s        CLOSED                1  " + holder[0]), status.output);
   }
+
+  TEST_CASE("a recreate token takes a later workflow's session to the worker an earlier session ran on") {
+    troupe::test::ClusterSpec spec;
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    cluster.start("worker-b");
+    auto client = troupe::test::connect(cluster.port);
+    REQUIRE(client->start("first", workflow_with_sessions("first", shell_task("one", "true"), session_of("s", {"one"}))) ==
+            "first");
+    REQUIRE(client->result("first", 30s) == "SUCCESS");
+    const auto first = ran_on(cluster, "first", "one");
+    REQUIRE(first.size() == 1);
+    const std::string json = cli(cluster, {"status", "first", "--json"}).output;
+    const std::string key = R"("recreateToken":")";
+    const auto at = json.find(key);
+    REQUIRE_MESSAGE(at != std::string::npos, json);
+    const std::string token = json.substr(at + key.size(), json.find('"', at + key.size()) - at - key.size());
+    REQUIRE(token.rfind("rt-", 0) == 0);
+    // Placement alone would alternate between the two idle workers; the token keeps to the first.
+    for (int run = 0; run < 3; ++run) {
+      const std::string id = "again-" + std::to_string(run);
+      REQUIRE(client->start(id, workflow_with_sessions(id, shell_task("one", "true"),
+                                                       session_of("s", {"one"}, R"("recreateToken": ")" + token + "\""))) == id);
+      REQUIRE(client->result(id, 30s) == "SUCCESS");
+      CHECK(ran_on(cluster, id, "one") == first);
+    }
+    auto refused = client->start("forged", workflow_with_sessions("forged", shell_task("one", "true"),
+                                                                  session_of("s", {"one"}, R"("recreateToken": "rt-0123")")));
+    CHECK_MESSAGE(contains(refused, "is not a recreate token"), refused);
+  }
 }

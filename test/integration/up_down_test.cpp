@@ -206,12 +206,21 @@ TEST_SUITE("integration.up_down") {
     SUBCASE("the scheduler runs the example workflows on the workers") {
       troupe::test::connect(cluster.port);  // waits until the scheduler accepts connections
       const std::string suffix = "-" + std::to_string(::getpid());
-      for (const std::string name : {"diamond", "fanout", "retry-heartbeat", "async-approval"}) {
+      for (const std::string name : {"diamond", "fanout", "retry-heartbeat", "async-approval", "training"}) {
         CHECK(run_example(cluster, name) == "example-" + name + suffix + " SUCCESS\n");
       }
       // Only worker-b serves the io task list.
       CHECK(task_logs(cluster.dir.path() + "/logs/worker-b/example-diamond" + suffix, "right")
                 .find("right: on the io task list") != std::string::npos);
+      // The training session ran on one worker, its tasks sharing the dataset envEnter made.
+      const std::string training = "/example-training" + suffix;
+      std::string upload;
+      for (const std::string worker : {"worker-a", "worker-b"}) {
+        upload += task_logs(cluster.dir.path() + "/logs/" + worker + training, "upload");
+      }
+      CHECK_MESSAGE(upload.find("upload: the model of 5 samples, from session example-training" + suffix + "/dataset") !=
+                        std::string::npos,
+                    upload);
     }
 
     SUBCASE("troupe up again reports them running and starts nothing") {

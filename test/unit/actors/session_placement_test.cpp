@@ -22,6 +22,18 @@ SessionRequest any(const std::string& key, std::set<std::string> lists = {"defau
 }  // namespace
 
 TEST_SUITE("actors.session_placement") {
+  TEST_CASE("a request for one worker (a recreate token's) goes there only, and says so while it is not live") {
+    SessionPlacement p;
+    p.join("w1", "", 1, {"default"});
+    SessionRequest pinned = any("wf-1/s");
+    pinned.only_shard = "w2";
+    CHECK(p.request(pinned));
+    CHECK(p.place().empty());
+    CHECK(p.why_waiting("wf-1/s") == "worker 'w2' (its recreate token's) is not live");
+    p.join("w2", "", 1, {"default"});
+    CHECK(p.place() == Placed{{"wf-1/s", "w2"}});
+  }
+
   TEST_CASE("a worker holds at most its session slots; a closed session frees one for the next request") {
     SessionPlacement p;
     p.join("w1", "", 1, {"default"});

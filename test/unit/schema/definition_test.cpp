@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "schema/definition.hpp"
+#include "schema/recreate_token.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -176,7 +177,7 @@ TEST_SUITE("schema.definition") {
     auto spec = parse_definition(R"({"name": "w", "tasks": [{"name": "a", "handler": "h"}, {"name": "b", "handler": "h"}],
       "sessions": [{"name": "s1", "tasks": ["a"], "resourceId": "gpu0", "onFailure": "recreate", "rerunAll": true,
                     "reestablishWithin": "2m"},
-                   {"name": "s2", "tasks": ["b"], "recreateToken": "rt-0123abcd", "onFailure": "recreate",
+                   {"name": "s2", "tasks": ["b"], "recreateToken": "rt-776f726b65723a77", "onFailure": "recreate",
                     "maxRecreates": 5, "reestablishWithin": "0s"}]})");
     REQUIRE_MESSAGE(spec, (spec ? "" : spec.error().message));
     const auto& s1 = spec->sessions[0];
@@ -186,7 +187,14 @@ TEST_SUITE("schema.definition") {
     CHECK(s1.rerun_all);
     CHECK(s1.reestablish_within == Duration(2min));
     const auto& s2 = spec->sessions[1];
-    CHECK(s2.recreate_token == "rt-0123abcd");
+    CHECK(s2.recreate_token == "rt-776f726b65723a77");  // worker:w
+    CHECK(troupe::make_recreate_token("", "w") == s2.recreate_token);
+    auto place = troupe::parse_recreate_token(troupe::make_recreate_token("gpu0", "w"));
+    REQUIRE(place);
+    CHECK(place->resource_id == "gpu0");  // a resource names the place, not the worker
+    CHECK(place->shard.empty());
+    CHECK_FALSE(troupe::parse_recreate_token("rt-0123abcd"));
+    CHECK_FALSE(troupe::parse_recreate_token("rt-776f726b65723a"));  // "worker:" names nobody
     CHECK(s2.max_recreates == 5);
     CHECK(s2.reestablish_within == Duration(0));
 
@@ -201,17 +209,20 @@ TEST_SUITE("schema.definition") {
 
   TEST_CASE("a session's placement and failure settings are checked, each problem at its path") {
     auto problems = problems_of(R"({"name": "w", "tasks": [
-      {"name": "a", "handler": "h"}, {"name": "b", "handler": "h"}, {"name": "c", "handler": "h"}],
+      {"name": "a", "handler": "h"}, {"name": "b", "handler": "h"}, {"name": "c", "handler": "h"},
+      {"name": "d", "handler": "h"}],
       "sessions": [{"name": "s1", "tasks": ["a"], "onFailure": "recreat"},
                    {"name": "s2", "tasks": ["b"], "maxRecreates": 2, "rerunAll": true, "resourceId": "gpu0",
                     "recreateToken": "rt-1"},
                    {"name": "s3", "tasks": ["c"], "onFailure": "recreate", "maxRecreates": 101,
-                    "reestablishWithin": "soon", "resourceId": "a/b"}]})");
+                    "reestablishWithin": "soon", "resourceId": "a/b"},
+                   {"name": "s4", "tasks": ["d"], "recreateToken": "rt-0123abcd"}]})");
     INFO(dump(problems));
     CHECK(has_problem(problems, "$.sessions[0].onFailure", "must be \"fail\" or \"recreate\", not \"recreat\" (did you mean \"recreate\"?)"));
     CHECK(has_problem(problems, "$.sessions[1].maxRecreates", "needs \"onFailure\": \"recreate\""));
     CHECK(has_problem(problems, "$.sessions[1].rerunAll", "needs \"onFailure\": \"recreate\""));
     CHECK(has_problem(problems, "$.sessions[1].recreateToken", "give resourceId or recreateToken, not both"));
+    CHECK(has_problem(problems, "$.sessions[3].recreateToken", "is not a recreate token"));
     CHECK(has_problem(problems, "$.sessions[2].maxRecreates", "is at most 100"));
     CHECK(has_problem(problems, "$.sessions[2].reestablishWithin", "'soon' is not a duration"));
     CHECK(has_problem(problems, "$.sessions[2].resourceId", "may not contain '/'"));
