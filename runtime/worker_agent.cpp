@@ -259,8 +259,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
       failed.details = "cannot create " + opening.directory + ": " + ec.message();
       return SessionOutcome(std::move(failed));
     }
-    if (spec.hasEnvEnter() && !spec.getEnvEnter().getInvocationId().size() == 0) opening.env_enter = invocation_of(spec.getEnvEnter());
-    if (spec.hasEnvExit() && !spec.getEnvExit().getInvocationId().size() == 0) opening.env_exit = invocation_of(spec.getEnvExit());
+    if (spec.hasEnvEnter() && spec.getEnvEnter().getInvocationId().size() > 0) opening.env_enter = invocation_of(spec.getEnvEnter());
+    if (spec.hasEnvExit() && spec.getEnvExit().getInvocationId().size() > 0) opening.env_exit = invocation_of(spec.getEnvExit());
     const uint64_t call = sessions_.next_call();
     auto answer = kj::newPromiseAndFulfiller<SessionOutcome>();
     session_calls_.emplace(call, kj::mv(answer.fulfiller));

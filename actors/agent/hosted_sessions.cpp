@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "actors/invocation_id.hpp"
+
 namespace troupe::actors {
 namespace {
 
@@ -118,10 +120,13 @@ SessionEffects HostedSessions::add_task(Invocation invocation) {
   invocation.session_dir = hosted.opening.directory;
   const std::string id = invocation.invocation_id;
   owner_[id] = invocation.session_id;
+  const bool retry = !hosted.held_by.empty() && invocation.task_name == hosted.held_by;
   hosted.queued.emplace(id, std::move(invocation));
-  // A task that did not succeed held the session; another one coming is the scheduler's word
-  // that it goes on.
-  apply(hosted, hosted.runner.proceed(), effects);
+  if (retry) {
+    // The task that held the session is retried: the scheduler's word that the session goes on.
+    hosted.held_by.clear();
+    apply(hosted, hosted.runner.proceed(), effects);
+  }
   apply(hosted, hosted.runner.add_task(id), effects);
   return effects;
 }
@@ -165,7 +170,12 @@ SessionEffects HostedSessions::ended(const std::string& invocation_id, const Tas
     what = "envExit";
     hosted.exit_outcome = outcome;
   }
-  if (ref.kind == SessionActionKind::TASK) owner_.erase(invocation_id);
+  if (ref.kind == SessionActionKind::TASK) {
+    owner_.erase(invocation_id);
+    if (session_outcome_of(outcome) != SessionActionOutcome::SUCCEEDED) {
+      if (auto parts = parse_invocation_id(invocation_id)) hosted.held_by = std::string(parts->task_name);
+    }
+  }
   effects.log.emplace_back(session, what + " ended " + describe(outcome));
   apply(hosted, hosted.runner.ended(ref, session_outcome_of(outcome)), effects);
   return effects;

@@ -28,6 +28,8 @@ struct SessionActorState {
   EffectPipeline pipeline;
   std::array<uint64_t, 3> generation{};
   uint64_t retry_generation = 0;
+  /// The dispatcher's id of the placement the session holds (SessionPlace::id); 0: none.
+  uint64_t placement = 0;
   bool ended = false;
 
   SessionModel& model() { return setup.model; }
@@ -135,8 +137,12 @@ void ask_for_worker(Self self) {
               o.setReestablished(back);
               o.setRecreateToken(as_bytes(make_recreate_token(place.resource_id, place.shard)));
             });
-            // Not wanted any more (it timed out or ended meanwhile): the slot goes back.
-            if (!taken) self->send(self->state.wiring().sessions, free_atom::value, self->state.key());
+            if (taken) {
+              self->state.placement = place.id;
+            } else {
+              // Not wanted any more (it timed out or ended meanwhile): the slot goes back.
+              self->send(self->state.wiring().sessions, free_atom::value, self->state.key(), place.id);
+            }
           },
           [](const caf::error&) {});  // withdrawn: the table moved on
 }
@@ -161,9 +167,9 @@ void enter_on_worker(Self self) {
             const auto& model = self->state.model();
             if (model.worker != shard || model.reestablished != entry) return;
             const Error e = from_caf(error);
-            if (e.code == Errc::UNAVAILABLE) {
-              // The connection failed (or the worker is going): ask again; a lost worker's loss
-              // reaches the session meanwhile and moves it on.
+            if (e.code != Errc::NOT_ALLOWED_IN_STATE) {
+              // Not the worker's refusal: the connection failed, or the worker (or its actor) is
+              // going. Ask again; a lost worker's loss reaches the session meanwhile and moves it on.
               self->delayed_send(self, retry_delay, timeout_atom::value, retry_open_timer, ++self->state.retry_generation);
               return;
             }
@@ -192,9 +198,20 @@ void exit_on_worker(Self self) {
           },
           [self, shard](const caf::error& error) {
             if (self->state.model().worker != shard) return;
-            if (from_caf(error).code == Errc::UNAVAILABLE) {
+            if (from_caf(error).code != Errc::NOT_ALLOWED_IN_STATE) {
+              // Its worker is not there now: ask again until it is, or its loss closes the session.
               self->delayed_send(self, retry_delay, timeout_atom::value, retry_close_timer, ++self->state.retry_generation);
+              return;
             }
+            TaskReport refused;
+            refused.kind = TaskReport::FAILED;
+            refused.reason = "SessionCloseRefused";
+            refused.details = from_caf(error).message;
+            decide(self, SessionEvent::EXITED, [&](Body b) {
+              auto x = b.initSessionExited();
+              x.setSucceeded(false);
+              fill_failure(x.initFailure(), refused);
+            });
           });
 }
 
@@ -219,8 +236,8 @@ void act(Self self, const SessionTransition& t) {
       case SessionAction::ARM_EXECUTION_TIMER: arm_due(self, SessionTimer::EXECUTION); break;
       case SessionAction::RELEASE_TASKS: pin(self, st.model().worker); break;
       case SessionAction::HOLD_TASKS: pin(self, std::string()); break;
-      case SessionAction::NEVER_ATTEMPT_QUEUED: self->send(st.setup.owner, session_atom::value, index, kill_atom::value, false); break;
-      case SessionAction::STOP_CURRENT_ACTION: self->send(st.setup.owner, session_atom::value, index, kill_atom::value, true); break;
+      case SessionAction::NEVER_ATTEMPT_QUEUED: self->send(st.setup.owner, session_atom::value, index, kill_atom::value); break;
+      case SessionAction::STOP_CURRENT_ACTION: self->send(st.setup.owner, session_atom::value, index, kill_atom::value); break;
       case SessionAction::EXIT_ON_WORKER:
         pin(self, std::string());  // nothing more of it dispatches
         exit_on_worker(self);
@@ -236,7 +253,7 @@ void act(Self self, const SessionTransition& t) {
         break;
       case SessionAction::FREE_SLOT:
         pin(self, std::string());
-        self->send(st.wiring().sessions, free_atom::value, st.key());
+        self->send(st.wiring().sessions, free_atom::value, st.key(), std::exchange(st.placement, 0));
         break;
       case SessionAction::STOP_EXECUTION_TIMER: disarm(self, SessionTimer::EXECUTION); break;
     }
@@ -298,7 +315,11 @@ void reclaim_worker(Self self) {
       .then(
           [self, shard](const SessionPlace& place) {
             auto& s = self->state;
-            if (s.model().worker != shard) return;
+            if (s.model().worker != shard || s.ended) {
+              self->send(s.wiring().sessions, free_atom::value, s.key(), place.id);
+              return;
+            }
+            s.placement = place.id;
             if (place.instance != s.model().instance) {
               // Another process holds the shard now: the session died with the one before.
               worker_lost(self, shard, "restarted while the scheduler was down");
@@ -328,10 +349,14 @@ void recover(Self self) {
       arm_due(self, SessionTimer::CREATION);
       ask_for_worker(self);
       break;
+    case SessionState::FAILING:
+      // Its tasks that had not run were being ended when the scheduler stopped: again.
+      self->send(st.setup.owner, session_atom::value, st.setup.index, kill_atom::value);
+      reclaim_worker(self);
+      break;
     case SessionState::ENTERING:
     case SessionState::OPEN:
-    case SessionState::CLOSING:
-    case SessionState::FAILING: reclaim_worker(self); break;
+    case SessionState::CLOSING: reclaim_worker(self); break;
     case SessionState::REESTABLISHING:
       arm_due(self, SessionTimer::REESTABLISH);
       if (!st.model().resource.empty() && st.spec().reestablish_within > Duration::zero()) ask_for_worker(self);
@@ -415,7 +440,9 @@ session_actor::behavior_type session_behavior(Self self, SessionSetup setup) {
 }  // namespace
 
 session_actor spawn_session(caf::local_actor* parent, SessionSetup setup) {
-  return parent->spawn(session_behavior, std::move(setup));
+  // Linked like its workflow's task actors: one that fails (its history could not be written)
+  // fail-stops the workflow, and a workflow that ends takes it along.
+  return parent->spawn<caf::linked>(session_behavior, std::move(setup));
 }
 
 }  // namespace troupe::actors

@@ -28,6 +28,9 @@ struct SessionPlace {
   std::string shard;
   std::string instance;     ///< the worker process
   std::string resource_id;  ///< the worker's, if it declared one
+  /// Names this placement: a free names the placement it gives back, so a late one (of a
+  /// placement the session turned down) never gives back a later placement's slot.
+  uint64_t id = 0;
 };
 
 template <class Inspector>
@@ -37,13 +40,14 @@ typename Inspector::result_type inspect(Inspector& f, SessionAsk& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SessionPlace& x) {
-  return f(caf::meta::type_name("SessionPlace"), x.shard, x.instance, x.resource_id);
+  return f(caf::meta::type_name("SessionPlace"), x.shard, x.instance, x.resource_id, x.id);
 }
 
 using session_host = caf::typed_actor<
     // from a session actor: a worker for the session, answered once one with a free session
     // slot (of its resource, serving its task lists) takes it; the slot is the session's until
-    // free_atom. The session actor hears lost_atom(shard, why) if that worker is lost
+    // free_atom, or until the session actor ends. The session actor hears lost_atom(shard, why)
+    // if that worker is lost
     caf::replies_to<place_atom, SessionAsk>::with<SessionPlace>,
     // from a session actor revived after a scheduler restart: the session held a slot on worker
     // `shard`; answered once that worker is registered (the session takes its slot again), with
@@ -52,8 +56,8 @@ using session_host = caf::typed_actor<
     caf::replies_to<claim_atom, std::string /* session */, std::string /* shard */>::with<SessionPlace>,
     // from a session actor: stop looking for a worker for the session (key)
     caf::reacts_to<withdraw_atom, std::string>,
-    // from a session actor: the session (key) holds its worker's slot no more
-    caf::reacts_to<free_atom, std::string>,
+    // from a session actor: the session (key) holds the slot of placement `id` no more
+    caf::reacts_to<free_atom, std::string, uint64_t /* placement id */>,
     // from a session actor: open or close the session on worker `shard` (see worker_actor)
     caf::replies_to<open_atom, std::string /* shard */, SessionOpen>::with<TaskReport>,
     caf::replies_to<close_atom, std::string /* shard */, std::string /* session */>::with<bool, TaskReport>,

@@ -57,7 +57,9 @@ struct DispatcherState {
     std::string shard;
     caf::actor_addr worker;
     caf::actor session;
+    uint64_t id = 0;
   };
+  uint64_t placements = 0;  ///< numbers placements (SessionPlace::id)
   std::map<std::string, Placed> placed;
   /// Sessions revived after a restart waiting for their worker to register again, by shard.
   std::map<std::string, std::vector<std::pair<std::string, Asking>>> session_claims;
@@ -185,8 +187,9 @@ void place_sessions(Self self) {
       continue;
     }
     const WorkerInfo& info = st.infos[shard];
-    st.placed[key] = DispatcherState::Placed{shard, worker->second.address(), asking->second.session};
-    asking->second.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id});
+    const uint64_t id = ++st.placements;
+    st.placed[key] = DispatcherState::Placed{shard, worker->second.address(), asking->second.session, id};
+    asking->second.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id, id});
     st.asking.erase(asking);
   }
 }
@@ -196,8 +199,9 @@ void give_claim(Self self, const std::string& key, const std::string& shard, Dis
   auto& st = self->state;
   const WorkerInfo& info = st.infos[shard];
   (void)st.placement.claim(key, shard);  // full or not: the session is there already
-  st.placed[key] = DispatcherState::Placed{shard, st.workers[shard].address(), asking.session};
-  asking.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id});
+  const uint64_t id = ++st.placements;
+  st.placed[key] = DispatcherState::Placed{shard, st.workers[shard].address(), asking.session, id};
+  asking.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id, id});
 }
 
 /// Claims of sessions on `shard`, once the recovery window closed without it: refused.
@@ -216,6 +220,39 @@ void expire_claims(Self self, const std::string& shard) {
                                                                " of the scheduler's restart"}));
   }
   st.session_claims.erase(claims);
+}
+
+/// A session actor ended (its session is over, or its workflow went): whatever it asked for or
+/// held goes back.
+bool session_gone(Self self, const caf::actor_addr& gone) {
+  auto& st = self->state;
+  bool found = false;
+  for (auto it = st.asking.begin(); it != st.asking.end();) {
+    if (it->second.session.address() != gone) {
+      ++it;
+      continue;
+    }
+    st.placement.withdraw(it->first);
+    it = st.asking.erase(it);
+    found = true;
+  }
+  for (auto it = st.placed.begin(); it != st.placed.end();) {
+    if (it->second.session.address() != gone) {
+      ++it;
+      continue;
+    }
+    st.placement.release(it->first);
+    it = st.placed.erase(it);
+    found = true;
+  }
+  for (auto& [shard, claims] : st.session_claims) {
+    std::erase_if(claims, [&](const auto& claim) {
+      found = found || claim.second.session.address() == gone;
+      return claim.second.session.address() == gone;
+    });
+  }
+  if (found) place_sessions(self);
+  return found;
 }
 
 /// The worker actor `gone` ended: the sessions placed on its instance lost their worker.
@@ -342,6 +379,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
   if (!self->state.options.fences) self->state.options.fences = std::make_shared<FenceCounter>();
   self->state.recovery_ends = self->clock().now() + self->state.options.recovery_window;
   self->set_down_handler([self](const caf::down_msg& down) {
+    if (session_gone(self, down.source)) return;
     sessions_lost(self, down.source);
     auto& workers = self->state.workers;
     for (auto it = workers.begin(); it != workers.end(); ++it) {
@@ -363,6 +401,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         auto& st = self->state;
         // Read before the promise is made: making it takes over the message's sender.
         auto session = caf::actor_cast<caf::actor>(self->current_sender());
+        self->monitor(session);  // what it asked for or holds goes back when it ends
         auto promise = self->make_response_promise<SessionPlace>();
         SessionRequest request{ask.key, ask.resource_id, {ask.task_lists.begin(), ask.task_lists.end()}, ask.avoid_shard,
                                ask.only_shard};
@@ -375,6 +414,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       [=](claim_atom, const std::string& key, const std::string& shard) -> caf::result<SessionPlace> {
         auto& st = self->state;
         auto session = caf::actor_cast<caf::actor>(self->current_sender());
+        self->monitor(session);
         auto promise = self->make_response_promise<SessionPlace>();
         DispatcherState::Asking asking{promise, std::move(session)};
         if (st.workers.count(shard) > 0) {
@@ -395,9 +435,12 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
           st.asking.erase(it);
         }
       },
-      [=](free_atom, const std::string& key) {
-        self->state.placement.release(key);
-        self->state.placed.erase(key);
+      [=](free_atom, const std::string& key, uint64_t id) {
+        auto& st = self->state;
+        auto it = st.placed.find(key);
+        if (it == st.placed.end() || it->second.id != id) return;  // freed already, or a later placement's
+        st.placement.release(key);
+        st.placed.erase(it);
         place_sessions(self);
       },
       [=](open_atom, const std::string& shard, SessionOpen& session) -> caf::result<TaskReport> {
@@ -409,7 +452,10 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       },
       [=](close_atom, const std::string& shard, const std::string& session) -> caf::result<bool, TaskReport> {
         auto it = self->state.workers.find(shard);
-        if (it == self->state.workers.end()) return {false, TaskReport{}};
+        if (it == self->state.workers.end()) {
+          // Not answered for it: its loss (or, after a restart, its claim) decides.
+          return to_caf(Error{Errc::UNAVAILABLE, "worker " + shard + " is not registered"});
+        }
         return self->delegate(it->second, close_atom::value, session);
       },
       [=](pin_atom, const std::string& session, const std::string& shard, const std::vector<std::string>& lists) {

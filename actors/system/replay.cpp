@@ -123,10 +123,12 @@ WorkflowStatus snapshot(const ReplayedWorkflow& replayed, const WaitBoard* waits
       session.recreate_token = model.recreate_token;
       if (!model.enter_failure.empty()) {
         session.env_enter = "FAILED: " + model.enter_failure;
-      } else if (model.entered) {
+      } else if (model.entered && spec.env_enter) {
         session.env_enter = "SUCCEEDED";
       }
-      if (model.exit_succeeded) session.env_exit = *model.exit_succeeded ? "SUCCEEDED" : "FAILED: " + model.exit_failure;
+      if (model.exit_succeeded && (spec.env_exit || !*model.exit_succeeded)) {
+        session.env_exit = *model.exit_succeeded ? "SUCCEEDED" : "FAILED: " + model.exit_failure;
+      }
       session.failure = model.failure_message();
     }
     view.sessions.push_back(std::move(session));

@@ -243,6 +243,14 @@ void session_needed(Self self, uint32_t index) {
   self->send(it->second, start_atom::value);
 }
 
+/// Kills the still-active tasks of session `index`, which will not run them.
+void kill_session_tasks(Self self, uint32_t index) {
+  auto& st = self->state;
+  for (uint32_t task : st.model.spec->sessions[index].tasks) {
+    if (auto it = st.tasks.find(task); it != st.tasks.end()) self->send(it->second, kill_atom::value, false);
+  }
+}
+
 /// Whether every task of session `index` is over in this run (ended, or blocked behind one
 /// that failed): its worker has nothing more to run.
 bool session_tasks_over(const WorkflowActorState& st, uint32_t index) {
@@ -662,6 +670,19 @@ std::function<void()> revive_sessions(Self self, const ReplayedWorkflow& replaye
   }
   return [self, revived = std::move(revived)] {
     for (const auto& actor : revived) self->send(actor, recover_atom::value);
+    // A session whose first task was scheduled just before the restart, before the session
+    // recorded anything, is needed all the same.
+    auto& st = self->state;
+    for (uint32_t index = 0; index < st.model.spec->sessions.size(); ++index) {
+      if (st.sessions.count(index) > 0 || st.stopped_sessions.count(index) > 0 || session_tasks_over(st, index)) continue;
+      for (uint32_t task : st.model.spec->sessions[index].tasks) {
+        const NodeState node = st.model.graph->state(task);
+        if (node == NodeState::ACTIVE || node == NodeState::PAUSED) {
+          session_needed(self, index);
+          break;
+        }
+      }
+    }
     // What its tasks did while nobody told it (the restart came between) it hears now.
     auto& s = self->state;
     for (const auto& [index, actor] : s.sessions) {
@@ -685,7 +706,8 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
   auto& st = self->state;
   adopt(self, replayed);
   const bool awakened = st.setup.awakened;
-  std::function<void()> carry_on_sessions = awakened ? std::function<void()>() : revive_sessions(self, replayed);
+  // (A passivated workflow had no session under way; what its sessions left still counts.)
+  std::function<void()> carry_on_sessions = revive_sessions(self, replayed);
   const WorkflowState prior = st.model.state;
   Batch batch;
   if (!awakened && !decide(self, batch, WorkflowEvent::FAILOVER, [](Body b) {
@@ -734,6 +756,10 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
         self->send(task, awaken_atom::value);
       } else {
         self->send(task, recover_atom::value);
+      }
+      // Its session failed: it was being ended, without running, when the scheduler stopped.
+      if (auto session = s.model.spec->tasks[index].session; session && s.stopped_sessions.count(*session) > 0) {
+        self->send(task, kill_atom::value, false);
       }
     }
   });
@@ -1162,28 +1188,30 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         }
         if (!st.sessions.empty()) tell_sessions(self, index, task_state, ended.get());
       },
-      [=](session_atom, uint32_t index, kill_atom, bool) {
+      [=](session_atom, uint32_t index, kill_atom) {
         // Deadline's NEVER_ATTEMPTED: the session will run none of its tasks that have not run.
         // Its worker runs one action at a time and the session's failure ended the one that
         // ran, so each of its tasks still active has yet to start there: each is killed.
         auto& st = self->state;
         if (index >= st.model.spec->sessions.size()) return;
         st.stopped_sessions.insert(index);
-        for (uint32_t task : st.model.spec->sessions[index].tasks) {
-          if (auto it = st.tasks.find(task); it != st.tasks.end()) self->send(it->second, kill_atom::value, false);
-        }
+        kill_session_tasks(self, index);
       },
       [=](session_atom, uint32_t index, uint8_t raw_state, const std::string& reason, const std::string& details) {
         auto& st = self->state;
         if (index >= st.model.spec->sessions.size()) return;
         st.sessions.erase(index);
-        if (static_cast<SessionState>(raw_state) == SessionState::FAILED) {
+        if (raw_state == static_cast<uint8_t>(SessionState::FAILED)) {
           st.stopped_sessions.insert(index);
+          kill_session_tasks(self, index);  // one made ready while it was failing
           // A task's failure fails the workflow in its own words.
           if (st.session_failure.empty() && reason != "TaskFailed") {
             st.session_failure = "session '" + st.model.spec->sessions[index].name + "' failed: " + reason +
                                  (details.empty() ? "" : ": " + details);
           }
+        } else if (!session_tasks_over(st, index) && st.stopped_sessions.count(index) == 0) {
+          // A task of it became ready while it closed (an operator's retry): a new instance.
+          session_needed(self, index);
         }
         Batch batch;
         evaluate(self, batch);

@@ -320,4 +320,33 @@ TEST_SUITE("integration.sessions") {
                                                                   session_of("s", {"one"}, R"("recreateToken": "rt-0123")")));
     CHECK_MESSAGE(contains(refused, "is not a recreate token"), refused);
   }
+
+  TEST_CASE("a task failing for good fails its session; an operator's retry runs it in a new instance of the session") {
+    troupe::test::ClusterSpec spec;
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    auto client = troupe::test::connect(cluster.port);
+    const std::string order = cluster.dir / "order", flag = cluster.dir / "flag";
+    const std::string tasks =
+        shell_task("one", "echo one >> " + order + "; [ -e " + flag + " ] && exit 0; touch " + flag + "; exit 4") + ", " +
+        shell_task("two", "echo two >> " + order, R"("dependsOn": ["one"])");
+    const std::string session =
+        session_of("s", {"one", "two"},
+                   R"("envEnter": )" + shell_action("echo enter >> " + order) + R"(, "envExit": )" +
+                       shell_action("echo exit >> " + order));
+    REQUIRE(client->start("again", workflow_with_sessions("again", tasks, session)) == "again");
+    const std::string failed = client->result("again", 30s);
+    CHECK_MESSAGE(contains(failed, "FAILED: task 'one' failed: ExitCode:4"), failed);
+    CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "exit"});
+    auto status = cli(cluster, {"status", "again"});
+    CHECK_MESSAGE(contains(status.output, "s        FAILED                1  worker-a  SUCCEEDED   SUCCEEDED   TaskFailed: task 'one' failed: ExitCode:4"),
+                  status.output);
+    auto retried = cli(cluster, {"retry", "again", "one"});
+    REQUIRE_MESSAGE(retried.code == 0, retried.output);
+    CHECK(client->result("again", 30s) == "SUCCESS");
+    CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "exit", "enter", "one", "two", "exit"});
+    status = cli(cluster, {"status", "again"});
+    CHECK_MESSAGE(contains(status.output, "s        CLOSED                1  worker-a  SUCCEEDED   SUCCEEDED"), status.output);
+  }
 }
