@@ -227,28 +227,20 @@ void expire_claims(Self self, const std::string& shard) {
 bool session_gone(Self self, const caf::actor_addr& gone) {
   auto& st = self->state;
   bool found = false;
-  for (auto it = st.asking.begin(); it != st.asking.end();) {
-    if (it->second.session.address() != gone) {
-      ++it;
-      continue;
-    }
-    st.placement.withdraw(it->first);
-    it = st.asking.erase(it);
-    found = true;
-  }
-  for (auto it = st.placed.begin(); it != st.placed.end();) {
-    if (it->second.session.address() != gone) {
-      ++it;
-      continue;
-    }
-    st.placement.release(it->first);
-    it = st.placed.erase(it);
-    found = true;
-  }
+  std::erase_if(st.asking, [&](const auto& entry) {
+    if (entry.second.session.address() != gone) return false;
+    st.placement.withdraw(entry.first);
+    return found = true;
+  });
+  std::erase_if(st.placed, [&](const auto& entry) {
+    if (entry.second.session.address() != gone) return false;
+    st.placement.release(entry.first);
+    return found = true;
+  });
   for (auto& [shard, claims] : st.session_claims) {
     std::erase_if(claims, [&](const auto& claim) {
-      found = found || claim.second.session.address() == gone;
-      return claim.second.session.address() == gone;
+      if (claim.second.session.address() != gone) return false;
+      return found = true;
     });
   }
   if (found) place_sessions(self);

@@ -17,67 +17,12 @@
 #include "actors/system/replay.hpp"
 #include "actors/task/task_actor.hpp"
 #include "actors/task/task_deadlines.hpp"
+#include "actors/workflow/workflow_actor_state.hpp"
 
 namespace troupe::actors {
-
-struct WorkflowActorState {
-  static inline const char* name = "workflow";
-  WorkflowModel model;
-  WorkflowSetup setup;
-  std::map<uint32_t, task_actor> tasks;  // live task actors by task index
-  /// Live session actors by session index: the workflow does not close while one lives (its
-  /// envExit runs after its tasks, before the workflow's end).
-  std::map<uint32_t, session_actor> sessions;
-  /// Sessions that will run none of their tasks in this run (they failed, or their tasks were
-  /// stopped): a task of one that becomes ready ends at once, killed, without running.
-  std::set<uint32_t> stopped_sessions;
-  /// Why the first session that failed failed: the workflow's failure, before its tasks'.
-  std::string session_failure;
-  /// The models of tasks without actors, by task index, as replay has them: those of the
-  /// history this actor was revived from, those that ended here without success, and those an
-  /// operator's update or skip reached before they were scheduled. The next instance of a task
-  /// starts from its model (invocation ids count on, an operator's options and retry carry
-  /// over), and the workflow records an operator's action for a task that has no actor.
-  std::map<uint32_t, TaskModel> dormant;
-  /// A finished workflow adopted to answer a rerun; it ends if the rerun is refused.
-  bool adopted_closed = false;
-  std::vector<caf::typed_response_promise<WorkflowOutcome>> waiters;
-  /// The results of final tasks (no other task depends on them) that succeeded, by task index:
-  /// from their reports, or from the replayed history. Kept as long as the graph says succeeded.
-  std::map<uint32_t, std::string> outputs;
-  /// Client requests not answered yet (answered by effects once durable, or by fail_stop).
-  /// Shared with the effects that answer them, so that an answered one reads as such.
-  std::vector<std::shared_ptr<caf::typed_response_promise<std::string>>> replies;
-  /// Kills accepted and not answered yet: a kill answers with the state it ends in (STOPPED)
-  /// once that is durable, which follows at once since its tasks' kills need no worker.
-  std::vector<std::shared_ptr<caf::typed_response_promise<std::string>>> kills;
-  /// Operators' task commands not answered yet, likewise.
-  std::vector<std::shared_ptr<caf::typed_response_promise<TaskCommandOutcome>>> command_replies;
-  EffectPipeline pipeline;
-  /// A passivation under way: the tasks asked, the answers still awaited.
-  struct Passivation {
-    caf::typed_response_promise<int64_t> promise;
-    size_t waiting = 0;
-    int64_t due_us = 0;    ///< the earliest task timer, 0: none
-    uint64_t applied = 0;  ///< the model's events when it began: any new one calls it off
-    uint64_t round = 0;
-  };
-  std::optional<Passivation> passivating;
-  uint64_t passivation_rounds = 0;
-  /// Requests passed on to a task actor and not answered yet (complete, a routed update). A
-  /// task tells the workflow it ended before its own event is durable, so the workflow can
-  /// close before the task answers; it then ends only once every such answer has been passed
-  /// back.
-  uint32_t asks = 0;
-  bool quit_after_asks = false;
-  /// The actor has decided to end (its workflow closed, or it passivated): a command that waited
-  /// for its pending effects is bounced, so that the directory asks the actor it finds now.
-  bool ending = false;
-};
-
 namespace {
 
-using Self = workflow_actor::stateful_pointer<WorkflowActorState>;
+using namespace workflow_detail;
 using Body = schema::EventBody::Builder;
 using Reply = std::shared_ptr<caf::typed_response_promise<std::string>>;
 
@@ -222,68 +167,6 @@ bool force_at_schedule(Self self, Batch& batch, uint32_t index, TaskModel model,
     f.setTaskName(name);
     f.setOutcome(schema::TaskOutcome::FORCED_SUCCESS);
   });
-}
-
-/// A task of session `index` is ready: the session's actor (spawned now if it has none) looks
-/// for a worker, unless it has one.
-void session_needed(Self self, uint32_t index) {
-  auto& st = self->state;
-  auto it = st.sessions.find(index);
-  if (it == st.sessions.end()) {
-    SessionSetup setup;
-    setup.workflow_id = st.model.id;
-    setup.spec = st.model.spec;
-    setup.index = index;
-    setup.model.name = st.model.spec->sessions[index].name;
-    setup.owner = caf::actor_cast<session_owner_port>(self);
-    setup.wiring = st.setup.wiring;
-    setup.workflow_input = st.model.input;
-    it = st.sessions.emplace(index, spawn_session(self, std::move(setup))).first;
-  }
-  self->send(it->second, start_atom::value);
-}
-
-/// Kills the still-active tasks of session `index`, which will not run them.
-void kill_session_tasks(Self self, uint32_t index) {
-  auto& st = self->state;
-  for (uint32_t task : st.model.spec->sessions[index].tasks) {
-    if (auto it = st.tasks.find(task); it != st.tasks.end()) self->send(it->second, kill_atom::value, false);
-  }
-}
-
-/// Whether every task of session `index` is over in this run (ended, or blocked behind one
-/// that failed): its worker has nothing more to run.
-bool session_tasks_over(const WorkflowActorState& st, uint32_t index) {
-  for (uint32_t task : st.model.spec->sessions[index].tasks) {
-    switch (st.model.graph->state(task)) {
-      case NodeState::WAITING:
-      case NodeState::READY:
-      case NodeState::ACTIVE:
-      case NodeState::PAUSED: return false;
-      default: break;
-    }
-  }
-  return true;
-}
-
-/// A task ended in `state`: its session hears whether it failed for good, and every live
-/// session whose tasks are all over hears so.
-void tell_sessions(Self self, uint32_t index, TaskState state, const TaskModel* ended) {
-  auto& st = self->state;
-  const TaskSpec& task = st.model.spec->tasks[index];
-  if (task.session && TaskMachine::is_terminal(state) && !TaskMachine::is_success(state)) {
-    if (auto it = st.sessions.find(*task.session); it != st.sessions.end()) {
-      std::string reason = ended ? ended->failure_reason : std::string(TaskMachineTraits::name(state));
-      std::string details = ended ? ended->failure_details : std::string();
-      if (reason.empty()) reason = std::string(TaskMachineTraits::name(state));
-      self->send(it->second, finished_atom::value, true, task.name, std::move(reason), std::move(details));
-    }
-  }
-  for (const auto& [session, actor] : st.sessions) {
-    if (session_tasks_over(st, session)) {
-      self->send(actor, finished_atom::value, false, std::string(), std::string(), std::string());
-    }
-  }
 }
 
 void schedule_ready_tasks(Self self, Batch& batch) {
@@ -637,71 +520,6 @@ void adopt(Self self, const ReplayedWorkflow& replayed) {
 
 /// A revived workflow: FAILOVER, reconcile, recover tasks, return to the prior state. One woken
 /// from passivation only gets its task actors back.
-/// The sessions a revived workflow had: one that ended keeps its tasks from running again (if it
-/// failed); one still under way gets its actor back before anything is evaluated, so that the
-/// workflow waits for it. Returns what tells them to carry on, once the revival is durable.
-std::function<void()> revive_sessions(Self self, const ReplayedWorkflow& replayed) {
-  auto& st = self->state;
-  std::vector<session_actor> revived;
-  for (uint32_t index = 0; index < st.model.spec->sessions.size(); ++index) {
-    auto it = replayed.sessions.find(st.model.spec->sessions[index].name);
-    if (it == replayed.sessions.end() || it->second.state == SessionState::WAITING) continue;
-    const SessionModel& model = it->second;
-    if (SessionMachine::is_terminal(model.state)) {
-      if (model.state == SessionState::FAILED) {
-        st.stopped_sessions.insert(index);
-        if (st.session_failure.empty() && model.failure_reason != "TaskFailed") {
-          st.session_failure = "session '" + model.name + "' failed: " + model.failure_message();
-        }
-      }
-      continue;
-    }
-    SessionSetup setup;
-    setup.workflow_id = st.model.id;
-    setup.spec = st.model.spec;
-    setup.index = index;
-    setup.model = model;
-    setup.owner = caf::actor_cast<session_owner_port>(self);
-    setup.wiring = st.setup.wiring;
-    setup.workflow_input = st.model.input;
-    auto actor = spawn_session(self, std::move(setup));
-    st.sessions.emplace(index, actor);
-    revived.push_back(actor);
-  }
-  return [self, revived = std::move(revived)] {
-    for (const auto& actor : revived) self->send(actor, recover_atom::value);
-    // A session whose first task was scheduled just before the restart, before the session
-    // recorded anything, is needed all the same.
-    auto& st = self->state;
-    for (uint32_t index = 0; index < st.model.spec->sessions.size(); ++index) {
-      if (st.sessions.count(index) > 0 || st.stopped_sessions.count(index) > 0 || session_tasks_over(st, index)) continue;
-      for (uint32_t task : st.model.spec->sessions[index].tasks) {
-        const NodeState node = st.model.graph->state(task);
-        if (node == NodeState::ACTIVE || node == NodeState::PAUSED) {
-          session_needed(self, index);
-          break;
-        }
-      }
-    }
-    // What its tasks did while nobody told it (the restart came between) it hears now.
-    auto& s = self->state;
-    for (const auto& [index, actor] : s.sessions) {
-      for (uint32_t task : s.model.spec->sessions[index].tasks) {
-        const NodeState node = s.model.graph->state(task);
-        if (node != NodeState::FAILED && node != NodeState::KILLED) continue;
-        const auto& name = s.model.spec->tasks[task].name;
-        auto dormant = s.dormant.find(task);
-        const std::string reason = dormant != s.dormant.end() ? dormant->second.failure_reason : "Failed";
-        const std::string details = dormant != s.dormant.end() ? dormant->second.failure_details : "";
-        self->send(actor, finished_atom::value, true, name, reason.empty() ? std::string("Failed") : reason, details);
-      }
-      if (session_tasks_over(s, index)) {
-        self->send(actor, finished_atom::value, false, std::string(), std::string(), std::string());
-      }
-    }
-  };
-}
-
 void revive(Self self, const ReplayedWorkflow& replayed) {
   auto& st = self->state;
   adopt(self, replayed);

@@ -27,6 +27,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// Tasks one, then two, each writing its name to `order`: two's first run marks `started` and
+/// sleeps a minute (a worker is killed under it); a later run ends at once.
+std::string one_then_long_two(const std::string& order, const std::string& started) {
+  return shell_task("one", "echo one >> " + order) + ", " +
+         shell_task("two", "echo two >> " + order + "; [ -e " + started + " ] && exit 0; touch " + started + "; exec sleep 60",
+                    R"("dependsOn": ["one"])");
+}
+
 /// The lines of a file.
 std::vector<std::string> lines_of(const std::string& path) {
   std::ifstream in(path);
@@ -181,10 +189,7 @@ TEST_SUITE("integration.sessions") {
       cluster.start("worker-b");
       auto client = troupe::test::connect(cluster.port);
       const std::string order = cluster.dir / "order", started = cluster.dir / "started";
-      const std::string tasks =
-          shell_task("one", "echo one >> " + order) + ", " +
-          shell_task("two", "echo two >> " + order + "; [ -e " + started + " ] && exit 0; touch " + started + "; exec sleep 60",
-                     R"("dependsOn": ["one"])");
+      const std::string tasks = one_then_long_two(order, started);
       const std::string session =
           session_of("s", {"one", "two"},
                      R"("envEnter": )" + shell_action("echo enter >> " + order) +
@@ -222,10 +227,7 @@ TEST_SUITE("integration.sessions") {
     cluster.start("worker-b");
     auto client = troupe::test::connect(cluster.port);
     const std::string order = cluster.dir / "order", started = cluster.dir / "started";
-    const std::string tasks =
-        shell_task("one", "echo one >> " + order) + ", " +
-        shell_task("two", "echo two >> " + order + "; [ -e " + started + " ] && exit 0; touch " + started + "; exec sleep 60",
-                   R"("dependsOn": ["one"])");
+    const std::string tasks = one_then_long_two(order, started);
     const std::string session = session_of(
         "s", {"one", "two"},
         R"("resourceId": "box", "reestablishWithin": "20s", "envEnter": )" +
