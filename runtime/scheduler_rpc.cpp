@@ -860,6 +860,7 @@ class ClientServiceImpl final : public schema::ClientService::Server {
         session.setEnvExit(s.env_exit);
         session.setFailure(s.failure);
         session.setRecreateToken(s.recreate_token);
+        session.setWaitReason(s.wait_reason);
       }
     });
   }

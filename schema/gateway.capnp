@@ -114,6 +114,9 @@ struct SessionDescription {
   envExit @6 :Text;                  # envExit's, likewise
   failure @7 :Text;                  # why it failed ("reason: details"); empty unless it did
   recreateToken @8 :Text;            # another session's recreateToken continues on its resource
+  waitReason @9 :Text;               # while it looks for a worker: why none has taken it yet, e.g.
+                                     # "every worker that fits holds as many sessions as it takes
+                                     # (1 of 1)"; empty otherwise
 }
 
 struct WorkflowDescription {

@@ -127,6 +127,9 @@ struct SessionStatus {
   std::string env_exit;   ///< envExit's, likewise
   std::string failure;    ///< why it failed ("reason: details"); empty unless FAILED or FAILING
   std::string recreate_token;  ///< a later session's recreateToken continues on its resource
+  /// While it looks for a worker (CREATING, or REESTABLISHING with a resource to wait for): why
+  /// none has taken it yet; empty otherwise, or when the scheduler cannot tell.
+  std::string wait_reason{};
 };
 
 struct WorkflowStatus {

@@ -10,6 +10,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/matching/wait_board.hpp"
 #include "actors/session/session_placement.hpp"
 #include "actors/worker/recorded_answers.hpp"
 #include "actors/worker/standing_machine.hpp"
@@ -176,10 +177,20 @@ void gather_views(Self self, const std::string& shard, caf::typed_response_promi
   }
 }
 
+/// Posts why each session still asking waits (and forgets those that do not), for status.
+void post_session_waits(Self self, const std::vector<std::string>& answered) {
+  auto& st = self->state;
+  if (!st.options.waits) return;
+  for (const auto& key : answered) st.options.waits->post_session(key, {});
+  for (const auto& [key, asking] : st.asking) st.options.waits->post_session(key, st.placement.why_waiting(key));
+}
+
 /// Places every waiting session some worker can take now.
 void place_sessions(Self self) {
   auto& st = self->state;
+  std::vector<std::string> answered;
   for (const auto& [key, shard] : st.placement.place()) {
+    answered.push_back(key);
     auto asking = st.asking.find(key);
     auto worker = st.workers.find(shard);
     if (asking == st.asking.end() || worker == st.workers.end()) {
@@ -192,6 +203,7 @@ void place_sessions(Self self) {
     asking->second.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id, id});
     st.asking.erase(asking);
   }
+  post_session_waits(self, answered);
 }
 
 /// Session `key` is on live worker `shard` again: it holds its slot there.
@@ -230,6 +242,7 @@ bool session_gone(Self self, const caf::actor_addr& gone) {
   std::erase_if(st.asking, [&](const auto& entry) {
     if (entry.second.session.address() != gone) return false;
     st.placement.withdraw(entry.first);
+    if (st.options.waits) st.options.waits->post_session(entry.first, {});
     return found = true;
   });
   std::erase_if(st.placed, [&](const auto& entry) {
@@ -422,6 +435,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       [=](withdraw_atom, const std::string& key) {
         auto& st = self->state;
         st.placement.withdraw(key);
+        if (st.options.waits) st.options.waits->post_session(key, {});
         if (auto it = st.asking.find(key); it != st.asking.end()) {
           it->second.promise.deliver(to_caf(Error{Errc::CANCELLED, "the session stopped looking for a worker"}));
           st.asking.erase(it);

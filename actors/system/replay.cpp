@@ -1,6 +1,8 @@
 // Replay of stored histories.
 #include "actors/system/replay.hpp"
 
+#include "actors/invocation_id.hpp"
+
 #include "storage/codec.hpp"
 
 namespace troupe::actors {
@@ -130,6 +132,9 @@ WorkflowStatus snapshot(const ReplayedWorkflow& replayed, const WaitBoard* waits
         session.env_exit = *model.exit_succeeded ? "SUCCEEDED" : "FAILED: " + model.exit_failure;
       }
       session.failure = model.failure_message();
+      if (waits != nullptr && (model.state == SessionState::CREATING || model.state == SessionState::REESTABLISHING)) {
+        session.wait_reason = waits->session_reason(make_session_key(workflow.id, spec.name));
+      }
     }
     view.sessions.push_back(std::move(session));
   }

@@ -317,7 +317,8 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
               out.sessions.push_back(SessionStatus{text(s.getName()), text(s.getState()), s.getAttempt(),
                                                    text(s.getWorker()), text(s.getResourceId()),
                                                    text(s.getEnvEnter()), text(s.getEnvExit()),
-                                                   text(s.getFailure()), text(s.getRecreateToken())});
+                                                   text(s.getFailure()), text(s.getRecreateToken()),
+                                                   text(s.getWaitReason())});
             }
             return out;
           },

@@ -142,8 +142,15 @@ TEST_SUITE("integration.sessions") {
     REQUIRE(client->start("holds", holds) == "holds");
     REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
     const std::string waits = workflow_with_sessions("waits", shell_task("never", "true"),
-                                                     session_of("second", {"never"}, R"("creationTimeout": "1s")"));
+                                                     session_of("second", {"never"}, R"("creationTimeout": "3s")"));
     REQUIRE(client->start("waits", waits) == "waits");
+    std::string waiting;
+    CHECK_MESSAGE(eventually([&] {
+                    waiting = cli(cluster, {"status", "waits"}).output;
+                    return contains(waiting, "second   CREATING") &&
+                           contains(waiting, "every worker that fits holds as many sessions as it takes (1 of 1)");
+                  }, 20s),
+                  waiting);
     const std::string failed = client->result("waits", 30s);
     CHECK_MESSAGE(contains(failed, "FAILED: session 'second' failed: Timeout:creation: no worker with a free session slot "
                                    "took it within its creationTimeout"),

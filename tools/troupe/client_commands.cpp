@@ -395,6 +395,7 @@ int status_command(const Args& args) {
       session.set("envExit", s.env_exit);
       session.set("failure", s.failure);
       session.set("recreateToken", s.recreate_token);
+      session.set("waitReason", s.wait_reason);
       sessions.push(std::move(session));
     }
     out.set("sessions", std::move(sessions));

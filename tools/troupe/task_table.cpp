@@ -182,9 +182,9 @@ std::string render_task_table(const WorkflowStatus& workflow, const TableOptions
   };
   // An action that did not succeed says how in the last column, with the session's failure.
   auto outcome = [](const std::string& action) { return action.rfind("FAILED", 0) == 0 ? std::string("FAILED") : action; };
-  session_line("SESSION", "STATE", "ATTEMPT", "WORKER", "ENV ENTER", "ENV EXIT", "FAILURE");
+  session_line("SESSION", "STATE", "ATTEMPT", "WORKER", "ENV ENTER", "ENV EXIT", "FAILURE / WAITING FOR");
   for (const auto& s : workflow.sessions) {
-    std::string failure = s.failure;
+    std::string failure = s.failure.empty() ? s.wait_reason : s.failure;
     if (s.env_exit.rfind("FAILED: ", 0) == 0) failure += (failure.empty() ? "" : "; ") + std::string("envExit ") + s.env_exit.substr(8);
     session_line(s.name, s.state, s.attempt == 0 ? "" : std::to_string(s.attempt),
                  s.resource_id.empty() ? s.worker : s.worker + " (" + s.resource_id + ")", outcome(s.env_enter),
