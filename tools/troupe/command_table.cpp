@@ -149,14 +149,21 @@ std::vector<CommandSpec> command_table() {
               "(\"SpawnFailed: cannot run '/no/such/binary': No such file or directory\"). A task waiting for a "
               "worker (DISPATCHING) says why instead: \"no live worker serves task list 'gpu'\", \"no worker of "
               "task list 'gpu' takes tasks now (2 draining/quarantined/unhealthy)\", \"all 3 workers of 'gpu' are "
-              "busy\", or \"rate limited: ...\".",
+              "busy\", or \"rate limited: ...\". A workflow with sessions gets a second table, a line per "
+              "session: SESSION; STATE (WAITING, CREATING, ENTERING, OPEN, REESTABLISHING, CLOSING, FAILING, CLOSED "
+              "or FAILED); ATTEMPT, its placement (one more per recreation); WORKER, the worker that holds it (and "
+              "its resource id); ENV ENTER and ENV EXIT, those actions' outcomes; and FAILURE / WAITING FOR: why it "
+              "failed, or while it looks for a worker why none has taken it (\"every worker that fits holds as "
+              "many sessions as it takes (1 of 1)\").",
           .options = {{"json", "",
                        "print the same as one object: {\"workflowId\", \"state\", \"stateCode\", \"detail\", "
                        "\"tasks\": [{\"name\", \"state\", \"stateCode\", \"attempt\", \"worker\", \"failure\", "
                        "\"failureDetails\", \"failureMessage\", \"progress\", \"awaitingCompletion\", \"result\", "
-                       "\"startedUs\", \"endedUs\", \"durationUs\", \"waitReason\"}]}; times in µs since the epoch, 0 "
-                       "for never, result the task's result as a JSON value (null: none), waitReason empty unless "
-                       "the task waits for a worker"}},
+                       "\"startedUs\", \"endedUs\", \"durationUs\", \"waitReason\"}], \"sessions\": [{\"name\", "
+                       "\"state\", \"attempt\", \"worker\", \"resourceId\", \"envEnter\", \"envExit\", \"failure\", "
+                       "\"recreateToken\", \"waitReason\"}]}; times in µs since the epoch, 0 for never, result the "
+                       "task's result as a JSON value (null: none), waitReason empty unless the task or session waits "
+                       "for a worker"}},
           .connects = true,
           .examples = {"troupe status diamond-1", "troupe status diamond-1 --json"},
           .exits = {{exit_ok, "the status was printed"}, usage_exit("or no workflow with this id"), unreachable_exit},
