@@ -35,6 +35,12 @@ std::string one_then_long_two(const std::string& order, const std::string& start
                     R"("dependsOn": ["one"])");
 }
 
+/// Starts the cluster's scheduler and every worker of its spec.
+void start_all(Cluster& cluster) {
+  cluster.start("scheduler");
+  for (const auto& worker : cluster.spec.workers) cluster.start(worker.name);
+}
+
 /// The lines of a file.
 std::vector<std::string> lines_of(const std::string& path) {
   std::ifstream in(path);
@@ -79,9 +85,7 @@ TEST_SUITE("integration.sessions") {
     troupe::test::ClusterSpec spec;
     spec.workers = {{"worker-a", {{"default", 4}}, std::nullopt}, {"worker-b", {{"default", 4}}, std::nullopt}};
     Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    cluster.start("worker-b");
+    start_all(cluster);
     auto client = troupe::test::connect(cluster.port);
     const std::string order = cluster.dir / "order";
     auto step = [&](const std::string& name) {
@@ -132,8 +136,7 @@ TEST_SUITE("integration.sessions") {
     troupe::test::ClusterSpec spec;
     spec.workers = {{"worker-a", {{"default", 4}}, std::nullopt, "", 1}};
     Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
+    start_all(cluster);
     auto client = troupe::test::connect(cluster.port);
     const std::string go = cluster.dir / "go", started = cluster.dir / "started";
     const std::string holds =
@@ -170,8 +173,7 @@ TEST_SUITE("integration.sessions") {
     troupe::test::ClusterSpec spec;
     spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
     Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
+    start_all(cluster);
     auto client = troupe::test::connect(cluster.port);
     const std::string exited = cluster.dir / "exited";
     const std::string definition = workflow_with_sessions(
@@ -191,9 +193,7 @@ TEST_SUITE("integration.sessions") {
       CAPTURE(recreate);
       troupe::test::ClusterSpec spec;
       Cluster cluster(spec);
-      cluster.start("scheduler");
-      cluster.start("worker-a");
-      cluster.start("worker-b");
+      start_all(cluster);
       auto client = troupe::test::connect(cluster.port);
       const std::string order = cluster.dir / "order", started = cluster.dir / "started";
       const std::string tasks = one_then_long_two(order, started);
@@ -229,9 +229,7 @@ TEST_SUITE("integration.sessions") {
     troupe::test::ClusterSpec spec;
     spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt, "box", 1}, {"worker-b", {{"default", 2}}, std::nullopt}};
     Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    cluster.start("worker-b");
+    start_all(cluster);
     auto client = troupe::test::connect(cluster.port);
     const std::string order = cluster.dir / "order", started = cluster.dir / "started";
     const std::string tasks = one_then_long_two(order, started);
@@ -266,9 +264,7 @@ TEST_SUITE("integration.sessions") {
   TEST_CASE("a scheduler killed mid-session recovers it from history: the worker that holds it keeps it") {
     troupe::test::ClusterSpec spec;
     Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    cluster.start("worker-b");
+    start_all(cluster);
     auto client = troupe::test::connect(cluster.port);
     const std::string order = cluster.dir / "order", started = cluster.dir / "started", go = cluster.dir / "go";
     const std::string tasks =
@@ -302,9 +298,7 @@ TEST_SUITE("integration.sessions") {
   TEST_CASE("a recreate token takes a later workflow's session to the worker an earlier session ran on") {
     troupe::test::ClusterSpec spec;
     Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
-    cluster.start("worker-b");
+    start_all(cluster);
     auto client = troupe::test::connect(cluster.port);
     REQUIRE(client->start("first", workflow_with_sessions("first", shell_task("one", "true"), session_of("s", {"one"}))) ==
             "first");
@@ -332,9 +326,9 @@ TEST_SUITE("integration.sessions") {
 
   TEST_CASE("a task failing for good fails its session; an operator's retry runs it in a new instance of the session") {
     troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
     Cluster cluster(spec);
-    cluster.start("scheduler");
-    cluster.start("worker-a");
+    start_all(cluster);
     auto client = troupe::test::connect(cluster.port);
     const std::string order = cluster.dir / "order", flag = cluster.dir / "flag";
     const std::string tasks =
