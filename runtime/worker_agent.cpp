@@ -190,6 +190,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
     std::cerr << "worker " << setup_->node.name << ": shutting down (" << why << "): no new tasks; "
               << running.size() << " running get " << format_duration(setup_->shutdown_grace) << " to finish\n";
     tell_stopping();
+    close_sessions();
     auto self = shared_from_this();
     if (!running.empty()) {
       tasks_.add(io_.provider->getTimer().afterDelay(to_kj(setup_->shutdown_grace)).then([self] {
@@ -337,6 +338,14 @@ class Agent : public std::enable_shared_from_this<Agent> {
         : stream(kj::mv(s)), client(*stream), gateway(client.bootstrap().castAs<schema::Gateway>()) {}
   };
 
+  /// A shutdown closes every session held here, as Deadline's worker does: what waits in one never
+  /// runs here (it is interrupted: the scheduler runs it again, its attempt kept), and envExit runs
+  /// after the running action, within the shutdown's grace.
+  void close_sessions() {
+    for (const auto& id : sessions_.queued_tasks()) state_.interrupt(id);
+    for (const auto& id : sessions_.open_ids()) carry_out(sessions_.close(id, 0));  // nobody waits for the answer
+  }
+
   void interrupt_remaining() {
     for (const auto& id : state_.unended_ids()) {
       state_.interrupt(id);
@@ -393,7 +402,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   /// says STOPPED and has the node exit.
   kj::Promise<void> stop_when_idle(Clock::time_point give_up) {
     if (stopped_) return kj::READY_NOW;
-    const bool idle = state_.idle();
+    const bool idle = state_.idle() && sessions_.open_ids().empty();
     if (!idle && Clock::now() < give_up) {
       auto self = shared_from_this();
       return io_.provider->getTimer().afterDelay(20 * kj::MILLISECONDS).then([self, give_up] {

@@ -261,6 +261,15 @@ std::vector<std::string> HostedSessions::open_ids() const {
   return ids;
 }
 
+std::vector<std::string> HostedSessions::queued_tasks() const {
+  std::vector<std::string> ids;
+  for (const auto& [id, hosted] : sessions_) {
+    for (const auto& [task, invocation] : hosted.queued) ids.push_back(task);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 std::vector<std::string> HostedSessions::running_env_actions() const {
   std::vector<std::string> ids;
   for (const auto& [id, hosted] : sessions_) {

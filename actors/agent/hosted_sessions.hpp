@@ -79,6 +79,8 @@ class HostedSessions {
   std::vector<std::string> open_ids() const;
   /// The env actions running, to interrupt when the worker shuts down.
   std::vector<std::string> running_env_actions() const;
+  /// The tasks waiting for their turn in some session, sorted.
+  std::vector<std::string> queued_tasks() const;
 
  private:
   struct Hosted {

@@ -352,4 +352,33 @@ TEST_SUITE("integration.sessions") {
     status = cli(cluster, {"status", "again"});
     CHECK_MESSAGE(contains(status.output, "s        CLOSED                1  worker-a  SUCCEEDED   SUCCEEDED"), status.output);
   }
+
+  TEST_CASE("a worker stopping on SIGTERM runs its session's envExit; the session is recreated on another worker") {
+    troupe::test::ClusterSpec spec;
+    spec.shutdown_grace = "1s";
+    Cluster cluster(spec);
+    start_all(cluster);
+    auto client = troupe::test::connect(cluster.port);
+    const std::string order = cluster.dir / "order", started = cluster.dir / "started";
+    const std::string session =
+        session_of("s", {"one", "two"},
+                   R"("onFailure": "recreate", "envEnter": )" + shell_action("echo enter >> " + order) +
+                       R"(, "envExit": )" + shell_action("echo exit >> " + order));
+    REQUIRE(client->start("stopped", workflow_with_sessions("stopped", one_then_long_two(order, started), session)) ==
+            "stopped");
+    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+    const auto holder = ran_on(cluster, "stopped", "two");
+    REQUIRE(holder.size() == 1);
+    cluster.nodes[holder[0]]->kill(SIGTERM);
+    CHECK(cluster.nodes[holder[0]]->wait() == 0);
+    const std::string result = client->result("stopped", 30s);
+    CHECK_MESSAGE(result == "SUCCESS", (result + "\n" + cli(cluster, {"status", "stopped"}).output));
+    // two was interrupted (its attempt kept), envExit ran before the worker exited, and the
+    // recreated session entered anew elsewhere.
+    CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "two", "exit", "enter", "two", "exit"});
+    const std::string other = holder[0] == "worker-a" ? "worker-b" : "worker-a";
+    auto status = cli(cluster, {"status", "stopped"});
+    CHECK_MESSAGE(contains(status.output, "s        CLOSED                2  " + other), status.output);
+    CHECK_MESSAGE(contains(status.output, "two   SUCCESS                1  " + other), status.output);
+  }
 }
