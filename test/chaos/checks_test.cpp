@@ -112,6 +112,18 @@ TEST_SUITE("chaos.checks") {
     CHECK(found[0].later.pid == 200);
     CHECK(found[0].overlap_us == 500'000);
 
+    SUBCASE("two tasks of one session running at once overlap, on one worker or two") {
+      std::string session = run_lines("wf", "a", 1, "1.1", "w1", 100, 10'000'000, 20, false);  // to +2 s
+      session += run_lines("wf", "b", 1, "1.2", "w2", 200, 11'000'000, 5, true);  // another worker, +1 s
+      session += run_lines("wf", "c", 1, "1.3", "w1", 300, 13'000'000, 5, true);  // after both: fine
+      session += run_lines("other", "a", 1, "1.4", "w2", 400, 10'500'000, 5, true);  // another workflow
+      const auto found_in_session = session_overlaps(runs_of(parse_ledger(session)), {{"wf", {"a", "b", "c"}}});
+      REQUIRE(found_in_session.size() == 1);
+      CHECK(found_in_session[0].earlier.task == "a");
+      CHECK(found_in_session[0].later.task == "b");
+      CHECK(found_in_session[0].overlap_us == 1'000'000);
+      CHECK(session_overlaps(runs_of(parse_ledger(session)), {{"wf", {"a", "c"}}}).empty());
+    }
     SUBCASE("a run that starts after the other's last line does not overlap") {
       std::string apart = run_lines("wf", "t", 1, "1.1", "w1", 100, 10'000'000, 20, false);
       apart += run_lines("wf", "t", 2, "2.2", "w2", 200, 12'000'001, 5, true);
@@ -299,7 +311,7 @@ TEST_SUITE("chaos.checks") {
          {KindId::CHAIN, KindId::FANOUT, KindId::RETRY_OK, KindId::RETRY_FAIL,
           KindId::START_TO_CLOSE_RETRIED, KindId::HEARTBEAT_TIMEOUT_RETRIED,
           KindId::SCHEDULE_TO_CLOSE, KindId::SCHEDULE_TO_START, KindId::HEARTBEAT, KindId::ASYNC,
-          KindId::PAUSE_RESUME, KindId::STOP, KindId::RERUN, KindId::LONG}) {
+          KindId::PAUSE_RESUME, KindId::STOP, KindId::RERUN, KindId::LONG, KindId::SESSION}) {
       const std::string d = definition(id, "/ledger/path", "/tokens", rng);
       CAPTURE(d);
       auto parsed = troupe::parse_definition(d);

@@ -207,4 +207,26 @@ std::vector<Overlap> overlaps(const std::vector<Run>& runs) {
   return out;
 }
 
+std::vector<Overlap> session_overlaps(const std::vector<Run>& runs,
+                                      const std::map<std::string, std::set<std::string>>& sessions) {
+  // The session's tasks as one: overlaps() then compares every two of their runs.
+  std::vector<Run> as_one;
+  for (const auto& run : runs) {
+    auto session = sessions.find(run.workflow);
+    if (session == sessions.end() || session->second.count(run.task) == 0) continue;
+    as_one.push_back(run);
+    as_one.back().task = "(session)";
+  }
+  auto found = overlaps(as_one);
+  // Name the tasks again, from the runs' own lines.
+  for (auto& o : found) {
+    for (Run* r : {&o.earlier, &o.later}) {
+      for (const auto& run : runs) {
+        if (run.workflow == r->workflow && run.pid == r->pid && run.start_us == r->start_us) r->task = run.task;
+      }
+    }
+  }
+  return found;
+}
+
 }  // namespace troupe::chaos

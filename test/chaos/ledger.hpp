@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -107,6 +108,12 @@ struct Overlap {
 
 /// Every overlapping pair of runs of the same (workflow, task).
 std::vector<Overlap> overlaps(const std::vector<Run>& runs);
+
+/// Every overlapping pair of runs of the tasks of one session: a session's worker runs its
+/// actions one at a time, on one worker, so no two of its tasks' runs may be live at once,
+/// whichever workers ran them. `sessions` maps a workflow id to the tasks of its session.
+std::vector<Overlap> session_overlaps(const std::vector<Run>& runs,
+                                      const std::map<std::string, std::set<std::string>>& sessions);
 
 /// Runs grouped by "WORKFLOW/TASK", each group ordered by start.
 std::map<std::string, std::vector<const Run*>> runs_by_task(const std::vector<Run>& runs);

@@ -230,8 +230,8 @@ ChaosCluster::ChaosCluster(const std::string& dir, const Timings& t,
   for (const auto& w : workers_) {
     out << "[[node]]\nname = \"" << w.name
         << "\"\nroles = [\"worker\"]\nscheduler = " << quoted_address
-        << "\ntask_lists = { default = " << w.slots << " }\nlog_dir = \"logs/" << w.name
-        << "\"\n\n";
+        << "\ntask_lists = { default = " << w.slots << " }\nmax_concurrent_sessions = 2\nlog_dir = \"logs/"
+        << w.name << "\"\n\n";
   }
   std::ofstream(config_) << out.str();
 }

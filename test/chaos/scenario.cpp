@@ -593,6 +593,20 @@ void Scenario::finish_and_check() {
                                         o.later.start_us + 500'000));
   }
 
+  // Sessions: the runs of one session's tasks, one at a time on one worker.
+  std::map<std::string, std::set<std::string>> sessions;
+  for (const auto& v : verified) {
+    if (v.order->kind == KindId::SESSION) {
+      const auto& tasks = kind(KindId::SESSION).shell_tasks;
+      sessions[v.order->id] = std::set<std::string>(tasks.begin(), tasks.end());
+    }
+  }
+  for (const auto& o : session_overlaps(runs, sessions)) {
+    problem("sessions", "two runs of session tasks of " + o.earlier.workflow + " at once for " + seconds(o.overlap_us) +
+                            ":\n    " + o.earlier.describe() + "\n    " + o.later.describe() + "\n" +
+                            cluster_->lines_between("scheduler", o.later.start_us - 4'000'000, o.later.start_us + 500'000));
+  }
+
   // Leaks: a run writing long after its workflow closed.
   for (const auto& run : runs) {
     auto it = by_id.find(run.workflow);
@@ -712,7 +726,7 @@ void Scenario::finish_and_check() {
   figures << " acknowledged=" << verified.size() << " unacknowledged=" << unacknowledged
           << " lost=" << lost << " failed_by_faults=" << failed_by_faults
           << " wrong_end=" << wrong_end << " overlapping_runs=" << overlapping.size()
-          << " reruns={";
+          << " sessions=" << sessions.size() << " reruns={";
   const char* separator = "";
   for (const auto& [reason, n] : rerun_reasons) {
     figures << separator << reason << ":" << n;
@@ -762,7 +776,7 @@ void Scenario::finish_and_check() {
     }
     std::cout << out.str() << std::flush;
   }
-  for (const char* category : {"ends", "histories", "ledger", "overlaps", "re-runs", "leaks",
+  for (const char* category : {"ends", "histories", "ledger", "overlaps", "sessions", "re-runs", "leaks",
                                "detection", "drains", "cluster", "scenario"}) {
     const auto it = problems_.find(category);
     const size_t n = it == problems_.end() ? 0 : it->second.size();
@@ -773,7 +787,7 @@ void Scenario::finish_and_check() {
   }
   for (const auto& [category, list] : problems_) {
     static const std::set<std::string> known = {"ends",      "histories", "ledger",
-                                                "overlaps",  "re-runs",   "leaks",
+                                                "overlaps",  "sessions",  "re-runs",   "leaks",
                                                 "detection", "drains",    "cluster",
                                                 "scenario"};
     CHECK_MESSAGE(known.count(category) == 1, "unknown problem kind " << category);

@@ -162,7 +162,7 @@ TEST_SUITE("chaos.scheduler_outage") {
     auto options = scheduler_scenario("scheduler_outage", "so");
     options.mix = {{KindId::LONG, 4},        {KindId::HEARTBEAT, 2}, {KindId::CHAIN, 1},
                    {KindId::FANOUT, 1},      {KindId::ASYNC, 1},     {KindId::RETRY_OK, 1},
-                   {KindId::PAUSE_RESUME, 1}};
+                   {KindId::PAUSE_RESUME, 1}, {KindId::SESSION, 2}};
     options.workers_must_survive = true;
     Scenario s(options);
     s.start();

@@ -168,6 +168,7 @@ std::vector<Kind> make_kinds() {
                Control::RERUN,
                {"a", "b", "c", "d"}});
   k.push_back({KindId::LONG, "long", "SUCCESS", "", {}, Control::NONE, {"t"}});
+  k.push_back({KindId::SESSION, "session", "SUCCESS", "", {}, Control::NONE, {"a", "b", "c", "d"}});
   return k;
 }
 
@@ -298,6 +299,19 @@ std::string definition(KindId id, const std::string& ledger, const std::string& 
           name,
           {shell_task("t", ledger, ok(between(rng, 80, 150), true),
                       R"("timeouts": {"scheduleToClose": "10m", "heartbeat": "3s"}, )" + retry)});
+    case KindId::SESSION: {
+      // One session of four tasks (two in parallel), recreated on another worker when its own
+      // is lost; its env actions write nothing to the ledger (they are no task's invocation).
+      std::string out = workflow(
+          name, {shell_task("a", ledger, ok(between(rng, 3, 10)), retry),
+                 shell_task("b", ledger, ok(between(rng, 5, 30), true), deps({"a"}) + ", " + retry),
+                 shell_task("c", ledger, ok(between(rng, 3, 10)), deps({"a"}) + ", " + retry),
+                 shell_task("d", ledger, ok(2), deps({"b", "c"}) + ", " + retry)});
+      out.pop_back();  // the closing brace: the session follows
+      return out + R"(, "sessions": [{"name": "s", "tasks": ["a", "b", "c", "d"], "onFailure": "recreate", )"
+                   R"("maxRecreates": 20, "envEnter": {"shell": {"command": ["true"]}}, )"
+                   R"("envExit": {"shell": {"command": ["true"]}}}]})";
+    }
   }
   throw std::logic_error("unknown workflow kind");
 }
@@ -316,12 +330,14 @@ Mix full_mix() {
           {KindId::PAUSE_RESUME, 1},
           {KindId::STOP, 1},
           {KindId::RERUN, 1},
-          {KindId::LONG, 2}};
+          {KindId::LONG, 2},
+          {KindId::SESSION, 1}};
 }
 
 Mix worker_fault_mix() {
   return {{KindId::LONG, 5},     {KindId::CHAIN, 1}, {KindId::FANOUT, 1}, {KindId::HEARTBEAT, 1},
-          {KindId::RETRY_OK, 1}, {KindId::STOP, 1},  {KindId::ASYNC, 1},  {KindId::RERUN, 1}};
+          {KindId::RETRY_OK, 1}, {KindId::STOP, 1},  {KindId::ASYNC, 1},  {KindId::RERUN, 1},
+          {KindId::SESSION, 1}};
 }
 
 // ---- the watchdog -------------------------------------------------------------------------

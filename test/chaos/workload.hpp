@@ -38,6 +38,7 @@ enum class KindId {
   STOP,
   RERUN,
   LONG,
+  SESSION,
 };
 
 /// What the client does to a workflow of a kind besides starting it.
