@@ -261,6 +261,26 @@ TEST_SUITE("integration.sessions") {
     CHECK(ran_on(cluster, "back", "two") == std::vector<std::string>{"worker-a"});
   }
 
+  TEST_CASE("a session whose resource does not come back within reestablishWithin fails its workflow") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt, "box", 1}, {"worker-b", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    start_all(cluster);
+    auto client = troupe::test::connect(cluster.port);
+    const std::string order = cluster.dir / "order", started = cluster.dir / "started";
+    const std::string session =
+        session_of("s", {"one", "two"}, R"("resourceId": "box", "reestablishWithin": "2s")");
+    REQUIRE(client->start("gone", workflow_with_sessions("gone", one_then_long_two(order, started), session)) == "gone");
+    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+    cluster.nodes["worker-a"]->kill(SIGKILL);
+    (void)cluster.nodes["worker-a"]->wait();
+    // worker-b has a free slot but not the resource: nothing runs there.
+    const std::string result = client->result("gone", 30s);
+    CHECK_MESSAGE(contains(result, "FAILED: session 's' failed: WorkerLost: worker worker-a left the cluster"), result);
+    CHECK(ran_on(cluster, "gone", "two") == std::vector<std::string>{"worker-a"});
+    CHECK(lines_of(order) == std::vector<std::string>{"one", "two"});
+  }
+
   TEST_CASE("a scheduler killed mid-session recovers it from history: the worker that holds it keeps it") {
     troupe::test::ClusterSpec spec;
     Cluster cluster(spec);
