@@ -192,7 +192,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
     tell_stopping();
     close_sessions();
     auto self = shared_from_this();
-    if (!running.empty()) {
+    // The grace covers a session's env action too (envEnter running, or envExit after its task).
+    if (!running.empty() || !sessions_.open_ids().empty()) {
       tasks_.add(io_.provider->getTimer().afterDelay(to_kj(setup_->shutdown_grace)).then([self] {
         self->interrupt_remaining();
       }));
@@ -246,6 +247,12 @@ class Agent : public std::enable_shared_from_this<Agent> {
 
   /// Opens a session here; the promise is its envEnter's outcome.
   kj::Promise<SessionOutcome> open_session(schema::SessionOpening::Reader spec) {
+    if (state_.stopping() || state_.dying()) {
+      // Going away: the scheduler asks again until it sees this worker gone, then moves the
+      // session; an envEnter started now would only be interrupted.
+      return kj::Promise<SessionOutcome>(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__,
+                                                       kj::str("worker ", setup_->node.name.c_str(), " is shutting down")));
+    }
     actors::SessionOpening opening;
     opening.id = text(spec.getSessionId());
     opening.workflow_id = text(spec.getWorkflowId());

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "actors/invocation_id.hpp"
-
 namespace troupe::actors {
 namespace {
 
@@ -120,13 +118,12 @@ SessionEffects HostedSessions::add_task(Invocation invocation) {
   invocation.session_dir = hosted.opening.directory;
   const std::string id = invocation.invocation_id;
   owner_[id] = invocation.session_id;
-  const bool retry = !hosted.held_by.empty() && invocation.task_name == hosted.held_by;
   hosted.queued.emplace(id, std::move(invocation));
-  if (retry) {
-    // The task that held the session is retried: the scheduler's word that the session goes on.
-    hosted.held_by.clear();
-    apply(hosted, hosted.runner.proceed(), effects);
-  }
+  // A task that did not succeed held the session; another task coming is the scheduler's word
+  // that it goes on (it sends none once the failure was final, and closes the session). Holding
+  // the newcomer instead would hold the task-list slot it was granted, which the failed task's
+  // retry may need: on a worker of one slot, neither would ever run.
+  apply(hosted, hosted.runner.proceed(), effects);
   apply(hosted, hosted.runner.add_task(id), effects);
   return effects;
 }
@@ -170,12 +167,7 @@ SessionEffects HostedSessions::ended(const std::string& invocation_id, const Tas
     what = "envExit";
     hosted.exit_outcome = outcome;
   }
-  if (ref.kind == SessionActionKind::TASK) {
-    owner_.erase(invocation_id);
-    if (session_outcome_of(outcome) != SessionActionOutcome::SUCCEEDED) {
-      if (auto parts = parse_invocation_id(invocation_id)) hosted.held_by = std::string(parts->task_name);
-    }
-  }
+  if (ref.kind == SessionActionKind::TASK) owner_.erase(invocation_id);
   effects.log.emplace_back(session, what + " ended " + describe(outcome));
   apply(hosted, hosted.runner.ended(ref, session_outcome_of(outcome)), effects);
   return effects;

@@ -59,9 +59,9 @@ class HostedSessions {
   /// more, is refused: it never starts).
   bool takes_tasks(const std::string& session) const;
   /// A task of an open session: it runs after what runs or is queued. Its session_dir is set.
-  /// After a task of the session that did not succeed, another attempt of that task is the
-  /// scheduler's word that the session goes on (a retry), and the queue moves again; another
-  /// task waits in the queue (the scheduler may yet close the session).
+  /// After a task of the session that did not succeed, a new task (its retry, or another the
+  /// scheduler granted a slot) is the scheduler's word that the session goes on: the queue moves
+  /// again. The scheduler sends none once the failure was final; it closes the session.
   SessionEffects add_task(Invocation invocation);
   /// Whether the invocation is one of the sessions' (an env action, or a task running or queued).
   bool owns(const std::string& invocation_id) const { return owner_.count(invocation_id) > 0; }
@@ -93,8 +93,6 @@ class HostedSessions {
     bool entered_answered = false;
     std::optional<TaskReport> exit_outcome;
     bool closed = false;
-    /// The task whose attempt did not succeed and holds the session; empty: none.
-    std::string held_by;
   };
 
   /// Carries out a runner's step for session `key`.

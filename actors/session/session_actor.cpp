@@ -159,6 +159,10 @@ void enter_on_worker(Self self) {
             if (model.worker != shard || model.reestablished != entry) return;  // an earlier placement's
             if (outcome.kind == TaskReport::SUCCEEDED || outcome.kind == TaskReport::HANDED_OFF) {
               decide(self, SessionEvent::ENTERED, [](Body b) { b.setSessionEntered(); });
+            } else if (outcome.kind == TaskReport::CANCELLED || outcome.kind == TaskReport::INTERRUPTED) {
+              // Nothing here stops an envEnter: its worker did, shutting down. That is the
+              // worker's loss, not the session's failure: ask again until the loss arrives.
+              self->delayed_send(self, retry_delay, timeout_atom::value, retry_open_timer, ++self->state.retry_generation);
             } else {
               decide(self, SessionEvent::ENTER_FAILED, [&](Body b) { fill_failure(b.initSessionEnterFailed(), outcome); });
             }

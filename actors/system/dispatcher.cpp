@@ -64,6 +64,8 @@ struct DispatcherState {
   std::map<std::string, Placed> placed;
   /// Sessions revived after a restart waiting for their worker to register again, by shard.
   std::map<std::string, std::vector<std::pair<std::string, Asking>>> session_claims;
+  /// The session actors monitored (once each): their down messages are told from workers'.
+  std::set<caf::actor_addr> session_actors;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -234,10 +236,16 @@ void expire_claims(Self self, const std::string& shard) {
   st.session_claims.erase(claims);
 }
 
+/// What a session actor asks for or holds goes back when it ends: the dispatcher monitors it.
+void watch_session(Self self, const caf::actor& session) {
+  if (self->state.session_actors.insert(session.address()).second) self->monitor(session);
+}
+
 /// A session actor ended (its session is over, or its workflow went): whatever it asked for or
-/// held goes back.
+/// held goes back. False if `gone` is no session actor.
 bool session_gone(Self self, const caf::actor_addr& gone) {
   auto& st = self->state;
+  if (st.session_actors.erase(gone) == 0) return false;
   bool found = false;
   std::erase_if(st.asking, [&](const auto& entry) {
     if (entry.second.session.address() != gone) return false;
@@ -257,7 +265,7 @@ bool session_gone(Self self, const caf::actor_addr& gone) {
     });
   }
   if (found) place_sessions(self);
-  return found;
+  return true;
 }
 
 /// The worker actor `gone` ended: the sessions placed on its instance lost their worker.
@@ -406,7 +414,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         auto& st = self->state;
         // Read before the promise is made: making it takes over the message's sender.
         auto session = caf::actor_cast<caf::actor>(self->current_sender());
-        self->monitor(session);  // what it asked for or holds goes back when it ends
+        watch_session(self, session);
         auto promise = self->make_response_promise<SessionPlace>();
         SessionRequest request{ask.key, ask.resource_id, {ask.task_lists.begin(), ask.task_lists.end()}, ask.avoid_shard,
                                ask.only_shard};
@@ -419,7 +427,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       [=](claim_atom, const std::string& key, const std::string& shard) -> caf::result<SessionPlace> {
         auto& st = self->state;
         auto session = caf::actor_cast<caf::actor>(self->current_sender());
-        self->monitor(session);
+        watch_session(self, session);
         auto promise = self->make_response_promise<SessionPlace>();
         DispatcherState::Asking asking{promise, std::move(session)};
         if (st.workers.count(shard) > 0) {

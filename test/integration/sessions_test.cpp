@@ -401,4 +401,30 @@ TEST_SUITE("integration.sessions") {
     CHECK_MESSAGE(contains(status.output, "s        CLOSED                2  " + other), status.output);
     CHECK_MESSAGE(contains(status.output, "two   SUCCESS                1  " + other), status.output);
   }
+
+  TEST_CASE("an envEnter its worker interrupts to shut down is the worker's loss, not the session's failure") {
+    troupe::test::ClusterSpec spec;
+    spec.shutdown_grace = "1s";
+    Cluster cluster(spec);
+    start_all(cluster);
+    auto client = troupe::test::connect(cluster.port);
+    const std::string entering = cluster.dir / "entering";
+    const std::string session = session_of(
+        "s", {"one"},
+        R"("onFailure": "recreate", "envEnter": )" +
+            shell_action("[ -e " + entering + " ] && exit 0; touch " + entering + "; exec sleep 30"));
+    REQUIRE(client->start("cut", workflow_with_sessions("cut", shell_task("one", "true"), session)) == "cut");
+    REQUIRE(eventually([&] { return fs::exists(entering); }, 20s));
+    std::string holder;
+    for (const auto& worker : cluster.spec.workers) {
+      if (fs::exists(cluster.logs(worker.name) + "/sessions/cut/s")) holder = worker.name;
+    }
+    REQUIRE(!holder.empty());
+    cluster.nodes[holder]->kill(SIGTERM);
+    CHECK(cluster.nodes[holder]->wait() == 0);
+    const std::string result = client->result("cut", 30s);
+    CHECK_MESSAGE(result == "SUCCESS", (result + "\n" + cli(cluster, {"status", "cut"}).output));
+    const std::string other = holder == "worker-a" ? "worker-b" : "worker-a";
+    CHECK(ran_on(cluster, "cut", "one") == std::vector<std::string>{other});
+  }
 }
