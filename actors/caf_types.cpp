@@ -20,4 +20,15 @@ Error from_caf(const caf::error& error) {
   return fail(Errc::INTERNAL, "actor error: " + caf::to_string(error));
 }
 
+void set_body(Invocation& invocation, const TaskBody& body) {
+  if (const auto* handler = std::get_if<HandlerSpec>(&body)) {
+    invocation.handler = handler->name;
+    return;
+  }
+  const auto& shell = std::get<ShellSpec>(body);
+  invocation.command = shell.command;
+  for (const auto& [name, value] : shell.env) invocation.env.push_back(name + "=" + value);
+  invocation.cwd = shell.cwd;
+}
+
 }  // namespace troupe::actors

@@ -157,6 +157,10 @@ struct Invocation {
   std::string session_dir;
 };
 
+/// Sets what `invocation` runs from a definition's body (a task's, or a session action's): the
+/// handler's name, or the shell command with its env (NAME=value) and cwd.
+void set_body(Invocation& invocation, const TaskBody& body);
+
 /// What an executor says about an invocation.
 struct TaskReport {
   enum Kind : uint8_t {

@@ -60,14 +60,7 @@ Invocation action_invocation(const SessionActorState& st, const TaskBody& body, 
   inv.attempt = std::max<uint32_t>(model.attempt, 1);
   inv.executor = model.worker;
   inv.input_json = st.setup.workflow_input && !st.setup.workflow_input->empty() ? *st.setup.workflow_input : "{}";
-  if (const auto* handler = std::get_if<HandlerSpec>(&body)) {
-    inv.handler = handler->name;
-  } else {
-    const auto& shell = std::get<ShellSpec>(body);
-    inv.command = shell.command;
-    for (const auto& [name, value] : shell.env) inv.env.push_back(name + "=" + value);
-    inv.cwd = shell.cwd;
-  }
+  set_body(inv, body);
   return inv;
 }
 

@@ -150,14 +150,7 @@ Invocation make_invocation(Self self) {
   inv.async_completion = st.task().async_completion;
   inv.fence = st.model.dispatch_fence;
   inv.session_id = session_of(st);
-  if (auto* handler = std::get_if<HandlerSpec>(&st.task().body)) {
-    inv.handler = handler->name;
-  } else {
-    const auto& shell = std::get<ShellSpec>(st.task().body);
-    inv.command = shell.command;
-    for (const auto& [name, value] : shell.env) inv.env.push_back(name + "=" + value);
-    inv.cwd = shell.cwd;
-  }
+  set_body(inv, st.task().body);
   return inv;
 }
 
