@@ -61,6 +61,8 @@ enum TaskState {
   success @11;                       # ended: succeeded
   forcedSuccess @12;                 # ended: marked succeeded by an operator
   failover @13;                      # its worker was lost; about to be retried or failed
+  neverAttempted @14;                # ended: its session failed before it ran, so it will not run
+                                     # in this run (Deadline's NEVER_ATTEMPTED); no start or end time
 }
 
 struct TaskOutput {

@@ -87,6 +87,8 @@ struct EventBody {
 struct Reason {
   text @0 :Text;                # who asked and why, shown to operators
   immediate @1 :Bool;           # a kill: no grace, and no wait for the worker's confirmation
+  neverAttempted @2 :Bool;      # a kill: the task's session will run nothing more of it (Deadline's
+                                # NEVER_ATTEMPTED when its current attempt never started)
 }
 
 struct Failure {

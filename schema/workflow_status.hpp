@@ -26,8 +26,8 @@ enum class WorkflowStateCode : uint8_t {
 };
 
 /// A task's state, value for value gateway.capnp's TaskState: the task machine's states plus
-/// WAITING (not scheduled yet) and UPSTREAM_FAILED (will not run in this run: a task it depends
-/// on failed or was killed, or the workflow failed).
+/// WAITING (not scheduled yet), UPSTREAM_FAILED (will not run in this run: a task it depends
+/// on failed or was killed, or the workflow failed) and NEVER_ATTEMPTED.
 enum class TaskStateCode : uint8_t {
   UNKNOWN,
   WAITING,
@@ -43,15 +43,16 @@ enum class TaskStateCode : uint8_t {
   SUCCESS,
   FORCED_SUCCESS,
   FAILOVER,
+  NEVER_ATTEMPTED,  ///< killed by its session before it ran (Deadline's NEVER_ATTEMPTED)
 };
 
 inline constexpr std::array<std::string_view, 10> workflow_state_names = {
     "UNKNOWN", "SUBMITTED", "RUNNING", "READY_PAUSE", "PAUSED",
     "READY_STOP", "STOPPED", "SUCCESS", "FAILED", "FAILOVER"};
-inline constexpr std::array<std::string_view, 14> task_state_names = {
+inline constexpr std::array<std::string_view, 15> task_state_names = {
     "UNKNOWN", "WAITING", "UPSTREAM_FAILED", "SUBMITTED", "DELAY_EXECUTION",
     "DISPATCHING", "DISPATCHED", "RUNNING", "PAUSED", "KILLED",
-    "FAILURE", "SUCCESS", "FORCED_SUCCESS", "FAILOVER"};
+    "FAILURE", "SUCCESS", "FORCED_SUCCESS", "FAILOVER", "NEVER_ATTEMPTED"};
 
 /// "READY_PAUSE" for READY_PAUSE.
 inline std::string_view name_of(WorkflowStateCode code) {

@@ -152,8 +152,10 @@ void enter_on_worker(Self self) {
             if (model.worker != shard || model.reestablished != entry) return;  // an earlier placement's
             if (outcome.kind == TaskReport::SUCCEEDED || outcome.kind == TaskReport::HANDED_OFF) {
               decide(self, SessionEvent::ENTERED, [](Body b) { b.setSessionEntered(); });
-            } else if (outcome.kind == TaskReport::CANCELLED || outcome.kind == TaskReport::INTERRUPTED) {
-              // Nothing here stops an envEnter: its worker did, shutting down. That is the
+            } else if ((outcome.kind == TaskReport::CANCELLED && model.state == SessionState::ENTERING) ||
+                       outcome.kind == TaskReport::INTERRUPTED) {
+              // Only a session closing or failing stops its envEnter (STOP_CURRENT_ACTION): one
+              // cancelled before that was stopped by its worker, shutting down. That is the
               // worker's loss, not the session's failure: ask again until the loss arrives.
               self->delayed_send(self, retry_delay, timeout_atom::value, retry_open_timer, ++self->state.retry_generation);
             } else {
@@ -212,6 +214,20 @@ void exit_on_worker(Self self) {
           });
 }
 
+/// Stops the env action its worker runs now, if one does (the worker ignores one that does not
+/// run): an execution timeout or a cancellation while envEnter, or a hung envExit, runs.
+void stop_env_actions(Self self) {
+  auto& st = self->state;
+  if (st.model().worker.empty()) return;
+  const SessionOpen open = opening_of(st);
+  for (const auto* action : {&open.env_enter, &open.env_exit}) {
+    if (!action->invocation_id.empty()) {
+      self->send(st.wiring().sessions, cancel_atom::value, session_atom::value, st.model().worker,
+                 action->invocation_id);
+    }
+  }
+}
+
 void pin(Self self, const std::string& shard) {
   auto& st = self->state;
   self->send(st.wiring().sessions, pin_atom::value, st.key(), shard, task_lists(st));
@@ -234,7 +250,10 @@ void act(Self self, const SessionTransition& t) {
       case SessionAction::RELEASE_TASKS: pin(self, st.model().worker); break;
       case SessionAction::HOLD_TASKS: pin(self, std::string()); break;
       case SessionAction::NEVER_ATTEMPT_QUEUED: self->send(st.setup.owner, session_atom::value, index, kill_atom::value); break;
-      case SessionAction::STOP_CURRENT_ACTION: self->send(st.setup.owner, session_atom::value, index, kill_atom::value); break;
+      case SessionAction::STOP_CURRENT_ACTION:
+        stop_env_actions(self);
+        self->send(st.setup.owner, session_atom::value, index, kill_atom::value);  // a task it runs
+        break;
       case SessionAction::EXIT_ON_WORKER:
         pin(self, std::string());  // nothing more of it dispatches
         exit_on_worker(self);

@@ -61,6 +61,9 @@ using session_host = caf::typed_actor<
     // from a session actor: open or close the session on worker `shard` (see worker_actor)
     caf::replies_to<open_atom, std::string /* shard */, SessionOpen>::with<TaskReport>,
     caf::replies_to<close_atom, std::string /* shard */, std::string /* session */>::with<bool, TaskReport>,
+    // from a session actor: stop its envEnter or envExit (invocation id) on worker `shard`, if it
+    // runs now (it ends CANCELED)
+    caf::reacts_to<cancel_atom, session_atom, std::string /* shard */, std::string /* invocation */>,
     // from a session actor: the session's tasks (of these task lists) dispatch to `shard` only;
     // an empty shard holds them
     caf::reacts_to<pin_atom, std::string /* session */, std::string /* shard */, std::vector<std::string>>>;

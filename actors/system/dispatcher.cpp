@@ -472,6 +472,13 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         }
         return self->delegate(it->second, close_atom::value, session);
       },
+      [=](cancel_atom, session_atom, const std::string& shard, const std::string& action) {
+        // A worker not registered now runs nothing of the session that anyone waits for: its
+        // loss (or, after a restart, its claim) decides.
+        if (auto it = self->state.workers.find(shard); it != self->state.workers.end()) {
+          self->send(it->second, cancel_atom::value, session_atom::value, action);
+        }
+      },
       [=](pin_atom, const std::string& session, const std::string& shard, const std::vector<std::string>& lists) {
         for (const auto& list : lists) self->send(matcher_of(self, list), pin_atom::value, session, shard);
       },

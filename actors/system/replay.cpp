@@ -51,13 +51,13 @@ Result<ReplayedWorkflow> replay(const std::string& workflow_id,
 }
 
 // The client API's codes list the machines' states in the machines' order, after UNKNOWN (and,
-// for tasks, WAITING and UPSTREAM_FAILED); every name is checked in actors.replay's tests.
+// for tasks, WAITING and UPSTREAM_FAILED, and NEVER_ATTEMPTED after them); every name is checked in actors.replay's tests.
 static_assert(static_cast<uint8_t>(WorkflowStateCode::SUBMITTED) == static_cast<uint8_t>(WorkflowState::SUBMITTED) + 1);
 static_assert(static_cast<uint8_t>(WorkflowStateCode::FAILOVER) == static_cast<uint8_t>(WorkflowState::FAILOVER) + 1);
 static_assert(WorkflowMachineTraits::states == workflow_state_names.size() - 1);
 static_assert(static_cast<uint8_t>(TaskStateCode::SUBMITTED) == static_cast<uint8_t>(TaskState::SUBMITTED) + 3);
 static_assert(static_cast<uint8_t>(TaskStateCode::FAILOVER) == static_cast<uint8_t>(TaskState::FAILOVER) + 3);
-static_assert(TaskMachineTraits::states == task_state_names.size() - 3);
+static_assert(TaskMachineTraits::states == task_state_names.size() - 4);
 
 WorkflowStateCode state_code(WorkflowState state) {
   return static_cast<WorkflowStateCode>(static_cast<uint8_t>(state) + 1);
@@ -102,6 +102,15 @@ WorkflowStatus snapshot(const ReplayedWorkflow& replayed, const WaitBoard* waits
       if (TaskMachine::is_success(model.state)) task.result_json = model.result;
       task.started_us = model.started_us;
       task.ended_us = model.ended_us;
+      if (model.never_attempted()) {
+        // Deadline's NEVER_ATTEMPTED: what it shows is only what ran before (a failed attempt).
+        task.state_code = TaskStateCode::NEVER_ATTEMPTED;
+        task.state = std::string(name_of(task.state_code));
+        task.attempt = model.ran_attempt;
+        task.failure = "NeverAttempted";
+        task.failure_details = model.kill_reason;
+        if (model.ran_attempt == 0) task.started_us = task.ended_us = 0;
+      }
       if (waits != nullptr && model.state == TaskState::DISPATCHING) {
         // The list it waits in: its definition's, or the one an operator moved it to.
         task.wait_reason = waits->reason_for(model.effective(workflow.spec->tasks[index], false).task_list);

@@ -838,6 +838,14 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
           reason.setImmediate(immediate);
         });
       },
+      [=](kill_atom, session_atom, bool immediate, const std::string& why) {
+        decide(self, TaskEvent::KILL, [&](Body b) {
+          auto reason = b.initTaskKillRequested();
+          reason.setText(why);
+          reason.setImmediate(immediate);
+          reason.setNeverAttempted(true);
+        });
+      },
       [=](grant_atom, const std::string& executor_name) -> bool {
         if (self->state.model.state != TaskState::DISPATCHING) return false;  // withdrew meanwhile
         if (self->state.moving) return false;  // a slot of the list it left

@@ -17,6 +17,9 @@ namespace troupe::actors {
 using task_actor = task_port::extend_with<persisted_port>::extend<
     // from the workflow: start (or start again after a pause); pause; kill
     caf::reacts_to<start_atom>, caf::reacts_to<pause_atom>, caf::reacts_to<kill_atom, bool /* immediate: no grace */>,
+    // from the workflow: a kill of a session's task (its session will run nothing more of it,
+    // or the workflow stops); why, for people. An attempt that never started ends NEVER_ATTEMPTED
+    caf::reacts_to<kill_atom, session_atom, bool /* immediate */, std::string>,
     // from the workflow, once after reviving from history: carry on from the replayed state
     // (an invocation that was on an executor is failed over, as the executor is gone)
     caf::reacts_to<recover_atom>,

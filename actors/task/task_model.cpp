@@ -159,6 +159,7 @@ Result<void> TaskModel::apply(const EventView& event) {
         fresh.previous_invocation = previous_invocation;
         fresh.previous_executor = previous_executor;
         fresh.failed_on = failed_on;
+        fresh.ran_attempt = ran_attempt;
       }
       *this = std::move(fresh);
     }
@@ -202,8 +203,10 @@ Result<void> TaskModel::apply(const EventView& event) {
     }
     case Body::TASK_AWAITING_COMPLETION:
       awaiting_completion = true;
+      ran_attempt = attempt;
       break;
     case Body::TASK_RUNNING:
+      ran_attempt = attempt;
       heartbeat_us = now;
       never_started = 0;
       break;
@@ -214,6 +217,7 @@ Result<void> TaskModel::apply(const EventView& event) {
     case Body::TASK_RETRY_SCHEDULED: {
       auto r = body.getTaskRetryScheduled();
       if (TaskMachine::is_on_executor(state)) {
+        ran_attempt = attempt;  // it failed or timed out there: it may have run
         previous_invocation = invocation_id;
         previous_executor = executor;
       }
@@ -230,6 +234,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       break;
     }
     case Body::TASK_TIMED_OUT:
+      if (TaskMachine::is_on_executor(state)) ran_attempt = attempt;
       keep_abandoned(*this);
       note_failed_on(*this);
       failure_reason = std::string("Timeout:") +
@@ -241,18 +246,24 @@ Result<void> TaskModel::apply(const EventView& event) {
                             : "scheduleToClose");
       invocation_id.clear();
       break;
-    case Body::TASK_KILL_REQUESTED:
+    case Body::TASK_KILL_REQUESTED: {
+      auto reason = body.getTaskKillRequested();
       kill_requested = true;
-      if (body.getTaskKillRequested().getImmediate()) kill_immediate = true;
+      if (reason.getImmediate()) kill_immediate = true;
+      if (reason.getNeverAttempted()) kill_never_attempted = true;
+      kill_reason = to_string(reason.getText());
       break;
+    }
     case Body::TASK_PAUSE_REQUESTED:
       if (TaskMachine::is_on_executor(state)) pause_requested = true;
       break;
     case Body::TASK_SUCCEEDED:
+      ran_attempt = attempt;
       result = to_string(body.getTaskSucceeded().getResult());
       invocation_id.clear();
       break;
     case Body::TASK_FAILED: {
+      if (TaskMachine::is_on_executor(state)) ran_attempt = attempt;
       keep_abandoned(*this);
       note_failed_on(*this);
       auto f = body.getTaskFailed().getFailure();
@@ -269,7 +280,11 @@ Result<void> TaskModel::apply(const EventView& event) {
         const auto kind = static_cast<uint16_t>(body.getTaskFailover().getKind());
         failover = kind <= static_cast<uint16_t>(Loss::INTERRUPTED) ? static_cast<Loss>(kind) : Loss::MAY_HAVE_STARTED;
       }
-      if (failover == Loss::NEVER_STARTED) ++never_started;
+      if (failover == Loss::NEVER_STARTED) {
+        ++never_started;
+      } else if (TaskMachine::is_on_executor(state)) {
+        ran_attempt = attempt;
+      }
       // Lost while it may have run: the attempt failed there. One that never started, or that
       // its worker interrupted to shut down, goes on under the same attempt.
       if (failover != Loss::NEVER_STARTED && failover != Loss::INTERRUPTED) failed_on = executor;
@@ -335,6 +350,9 @@ std::string TaskModel::canonical() const {
   field("failure_details", failure_details);
   field("kill_requested", kill_requested ? "1" : "0");
   field("kill_immediate", kill_immediate ? "1" : "0");
+  field("kill_never_attempted", kill_never_attempted ? "1" : "0");
+  field("kill_reason", kill_reason);
+  field("ran_attempt", std::to_string(ran_attempt));
   field("awaiting_completion", awaiting_completion ? "1" : "0");
   field("pause_requested", pause_requested ? "1" : "0");
   field("delay_until", std::to_string(delay_until_us));

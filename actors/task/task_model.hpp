@@ -3,6 +3,7 @@
 // state, which canonical() prints for comparison.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -32,6 +33,12 @@ struct TaskModel {
   std::string failure_details;
   bool kill_requested = false;
   bool kill_immediate = false;  ///< a kill without grace was asked for (sticky)
+  /// Killed because its session will run nothing more of it (sticky), and why, for people.
+  bool kill_never_attempted = false;
+  std::string kill_reason;
+  /// The last attempt known to have reached its executor (it started there, or ended there in a
+  /// way that may have run it); 0: none did.
+  uint32_t ran_attempt = 0;
   /// asyncCompletion: the invocation handed off; completeTask/failTask with its token ends it.
   bool awaiting_completion = false;
   bool pause_requested = false;  ///< asked to pause while on an executor
@@ -75,6 +82,10 @@ struct TaskModel {
   /// The last failure for people: "SpawnFailed: cannot run 'x': No such file or directory"
   /// (reason, then details when there are any).
   std::string failure_message() const;
+  /// Deadline's NEVER_ATTEMPTED: killed by its session, its current attempt never having run.
+  bool never_attempted() const {
+    return state == TaskState::KILLED && kill_never_attempted && ran_attempt < std::max<uint32_t>(attempt, 1);
+  }
   /// The attempt a start (or a dispatch that is the start) begins: the first of the round.
   uint32_t starting_attempt() const { return attempt == attempt_base ? attempt_base + 1 : attempt; }
 

@@ -615,6 +615,9 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       [=](wake_atom, uint8_t timer, uint64_t generation) { on_standing_timer(self, timer, generation); },
       [=](open_atom, SessionOpen& session) { return open_session(self, std::move(session)); },
       [=](close_atom, const std::string& session) { return close_session(self, session); },
+      [=](cancel_atom, session_atom, const std::string& action) {
+        self->state.setup.link->cancel_task(action, self->state.setup.kill_grace);
+      },
       [=](session_atom, uint64_t call, bool ran, TaskReport& outcome, const caf::error& failed) {
         session_answered(self, call, ran, std::move(outcome), failed);
       },

@@ -141,6 +141,9 @@ using worker_actor = caf::typed_actor<
     // from the dispatcher, for a session actor: close the session on the worker; the answer is
     // whether envExit ran, and its outcome
     caf::replies_to<close_atom, std::string /* session */>::with<bool, TaskReport>,
+    // from the dispatcher, for a session actor: stop a session's envEnter or envExit (its
+    // invocation id) if it runs now; it ends CANCELED. The worker ignores one that does not run
+    caf::reacts_to<cancel_atom, session_atom, std::string>,
     // from the link's callbacks: openSession or closeSession answered (call, ran, outcome, error)
     caf::reacts_to<session_atom, uint64_t, bool, TaskReport, caf::error>>;
 

@@ -206,7 +206,7 @@ void schedule_ready_tasks(Self self, Batch& batch) {
       self->send(task, start_atom::value);
       if (auto session = s.model.spec->tasks[index].session) {
         if (s.stopped_sessions.count(*session) > 0) {
-          self->send(task, kill_atom::value, false);  // its session will run nothing more
+          never_attempt(self, task, *session);  // its session will run nothing more
         } else {
           session_needed(self, *session);
         }
@@ -312,9 +312,16 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
         break;
       case WorkflowAction::KILL_ACTIVE_TASKS:
         batch.effects.push_back([self] {
+          const bool immediate = self->state.model.stop_immediate;
           for (uint32_t index : self->state.model.graph->active()) {
-            if (auto it = self->state.tasks.find(index); it != self->state.tasks.end()) {
-              self->send(it->second, kill_atom::value, self->state.model.stop_immediate);
+            auto it = self->state.tasks.find(index);
+            if (it == self->state.tasks.end()) continue;
+            if (self->state.model.spec->tasks[index].session) {
+              // Its session is cancelled too: if it never ran there, it never will (NEVER_ATTEMPTED).
+              self->send(it->second, kill_atom::value, session_atom::value, immediate,
+                         std::string(immediate ? "workflow killed" : "workflow stop"));
+            } else {
+              self->send(it->second, kill_atom::value, immediate);
             }
           }
           for (const auto& [index, session] : self->state.sessions) {
@@ -577,7 +584,7 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
       }
       // Its session failed: it was being ended, without running, when the scheduler stopped.
       if (auto session = s.model.spec->tasks[index].session; session && s.stopped_sessions.count(*session) > 0) {
-        self->send(task, kill_atom::value, false);
+        never_attempt(self, task, *session);
       }
     }
   });

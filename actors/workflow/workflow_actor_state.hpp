@@ -86,6 +86,9 @@ using Self = workflow_actor::stateful_pointer<WorkflowActorState>;
 /// A task of session `index` is ready: the session's actor (spawned now if it has none) looks
 /// for a worker, unless it has one.
 void session_needed(Self self, uint32_t index);
+/// Tells a task of `session` that the session will run nothing more of it: it is killed, and ends
+/// NEVER_ATTEMPTED if it has not run.
+void never_attempt(Self self, const task_actor& task, uint32_t session);
 /// Kills the still-active tasks of session `index`, which will not run them.
 void kill_session_tasks(Self self, uint32_t index);
 /// Whether every task of session `index` is over in this run (ended, or blocked behind one

@@ -24,10 +24,15 @@ void session_needed(Self self, uint32_t index) {
   self->send(it->second, start_atom::value);
 }
 
+void never_attempt(Self self, const task_actor& task, uint32_t session) {
+  self->send(task, kill_atom::value, session_atom::value, false,
+             "session '" + self->state.model.spec->sessions[session].name + "' failed before it ran");
+}
+
 void kill_session_tasks(Self self, uint32_t index) {
   auto& st = self->state;
   for (uint32_t task : st.model.spec->sessions[index].tasks) {
-    if (auto it = st.tasks.find(task); it != st.tasks.end()) self->send(it->second, kill_atom::value, false);
+    if (auto it = st.tasks.find(task); it != st.tasks.end()) never_attempt(self, it->second, index);
   }
 }
 

@@ -160,7 +160,12 @@ TEST_SUITE("integration.sessions") {
                   failed);
     CHECK(ran_on(cluster, "waits", "never").empty());
     auto status = cli(cluster, {"status", "waits"});
-    CHECK_MESSAGE(contains(status.output, "never  KILLED"), status.output);
+    // Deadline's NEVER_ATTEMPTED: no attempt, no start or end time.
+    CHECK_MESSAGE(contains(status.output, "never  NEVER_ATTEMPTED        0  "), status.output);
+    CHECK_MESSAGE(contains(status.output, "NeverAttempted: session 'second' failed before it ran"), status.output);
+    auto json = cli(cluster, {"status", "waits", "--json"});
+    CHECK_MESSAGE(contains(json.output, R"("name":"never","state":"NEVER_ATTEMPTED","attempt":0)"), json.output);
+    CHECK_MESSAGE(contains(json.output, R"("startedUs":0,"endedUs":0)"), json.output);
     // The first session's slot comes back when it closes: a new session gets it.
     std::ofstream(go).close();
     CHECK(client->result("holds", 30s) == "SUCCESS");
@@ -186,6 +191,66 @@ TEST_SUITE("integration.sessions") {
     CHECK(fs::exists(exited));
     CHECK(ran_on(cluster, "broken", "one").empty());
     CHECK(ran_on(cluster, "broken", "two").empty());
+    auto status = cli(cluster, {"status", "broken"});
+    CHECK_MESSAGE(contains(status.output, "one   NEVER_ATTEMPTED        0  "), status.output);
+    CHECK_MESSAGE(contains(status.output, "two   UPSTREAM_FAILED"), status.output);
+    CHECK_MESSAGE(contains(status.output, "NeverAttempted: session 'env' failed before it ran"), status.output);
+  }
+
+  TEST_CASE("an executionTimeout or a stop while envEnter runs cancels it; envExit runs, the tasks are never attempted") {
+    for (const bool stop : {false, true}) {
+      CAPTURE(stop);
+      troupe::test::ClusterSpec spec;
+      spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+      Cluster cluster(spec);
+      start_all(cluster);
+      auto client = troupe::test::connect(cluster.port);
+      const std::string entering = cluster.dir / "entering", exited = cluster.dir / "exited";
+      const std::string definition = workflow_with_sessions(
+          "slow", shell_task("one", "true"),
+          session_of("env", {"one"},
+                     std::string(stop ? "" : R"("executionTimeout": "2s", )") + R"("envEnter": )" +
+                         shell_action("touch " + entering + "; exec sleep 60") + R"(, "envExit": )" +
+                         shell_action("touch " + exited)));
+      REQUIRE(client->start("slow", definition) == "slow");
+      REQUIRE(eventually([&] { return fs::exists(entering); }, 20s));
+      if (stop) REQUIRE(cli(cluster, {"stop", "slow"}).code == 0);
+      // Well before envEnter's minute: it was cancelled, not waited for.
+      const std::string result = client->result("slow", 20s);
+      auto status = cli(cluster, {"status", "slow"});
+      if (stop) {
+        CHECK_MESSAGE(result == "STOPPED", (result + "\n" + status.output));
+        CHECK_MESSAGE(contains(status.output, "env      CLOSED"), status.output);
+      } else {
+        CHECK_MESSAGE(contains(result, "FAILED: session 'env' failed: Timeout:execution"), result);
+        CHECK_MESSAGE(contains(status.output, "env      FAILED"), status.output);
+      }
+      CHECK_MESSAGE(contains(status.output, "one   NEVER_ATTEMPTED        0  "), status.output);
+      auto json = cli(cluster, {"status", "slow", "--json"});
+      CHECK_MESSAGE(contains(json.output, R"("envEnter":"FAILED: Cancelled")"), json.output);
+      CHECK(fs::exists(exited));
+      CHECK(ran_on(cluster, "slow", "one").empty());
+    }
+  }
+
+  TEST_CASE("an envEnter interrupted by its worker's shutdown fails a session that may not be recreated: its tasks are never attempted") {
+    troupe::test::ClusterSpec spec;
+    spec.shutdown_grace = "1s";
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    start_all(cluster);
+    auto client = troupe::test::connect(cluster.port);
+    const std::string entering = cluster.dir / "entering";
+    const std::string session = session_of("s", {"one"}, R"("envEnter": )" + shell_action("touch " + entering + "; exec sleep 30"));
+    REQUIRE(client->start("cut", workflow_with_sessions("cut", shell_task("one", "true"), session)) == "cut");
+    REQUIRE(eventually([&] { return fs::exists(entering); }, 20s));
+    cluster.nodes["worker-a"]->kill(SIGTERM);
+    CHECK(cluster.nodes["worker-a"]->wait() == 0);
+    const std::string result = client->result("cut", 30s);
+    CHECK_MESSAGE(contains(result, "FAILED: session 's' failed: WorkerLost"), result);
+    auto status = cli(cluster, {"status", "cut"});
+    CHECK_MESSAGE(contains(status.output, "one   NEVER_ATTEMPTED        0  "), status.output);
+    CHECK(ran_on(cluster, "cut", "one").empty());
   }
 
   TEST_CASE("a session whose worker is killed fails its workflow, or with onFailure recreate moves to another worker") {

@@ -56,6 +56,7 @@ std::string note_of(const TaskStatus& t) {
   if (t.state_code == TaskStateCode::UPSTREAM_FAILED) return "will not run: a task it depends on did not succeed";
   if (!t.wait_reason.empty()) return t.wait_reason;  // it waits in its task list: that is its news
   const bool failure_is_news = t.state_code == TaskStateCode::FAILURE || t.state_code == TaskStateCode::KILLED ||
+                               t.state_code == TaskStateCode::NEVER_ATTEMPTED ||
                                t.state_code == TaskStateCode::FAILOVER || t.state_code == TaskStateCode::UNKNOWN;
   if (!t.failure.empty() || !t.failure_details.empty()) {
     if (failure_is_news) return t.failure_message();

@@ -16,6 +16,7 @@ int rank(TaskStateCode state) {
   switch (state) {
     case TaskStateCode::FAILURE:
     case TaskStateCode::KILLED:
+    case TaskStateCode::NEVER_ATTEMPTED:
     case TaskStateCode::FAILOVER:
     case TaskStateCode::UNKNOWN: return 0;
     case TaskStateCode::RUNNING:
