@@ -44,6 +44,8 @@ struct Wiring {
   /// Called with a task's canonical state when its actor ends, or when its workflow records an
   /// operator's change of it after it ended (tests compare it with replay).
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_task_end;
+  /// Called with a session's canonical state when it reaches CLOSED or FAILED.
+  std::function<void(const std::string& workflow_id, const std::string& canonical)> on_session_end;
   /// Called with a workflow's canonical state when its actor ends.
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_workflow_end;
 };

@@ -276,6 +276,7 @@ void act(Self self, const SessionTransition& t) {
   }
   if (SessionMachine::is_terminal(t.to) && !st.ended) {
     st.ended = true;
+    if (st.wiring().on_session_end) st.wiring().on_session_end(st.setup.workflow_id, st.model().canonical());
     pin(self, std::string());
     self->send(st.setup.owner, session_atom::value, index, static_cast<uint8_t>(t.to), st.model().failure_reason,
                st.model().failure_details);

@@ -75,8 +75,10 @@ bool ExecutionGraph::start(uint32_t task) {
 }
 
 bool ExecutionGraph::finish(uint32_t task, TaskOutcome outcome) {
-  const bool forced_while_paused = nodes_[task] == NodeState::PAUSED && outcome == TaskOutcome::SUCCEEDED;
-  if (nodes_[task] != NodeState::ACTIVE && !forced_while_paused) return false;
+  // A paused task may be forced to succeed (skipTask), or killed because its session failed.
+  const bool ended_while_paused =
+      nodes_[task] == NodeState::PAUSED && (outcome == TaskOutcome::SUCCEEDED || outcome == TaskOutcome::KILLED);
+  if (nodes_[task] != NodeState::ACTIVE && !ended_while_paused) return false;
   switch (outcome) {
     case TaskOutcome::SUCCEEDED:
       nodes_[task] = NodeState::SUCCEEDED;

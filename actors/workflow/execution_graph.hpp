@@ -55,7 +55,8 @@ class ExecutionGraph {
 
   /// A READY or PAUSED task got a task instance. Returns false if it was in neither state.
   bool start(uint32_t task);
-  /// An ACTIVE task ended (or a PAUSED one was forced to succeed). Successors become READY, or
+  /// An ACTIVE task ended (or a PAUSED one was forced to succeed, or killed by its session's
+  /// failure). Successors become READY, or
   /// BLOCKED after a failure or kill. Returns false if the task was in neither state.
   bool finish(uint32_t task, TaskOutcome outcome);
 

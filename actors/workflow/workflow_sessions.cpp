@@ -31,7 +31,10 @@ void never_attempt(Self self, const task_actor& task, uint32_t session) {
 
 void kill_session_tasks(Self self, uint32_t index) {
   auto& st = self->state;
+  // A stop leaves paused tasks paused, and may end the workflow before this kill is recorded.
+  const bool stopping = st.model.state == WorkflowState::READY_STOP || WorkflowMachine::is_terminal(st.model.state);
   for (uint32_t task : st.model.spec->sessions[index].tasks) {
+    if (stopping && st.model.graph->state(task) == NodeState::PAUSED) continue;
     if (auto it = st.tasks.find(task); it != st.tasks.end()) never_attempt(self, it->second, index);
   }
 }

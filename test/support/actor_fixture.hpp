@@ -45,10 +45,13 @@ struct ActorFixture {
   struct Ends {
     std::vector<std::string> tasks;
     std::map<std::string, std::string> workflows;
+    std::vector<std::string> sessions;
   };
   std::shared_ptr<Ends> ends = std::make_shared<Ends>();
   /// Canonical states of task actors that ended, in the order they ended.
   std::vector<std::string>& ended_tasks = ends->tasks;
+  /// Canonical states of sessions that ended (CLOSED or FAILED), in the order they ended.
+  std::vector<std::string>& ended_sessions = ends->sessions;
   /// Canonical states of workflow actors that ended, by workflow id.
   std::map<std::string, std::string>& ended_workflows = ends->workflows;
   /// Microseconds since the epoch at the test clock's start.
@@ -70,6 +73,9 @@ struct ActorFixture {
     wiring.executor = actors::spawn_local_executor(sys, handlers, std::move(executor));
     wiring.on_task_end = [ends = ends](const std::string&, const std::string& canonical) {
       ends->tasks.push_back(canonical);
+    };
+    wiring.on_session_end = [ends = ends](const std::string&, const std::string& canonical) {
+      ends->sessions.push_back(canonical);
     };
     wiring.on_workflow_end = [ends = ends](const std::string& id, const std::string& canonical) {
       ends->workflows[id] = canonical;

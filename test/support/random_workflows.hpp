@@ -9,7 +9,26 @@
 
 namespace troupe::test {
 
-inline std::string random_definition(std::mt19937_64& rng) {
+/// A random session of some of `tasks` tasks (t0, t1, ...), as a JSON object: env actions or
+/// not, timeouts or not, failing or recreated when its worker is lost.
+inline std::string random_session(std::mt19937_64& rng, int tasks) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  std::string members;
+  for (int t = 0; t < tasks; ++t) {
+    if (members.empty() || pick(2) == 0) members += std::string(members.empty() ? "" : ",") + "\"t" + std::to_string(t) + "\"";
+  }
+  std::string json = R"({"name": "s", "tasks": [)" + members + "]";
+  if (pick(2) == 0) json += R"(, "envEnter": {"handler": "noop"})";
+  if (pick(2) == 0) json += R"(, "envExit": {"handler": "noop"})";
+  if (pick(2) == 0) json += R"(, "creationTimeout": ")" + std::to_string(1 + pick(10)) + R"(s")";
+  if (pick(3) == 0) json += R"(, "executionTimeout": ")" + std::to_string(5 + pick(60)) + R"(s")";
+  if (pick(2) == 0) json += R"(, "onFailure": "recreate", "maxRecreates": )" + std::to_string(1 + pick(3));
+  return json + "}";
+}
+
+/// A random workflow of 1-7 tasks of the random handlers (add_random_handlers), with a session
+/// of some of them if `sessions`.
+inline std::string random_definition(std::mt19937_64& rng, bool sessions = false) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
   const int tasks = 1 + pick(7);
   std::string json = R"({"name": "random", "tasks": [)";
@@ -34,6 +53,7 @@ inline std::string random_definition(std::mt19937_64& rng) {
     }
     json += "}";
   }
+  if (sessions) return json + R"(], "sessions": [)" + random_session(rng, tasks) + "]}";
   return json + "]}";
 }
 

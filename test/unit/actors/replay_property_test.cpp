@@ -1,8 +1,10 @@
 // Property: whatever happens to a workflow, replaying its stored history rebuilds exactly the
-// state its live actors ended in. Random definitions (DAG shape, handlers, retries, timeouts)
-// meet random interventions (pause, resume, stop, time passing, an operator's retry, skip or
-// update of a task, and reruns, retries and skips once finished); every
-// end state is compared with the replay. The store now and then holds its commits, as a group
+// state its live actors ended in. Random definitions (DAG shape, handlers, retries, timeouts,
+// a session with its own timeouts and failure policy) meet random interventions (pause,
+// resume, stop, time passing, an operator's retry, skip or update of a task, a session's
+// worker lost, and reruns, retries and skips once finished); every end state, the sessions'
+// too, is compared with the replay. Sessions get a stand-in worker whose envEnter and envExit
+// fail, hang or never find a slot now and then (fake_session_host.hpp). The store now and then holds its commits, as a group
 // commit does, so actors run ahead of durability. A failure prints TROUPE_TEST_SEED=… to
 // replay it.
 #include <doctest/doctest.h>
@@ -12,8 +14,10 @@
 #include <set>
 
 #include "actors/system/replay.hpp"
+#include "storage/codec.hpp"
 #include "actors/workflow/workflow_actor.hpp"
 #include "test/support/actor_fixture.hpp"
+#include "test/support/fake_session_host.hpp"
 #include "test/support/random_workflows.hpp"
 
 using namespace troupe;
@@ -33,7 +37,14 @@ TEST_SUITE("actors.replay_property") {
       test::ActorFixture fx(LocalExecutorOptions{"local", static_cast<size_t>(1 + pick(3)), {}});
       test::add_random_handlers(fx);
       fx.wiring.kill_grace = 3s;
-      const std::string json = test::random_definition(rng);
+      const bool with_sessions = pick(2) == 0;
+      test::fake_session_host host;
+      if (with_sessions) {
+        test::FakeSessionHostOptions options{rng(), 1 + pick(6), 1 + pick(6), 1 + pick(6), 1 + pick(4)};
+        host = fx.own(fx.sys.spawn(test::fake_session_host_behavior, options));
+        fx.wiring.sessions = caf::actor_cast<session_host>(host);
+      }
+      const std::string json = test::random_definition(rng, with_sessions);
       CAPTURE(json);
       const auto spec = parse_definition(json);
       REQUIRE(spec);
@@ -69,7 +80,13 @@ TEST_SUITE("actors.replay_property") {
 
       bool stopped = false;
       for (int step = 0; step < 12 && !fx.ended_workflows.count(id); ++step) {
-        switch (pick(9)) {
+        switch (pick(10)) {
+          case 9:
+            if (with_sessions) {
+              fx.self->send(host, lost_atom::value);
+              fx.run();
+            }
+            break;
           case 8: (void)fx.ask<TaskCommandOutcome>(wf, operate_atom::value, random_command()); break;
           case 0: (void)fx.ask<std::string>(wf, pause_atom::value); break;
           case 1: (void)fx.ask<std::string>(wf, resume_atom::value); break;
@@ -93,13 +110,36 @@ TEST_SUITE("actors.replay_property") {
           }
         }
       }
+      // The history's events, one line each: sequence, actor, body (EventBody's union index).
+      auto history_of = [&](const std::string& workflow) {
+        std::string out;
+        auto events = fx.store->read(workflow, 1, 1000000);
+        if (!events) return out;
+        for (const auto& stored : *events) {
+          auto decoded = storage::DecodedEvent::decode(stored.packed);
+          if (!decoded) continue;
+          auto event = decoded->get();
+          out += "\n" + std::to_string(stored.sequence) + " " + std::string(event.getActorId().cStr()) + " " +
+                 std::to_string(static_cast<int>(event.getBody().which()));
+        }
+        return out;
+      };
       auto run_out = [&] {
         // Let everything run out: resume a paused workflow, then give every timeout time.
         for (int i = 0; i < 20 && !fx.ended_workflows.count(id); ++i) {
           (void)fx.ask<std::string>(wf, resume_atom::value);
           fx.advance(1min);
         }
-        REQUIRE_MESSAGE(fx.ended_workflows.count(id) == 1, "the workflow never ended");
+        if (fx.ended_workflows.count(id) == 1) return;
+        // Where it stands, as its history says.
+        std::string where = "the workflow never ended:";
+        if (auto replayed = actors::replay(*fx.store, id)) {
+          where += "\n" + replayed->workflow.canonical();
+          for (const auto& [name, task] : replayed->tasks) where += "\n" + task.canonical();
+          for (const auto& [name, session] : replayed->sessions) where += "\n" + session.canonical();
+        }
+        where += history_of(id);
+        FAIL(where);
       };
       auto check_replay = [&] {
         auto replayed = actors::replay(*fx.store, id);
@@ -110,11 +150,18 @@ TEST_SUITE("actors.replay_property") {
           CAPTURE(name);
           if (!task.scheduled) continue;  // only updated by an operator before it could run
           if (TaskMachine::is_terminal(task.state)) {
-            CHECK_MESSAGE(live.count(task.canonical()) == 1, task.canonical());
+            CHECK_MESSAGE(live.count(task.canonical()) == 1, (task.canonical() + history_of(id)));
           } else {
             // Only a task left paused by a stop may outlive its workflow unfinished.
             CHECK(task.state == TaskState::PAUSED);
           }
+        }
+        // A workflow ends only after its sessions, each in the state its actor ended in.
+        std::set<std::string> sessions(fx.ended_sessions.begin(), fx.ended_sessions.end());
+        for (const auto& [name, session] : replayed->sessions) {
+          CAPTURE(name);
+          CHECK_MESSAGE(SessionMachine::is_terminal(session.state), session.canonical());
+          CHECK_MESSAGE(sessions.count(session.canonical()) == 1, (session.canonical() + history_of(id)));
         }
         return std::move(*replayed);
       };
