@@ -76,10 +76,10 @@ bool SessionPlacement::claim(const std::string& key, const std::string& shard) {
   return true;
 }
 
-void SessionPlacement::release(const std::string& key) {
-  for (auto& [shard, worker] : workers_) {
-    if (worker.sessions.erase(key) > 0) return;
-  }
+void SessionPlacement::release(const std::string& key, const std::string& shard) {
+  auto it = workers_.find(shard);
+  if (it == workers_.end()) return;
+  if (auto held = it->second.sessions.find(key); held != it->second.sessions.end()) it->second.sessions.erase(held);
 }
 
 uint32_t SessionPlacement::held(const std::string& shard) const {

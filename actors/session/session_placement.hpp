@@ -49,8 +49,9 @@ class SessionPlacement {
   /// (re-establishment), or a restarted scheduler counts what its workers hold. False if the
   /// worker is unknown or full; true if the session holds a slot there already.
   bool claim(const std::string& key, const std::string& shard);
-  /// Session `key` holds no slot any more (it closed, failed, or lost its worker). Idempotent.
-  void release(const std::string& key);
+  /// One placement of session `key` on `shard` holds its slot no more (the session closed,
+  /// failed, lost its worker, or turned the placement down). No-op if it holds none there.
+  void release(const std::string& key, const std::string& shard);
 
   /// Why request `key` waits, in words: "no live worker declares resource 'gpu0'", "no worker
   /// serves task lists 'a' and 'b' together", "every worker that fits holds as many sessions as
@@ -66,7 +67,9 @@ class SessionPlacement {
   struct Worker {
     std::string resource_id;
     uint32_t slots = 0;
-    std::set<std::string> sessions;  ///< the sessions holding its slots
+    /// The sessions holding its slots: a session placed twice (a placement it turned down, not
+    /// yet given back, and the one it took) holds two until it gives one back.
+    std::multiset<std::string> sessions;
     std::set<std::string> task_lists;
     bool accepts = true;
     uint64_t last_placed = 0;  ///< placement counter when it last took one; 0: never

@@ -62,6 +62,10 @@ struct DispatcherState {
   };
   uint64_t placements = 0;  ///< numbers placements (SessionPlace::id)
   std::map<std::string, Placed> placed;
+  /// Earlier placements of a session placed again before it gave them back (an answer that
+  /// crossed its withdrawal), by placement id with the session's key: each holds its slot
+  /// until the session frees it or ends.
+  std::map<uint64_t, std::pair<std::string, Placed>> superseded;
   /// Sessions revived after a restart waiting for their worker to register again, by shard.
   std::map<std::string, std::vector<std::pair<std::string, Asking>>> session_claims;
   /// The session actors monitored (once each): their down messages are told from workers'.
@@ -187,6 +191,14 @@ void post_session_waits(Self self, const std::vector<std::string>& answered) {
   for (const auto& [key, asking] : st.asking) st.options.waits->post_session(key, st.placement.why_waiting(key));
 }
 
+/// Session `key` is placed (`placed`): a placement it had still holds its slot, under its id.
+void record_placement(DispatcherState& st, const std::string& key, DispatcherState::Placed placed) {
+  auto [it, fresh] = st.placed.try_emplace(key, placed);
+  if (fresh) return;
+  st.superseded.emplace(it->second.id, std::make_pair(key, it->second));
+  it->second = std::move(placed);
+}
+
 /// Places every waiting session some worker can take now.
 void place_sessions(Self self) {
   auto& st = self->state;
@@ -196,12 +208,12 @@ void place_sessions(Self self) {
     auto asking = st.asking.find(key);
     auto worker = st.workers.find(shard);
     if (asking == st.asking.end() || worker == st.workers.end()) {
-      st.placement.release(key);  // nobody waits for it any more
+      st.placement.release(key, shard);  // nobody waits for it any more
       continue;
     }
     const WorkerInfo& info = st.infos[shard];
     const uint64_t id = ++st.placements;
-    st.placed[key] = DispatcherState::Placed{shard, worker->second.address(), asking->second.session, id};
+    record_placement(st, key, DispatcherState::Placed{shard, worker->second.address(), asking->second.session, id});
     asking->second.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id, id});
     st.asking.erase(asking);
   }
@@ -214,7 +226,7 @@ void give_claim(Self self, const std::string& key, const std::string& shard, Dis
   const WorkerInfo& info = st.infos[shard];
   (void)st.placement.claim(key, shard);  // full or not: the session is there already
   const uint64_t id = ++st.placements;
-  st.placed[key] = DispatcherState::Placed{shard, st.workers[shard].address(), asking.session, id};
+  record_placement(st, key, DispatcherState::Placed{shard, st.workers[shard].address(), asking.session, id});
   asking.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id, id});
 }
 
@@ -255,7 +267,12 @@ bool session_gone(Self self, const caf::actor_addr& gone) {
   });
   std::erase_if(st.placed, [&](const auto& entry) {
     if (entry.second.session.address() != gone) return false;
-    st.placement.release(entry.first);
+    st.placement.release(entry.first, entry.second.shard);
+    return found = true;
+  });
+  std::erase_if(st.superseded, [&](const auto& entry) {
+    if (entry.second.second.session.address() != gone) return false;
+    st.placement.release(entry.second.first, entry.second.second.shard);
     return found = true;
   });
   for (auto& [shard, claims] : st.session_claims) {
@@ -278,9 +295,14 @@ void sessions_lost(Self self, const caf::actor_addr& gone) {
     }
     caf::anon_send(it->second.session, lost_atom::value, it->second.shard,
                std::string("left the cluster (declared dead, stopped, or replaced by a new instance)"));
-    st.placement.release(it->first);
+    st.placement.release(it->first, it->second.shard);
     it = st.placed.erase(it);
   }
+  std::erase_if(st.superseded, [&](const auto& entry) {
+    if (entry.second.second.worker != gone) return false;
+    st.placement.release(entry.second.first, entry.second.second.shard);
+    return true;
+  });
 }
 
 worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink> link) {
@@ -451,10 +473,16 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       },
       [=](free_atom, const std::string& key, uint64_t id) {
         auto& st = self->state;
-        auto it = st.placed.find(key);
-        if (it == st.placed.end() || it->second.id != id) return;  // freed already, or a later placement's
-        st.placement.release(key);
-        st.placed.erase(it);
+        if (auto it = st.placed.find(key); it != st.placed.end() && it->second.id == id) {
+          st.placement.release(key, it->second.shard);
+          st.placed.erase(it);
+        } else if (auto earlier = st.superseded.find(id); earlier != st.superseded.end()) {
+          // A placement the session turned down after it was placed again.
+          st.placement.release(key, earlier->second.second.shard);
+          st.superseded.erase(earlier);
+        } else {
+          return;  // freed already
+        }
         place_sessions(self);
       },
       [=](open_atom, const std::string& shard, SessionOpen& session) -> caf::result<TaskReport> {

@@ -1376,3 +1376,31 @@ TEST_SUITE("actors.dispatch") {
     CHECK(journal_lines(*after.store, "w1").size() == 2);
   }
 }
+
+TEST_SUITE("actors.dispatch") {
+  TEST_CASE("a placement a session turned down after it was placed again gives its worker's slot back") {
+    Scheduler s;
+    std::vector<std::shared_ptr<FakeWorkerLink>> links;
+    for (const std::string shard : {"w1", "w2"}) {
+      auto info = worker_info(shard, "instance-1", {{"default", 1}});
+      info.max_concurrent_sessions = 1;
+      links.push_back(std::make_shared<FakeWorkerLink>());
+      REQUIRE(s.register_worker(info, links.back()));
+      links.back()->answer_running();
+      s.fx.run();
+    }
+    auto first = s.fx.ask<SessionPlace>(s.dispatcher, place_atom::value, SessionAsk{"wf/s", "", {"default"}, "", ""});
+    REQUIRE_MESSAGE(first, test::why(first));
+    // Asked again (recreated once its window ended) before it gave the first placement back, as
+    // when that answer crossed its withdrawal: it goes to the other worker.
+    auto second =
+        s.fx.ask<SessionPlace>(s.dispatcher, place_atom::value, SessionAsk{"wf/s", "", {"default"}, first->shard, ""});
+    REQUIRE_MESSAGE(second, test::why(second));
+    CHECK(second->shard != first->shard);
+    s.fx.self->send(s.dispatcher, free_atom::value, std::string("wf/s"), first->id);  // the one it turned down
+    s.fx.run();
+    auto third = s.fx.ask<SessionPlace>(s.dispatcher, place_atom::value, SessionAsk{"wf/t", "", {"default"}, "", ""});
+    REQUIRE_MESSAGE(third, test::why(third));
+    CHECK(third->shard == first->shard);
+  }
+}

@@ -43,11 +43,27 @@ TEST_SUITE("actors.session_placement") {
     CHECK(p.place() == Placed{{"wf-1/s", "w1"}});
     CHECK(p.place().empty());
     CHECK(p.why_waiting("wf-2/s") == "every worker that fits holds as many sessions as it takes (1 of 1)");
-    p.release("wf-1/s");
-    p.release("wf-1/s");  // twice: still one slot, not another session's
+    p.release("wf-1/s", "w1");
+    p.release("wf-1/s", "w1");  // twice: still one slot, not another session's
     CHECK(p.place() == Placed{{"wf-2/s", "w1"}});
     CHECK(p.why_waiting("wf-2/s").empty());
     CHECK(p.held("w1") == 1);
+  }
+
+  TEST_CASE("a session placed again before it gave back a placement holds both slots until it frees each") {
+    SessionPlacement p;
+    p.join("w1", "", 2, {"default"});
+    CHECK(p.request(any("s")));
+    CHECK(p.place() == Placed{{"s", "w1"}});
+    CHECK(p.request(any("s")));  // asked again (recreated) before it gave back w1's slot
+    CHECK(p.place() == Placed{{"s", "w1"}});
+    CHECK(p.held("w1") == 2);
+    p.release("s", "w2");  // not a worker it holds a slot of
+    CHECK(p.held("w1") == 2);
+    p.release("s", "w1");
+    CHECK(p.held("w1") == 1);
+    p.release("s", "w1");
+    CHECK(p.held("w1") == 0);
   }
 
   TEST_CASE("a session goes to a worker of its resource that serves every one of its task lists") {
@@ -113,7 +129,7 @@ TEST_SUITE("actors.session_placement") {
     p.request(any("s2"));
     REQUIRE(p.place() == Placed{{"s2", "w1"}});  // the new process's slot went to another session
     CHECK_FALSE(p.claim("s1", "w1"));            // full: s1 waits for its window, or moves on
-    p.release("s2");
+    p.release("s2", "w1");
     CHECK(p.claim("s1", "w1"));
     CHECK(p.claim("s1", "w1"));  // holds it already
     CHECK(p.held("w1") == 1);
