@@ -81,6 +81,8 @@ struct EventBody {
     sessionExited @45 :SessionExited;      # EXITED: envExit ended (its outcome affects only it)
     sessionWorkerLost @46 :SessionWorkerLost;  # WORKER_LOST: its worker was declared dead, stopped,
                                            # or replaced
+    workflowSessionRerun @47 :SessionRerun; # RERUN_SESSION: a session recreated with rerunAll runs
+                                           # again the tasks of it that succeeded
   }
 }
 
@@ -146,6 +148,14 @@ struct TaskScheduled {
   continuesAttempts @1 :Bool;   # an operator's retry: the new instance numbers its attempts on
                                 # from the failed one's (and takes its progress), while its retry
                                 # policy starts a fresh round, as Airflow's clear does
+}
+
+struct SessionRerun {
+  session @0 :Text;
+  tasks @1 :List(Text);         # the tasks that run again in the recreated session: those that
+                                # succeeded, and those active after them (ending, below)
+  ending @2 :List(Text);        # active tasks that wait for their dependencies again: killed
+                                # first, they run again once every one of them ended
 }
 
 struct TaskOperation {

@@ -274,6 +274,9 @@ void act(Self self, const SessionTransition& t) {
       case SessionAction::STOP_EXECUTION_TIMER: disarm(self, SessionTimer::EXECUTION); break;
     }
   }
+  if (t.to == SessionState::CREATING && st.model().attempt > 1 && st.spec().rerun_all) {
+    self->send(st.setup.owner, session_atom::value, index, rerun_atom::value);  // a fresh environment
+  }
   if (SessionMachine::is_terminal(t.to) && !st.ended) {
     st.ended = true;
     if (st.wiring().on_session_end) st.wiring().on_session_end(st.setup.workflow_id, st.model().canonical());
@@ -365,6 +368,11 @@ void recover(Self self) {
     case SessionState::CREATING:
       arm_due(self, SessionTimer::CREATION);
       ask_for_worker(self);
+      if (st.model().attempt > 1 && st.spec().rerun_all) {
+        // Recreated just before the restart: its rerun may not have been recorded (the
+        // workflow ignores it if it was, or if nothing of it succeeded).
+        self->send(st.setup.owner, session_atom::value, st.setup.index, rerun_atom::value);
+      }
       break;
     case SessionState::FAILING:
       // Its tasks that had not run were being ended when the scheduler stopped: again.

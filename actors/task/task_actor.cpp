@@ -244,14 +244,18 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
 /// earlier event's pending effects could resurrect a timer that event stops.
 /// `list` is the task list the task waited in before the event (an update may have changed it).
 /// A task that ends without success hands its workflow its model: an operator may retry it,
-/// skip it or change its options, which the workflow then records for it.
+/// skip it or change its options, which the workflow then records for it. So does one of a
+/// session that says rerunAll: a recreated session may run it again (its next instance's
+/// invocation ids count on from this one's).
 void run_eager(Self self, const TaskTransition& t, const std::string& list) {
   auto& st = self->state;
   for (TaskAction action : t.actions) {
     if (action == TaskAction::NOTIFY_WORKFLOW) {
       std::string detail = TaskMachine::is_success(t.to) ? st.model.result : st.model.failure_message();
       std::shared_ptr<const TaskModel> ended;
-      if (TaskMachine::is_terminal(t.to) && !TaskMachine::is_success(t.to)) {
+      const auto session = st.spec->tasks[st.index].session;
+      const bool may_rerun = session && st.spec->sessions[*session].rerun_all;
+      if (TaskMachine::is_terminal(t.to) && (!TaskMachine::is_success(t.to) || may_rerun)) {
         ended = std::make_shared<const TaskModel>(st.model);
       }
       self->send(st.owner, finished_atom::value, st.index, static_cast<uint8_t>(t.to), std::move(detail),

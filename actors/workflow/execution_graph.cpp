@@ -189,6 +189,16 @@ std::optional<std::pair<uint32_t, uint32_t>> ExecutionGraph::unmet_dependency(co
   return std::nullopt;
 }
 
+void ExecutionGraph::restart(const std::vector<uint32_t>& tasks) {
+  for (uint32_t t : tasks) nodes_[t] = NodeState::WAITING;
+  for (uint32_t t : tasks) unblock_descendants(t);
+  for (uint32_t t = 0; t < nodes_.size(); ++t) {
+    const bool met = dependencies_succeeded(t);
+    if (nodes_[t] == NodeState::READY && !met) nodes_[t] = NodeState::WAITING;
+    if (nodes_[t] == NodeState::WAITING && met) nodes_[t] = NodeState::READY;
+  }
+}
+
 void ExecutionGraph::rerun(const std::vector<bool>& reset) {
   for (uint32_t t = 0; t < nodes_.size(); ++t) {
     if (reset[t]) {

@@ -83,6 +83,11 @@ class ExecutionGraph {
   /// as the rerun does not run it.
   void rerun(const std::vector<bool>& reset);
 
+  /// A session recreated with rerunAll runs `tasks` again (none of them active): each waits
+  /// again, READY once its dependencies succeeded; what they blocked waits for them, and a
+  /// READY task whose dependencies no longer all succeeded waits again too.
+  void restart(const std::vector<uint32_t>& tasks);
+
  private:
   void promote_dependents(uint32_t task);
   void block_descendants(uint32_t task);

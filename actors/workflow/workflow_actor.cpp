@@ -586,6 +586,13 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
       if (auto session = s.model.spec->tasks[index].session; session && s.stopped_sessions.count(*session) > 0) {
         never_attempt(self, task, *session);
       }
+      // Its session's rerun was ending it, to run it again after what it depends on.
+      if (auto session = s.model.spec->tasks[index].session; session) {
+        auto rerun = s.model.session_reruns.find(*session);
+        if (rerun != s.model.session_reruns.end() && rerun->second.ending.count(index)) {
+          end_for_rerun(self, task, index, *session);
+        }
+      }
     }
   });
   if (awakened) {
@@ -1021,6 +1028,36 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         if (index >= st.model.spec->sessions.size()) return;
         st.stopped_sessions.insert(index);
         kill_session_tasks(self, index);
+      },
+      [=](session_atom, uint32_t index, rerun_atom) {
+        // Its session was recreated with rerunAll: what of it succeeded runs again in the new
+        // instance, and what of it waits after that waits for it again.
+        auto& st = self->state;
+        if (index >= st.model.spec->sessions.size() || st.model.session_reruns.count(index) > 0) return;
+        auto allowed = WorkflowMachine::transition(st.model.state, WorkflowEvent::RERUN_SESSION);
+        if (!allowed || allowed->ignored) return;  // stopping, or over: the session is cancelled
+        const SessionRerunPlan plan = plan_session_rerun(st, index);
+        if (plan.tasks.empty()) return;
+        auto names = [&](capnp::List<capnp::Text>::Builder out, const std::vector<uint32_t>& tasks) {
+          for (size_t i = 0; i < tasks.size(); ++i) out.set(static_cast<unsigned>(i), st.model.spec->tasks[tasks[i]].name);
+        };
+        Batch batch;
+        if (!decide(self, batch, WorkflowEvent::RERUN_SESSION, [&](Body b) {
+              auto r = b.initWorkflowSessionRerun();
+              r.setSession(st.model.spec->sessions[index].name);
+              names(r.initTasks(static_cast<unsigned>(plan.tasks.size())), plan.tasks);
+              names(r.initEnding(static_cast<unsigned>(plan.ending.size())), plan.ending);
+            })) {
+          return;
+        }
+        batch.effects.push_back([self, index, ending = plan.ending] {
+          for (uint32_t task : ending) {
+            if (auto it = self->state.tasks.find(task); it != self->state.tasks.end()) {
+              end_for_rerun(self, it->second, task, index);
+            }
+          }
+        });
+        commit(self, std::move(batch));
       },
       [=](session_atom, uint32_t index, uint8_t raw_state, const std::string& reason, const std::string& details) {
         auto& st = self->state;

@@ -33,6 +33,8 @@ struct WorkflowActorState {
   /// Sessions that will run none of their tasks in this run (they failed, or their tasks were
   /// stopped): a task of one that becomes ready ends at once, killed, without running.
   std::set<uint32_t> stopped_sessions;
+  /// Tasks killed for a session's rerun (rerunAll): their end is no failure to tell the session.
+  std::set<uint32_t> rerun_kills;
   /// Why the first session that failed failed: the workflow's failure, before its tasks'.
   std::string session_failure;
   /// The models of tasks without actors, by task index, as replay has them: those of the
@@ -97,6 +99,17 @@ bool session_tasks_over(const WorkflowActorState& st, uint32_t index);
 /// A task ended in `state`: its session hears whether it failed for good, and every live
 /// session whose tasks are all over hears so.
 void tell_sessions(Self self, uint32_t index, TaskState state, const TaskModel* ended);
+/// What a rerun of session `index` (recreated with rerunAll) runs again: its tasks that
+/// succeeded (not those an operator skipped), and its tasks active after one of them (`ending`:
+/// killed first, they wait for their dependencies again). No tasks: nothing to rerun.
+struct SessionRerunPlan {
+  std::vector<uint32_t> tasks;
+  std::vector<uint32_t> ending;
+};
+SessionRerunPlan plan_session_rerun(const WorkflowActorState& st, uint32_t index);
+/// Kills `task` of session `index` for the session's rerun: it runs again once the rerun's
+/// tasks wait again.
+void end_for_rerun(Self self, const task_actor& task, uint32_t task_index, uint32_t index);
 /// The sessions a revived workflow had (see workflow_sessions.cpp); returns what tells them to
 /// carry on, once the revival is durable.
 std::function<void()> revive_sessions(Self self, const ReplayedWorkflow& replayed);

@@ -34,6 +34,7 @@ std::vector<R> rows() {
       {S::RUNNING, E::RETRY_TASK, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
       {S::RUNNING, E::SKIP_TASK, S::RUNNING, {A::PERSIST, A::REPLY, A::START_READY_TASKS, A::EVALUATE}},
       {S::RUNNING, E::UPDATE_TASK, S::RUNNING, {A::PERSIST, A::REPLY}},
+      {S::RUNNING, E::RERUN_SESSION, S::RUNNING, {A::PERSIST, A::START_READY_TASKS, A::EVALUATE}},
 
       {S::READY_PAUSE, E::TASK_FINISHED, S::READY_PAUSE, {A::PERSIST, A::EVALUATE}},
       {S::READY_PAUSE, E::PAUSE, S::READY_PAUSE, {A::REPLY}, true, "already pausing"},
@@ -47,6 +48,7 @@ std::vector<R> rows() {
       {S::READY_PAUSE, E::RETRY_TASK, S::READY_PAUSE, {A::PERSIST, A::REPLY, A::EVALUATE}},
       {S::READY_PAUSE, E::SKIP_TASK, S::READY_PAUSE, {A::PERSIST, A::REPLY, A::EVALUATE}},
       {S::READY_PAUSE, E::UPDATE_TASK, S::READY_PAUSE, {A::PERSIST, A::REPLY}},
+      {S::READY_PAUSE, E::RERUN_SESSION, S::READY_PAUSE, {A::PERSIST, A::EVALUATE}},
 
       {S::PAUSED, E::PAUSE, S::PAUSED, {A::REPLY}, true, "already paused"},
       {S::PAUSED, E::RESUME, S::RUNNING,
@@ -58,6 +60,8 @@ std::vector<R> rows() {
       {S::PAUSED, E::RETRY_TASK, S::PAUSED, {A::PERSIST, A::REPLY}},
       {S::PAUSED, E::SKIP_TASK, S::PAUSED, {A::PERSIST, A::REPLY, A::EVALUATE}},
       {S::PAUSED, E::UPDATE_TASK, S::PAUSED, {A::PERSIST, A::REPLY}},
+      // What of the session runs again waits for the resume.
+      {S::PAUSED, E::RERUN_SESSION, S::PAUSED, {A::PERSIST}},
       {S::PAUSED, E::TASK_FINISHED, S::PAUSED, {A::PERSIST, A::EVALUATE}},
       {S::PAUSED, E::SUCCEED, S::SUCCESS, {A::PERSIST}},
       {S::PAUSED, E::FAILED, S::FAILED, {A::PERSIST}},
@@ -130,6 +134,7 @@ std::string_view WorkflowMachineTraits::name(WorkflowEvent e) {
     case E::RETRY_TASK: return "RETRY_TASK";
     case E::SKIP_TASK: return "SKIP_TASK";
     case E::UPDATE_TASK: return "UPDATE_TASK";
+    case E::RERUN_SESSION: return "RERUN_SESSION";
   }
   return "?";
 }

@@ -35,6 +35,7 @@ enum class WorkflowEvent : uint8_t {
   RETRY_TASK,     ///< an operator retries a failed or killed task (reopens a FAILED workflow)
   SKIP_TASK,      ///< an operator forces a task to success, now or when it would be scheduled
   UPDATE_TASK,    ///< an operator changes a task's options (recorded by the task, or for it)
+  RERUN_SESSION,  ///< a session recreated with rerunAll: what of it succeeded runs again
 };
 
 /// What the workflow actor does for a transition, in this order.
@@ -54,7 +55,7 @@ struct WorkflowMachineTraits {
   using Event = WorkflowEvent;
   using Action = WorkflowAction;
   static constexpr size_t states = 9;
-  static constexpr size_t events = 15;
+  static constexpr size_t events = 16;
   static std::string_view name(WorkflowState s);
   static std::string_view name(WorkflowEvent e);
   static std::string_view name(WorkflowAction a);

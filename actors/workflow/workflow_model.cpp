@@ -23,6 +23,7 @@ std::optional<WorkflowEvent> WorkflowModel::event_of(Body::Which body) {
     case Body::WORKFLOW_RERUN: return WorkflowEvent::RERUN;
     case Body::WORKFLOW_TASK_RETRIED: return WorkflowEvent::RETRY_TASK;
     case Body::WORKFLOW_TASK_SKIPPED: return WorkflowEvent::SKIP_TASK;
+    case Body::WORKFLOW_SESSION_RERUN: return WorkflowEvent::RERUN_SESSION;
     default: return std::nullopt;
   }
 }
@@ -220,6 +221,7 @@ Result<void> WorkflowModel::apply(const EventView& event) {
     }
     retried.erase(*index);
     skips.erase(*index);
+    forced.erase(*index);
     ++applied;
     return ok();
   }
@@ -236,6 +238,17 @@ Result<void> WorkflowModel::apply(const EventView& event) {
         return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "': task '" +
                                                 to_string(finished.getTaskName()) +
                                                 "' finished but was not active");
+      }
+      if (finished.getOutcome() == schema::TaskOutcome::FORCED_SUCCESS) forced.insert(*index);
+      for (auto it = session_reruns.begin(); it != session_reruns.end();) {
+        // The last of a session rerun's active tasks ended: its tasks wait again.
+        if (it->second.ending.erase(*index) > 0 && it->second.ending.empty()) {
+          const uint32_t session = it->first;
+          ++it;
+          restart_session(session);
+        } else {
+          ++it;
+        }
       }
       if (outcome == TaskOutcome::FAILED) failures.emplace_back(*index, to_string(finished.getDetail()));
       if (outcome == TaskOutcome::FAILED && first_task_failure.empty()) {
@@ -261,6 +274,7 @@ Result<void> WorkflowModel::apply(const EventView& event) {
         forget_failure(*index);
       } else if (!retry && index && graph->force(*index)) {
         forget_failure(*index);
+        forced.insert(*index);
       } else if (!retry && (node == NodeState::WAITING || node == NodeState::READY || node == NodeState::BLOCKED)) {
         skips[*index] = to_string(operation.getReason());
       } else {
@@ -282,6 +296,7 @@ Result<void> WorkflowModel::apply(const EventView& event) {
       // The tasks it resets start afresh: what an operator asked of them before is done with.
       retried.clear();
       skips.clear();
+      session_reruns.clear();
       std::erase_if(failures, [&](const auto& f) { return (*reset)[f.first]; });
       finalized = false;
       failure_reason.clear();
@@ -304,6 +319,9 @@ Result<void> WorkflowModel::apply(const EventView& event) {
       }
       break;
     }
+    case Body::WORKFLOW_SESSION_RERUN:
+      if (auto rerun = apply_session_rerun(body.getWorkflowSessionRerun()); !rerun) return rerun.error();
+      break;
     case Body::WORKFLOW_RESUMED:
       for (uint32_t paused : graph->paused()) graph->start(paused);
       break;
@@ -322,6 +340,45 @@ Result<void> WorkflowModel::apply(const EventView& event) {
   state = t->to;
   ++applied;
   return ok();
+}
+
+Result<void> WorkflowModel::apply_session_rerun(schema::SessionRerun::Reader rerun) {
+  const std::string name = to_string(rerun.getSession());
+  auto session = std::find_if(spec->sessions.begin(), spec->sessions.end(),
+                              [&](const SessionSpec& s) { return s.name == name; });
+  auto refuse = [&](const std::string& why) {
+    return fail(Errc::INVALID_ARGUMENT, "workflow '" + id + "': a rerun of session '" + name + "' " + why);
+  };
+  if (session == spec->sessions.end()) return refuse("it does not have");
+  const auto index = static_cast<uint32_t>(session - spec->sessions.begin());
+  if (session_reruns.count(index)) return refuse("while one is under way");
+  SessionRerun plan;
+  for (const auto& task_name : rerun.getEnding()) {
+    auto task = spec->find_task(to_string(task_name));
+    const NodeState node = task ? graph->state(*task) : NodeState::OUTSIDE;
+    if (node != NodeState::ACTIVE && node != NodeState::PAUSED) return refuse("ends a task that is not active");
+    plan.killed.insert(*task);
+  }
+  for (const auto& task_name : rerun.getTasks()) {
+    auto task = spec->find_task(to_string(task_name));
+    if (!task || spec->tasks[*task].session != index) return refuse("names a task outside it");
+    if (!plan.killed.count(*task) && graph->state(*task) != NodeState::SUCCEEDED) {
+      return refuse("runs again a task that did not succeed");
+    }
+    plan.tasks.push_back(*task);
+  }
+  plan.ending = plan.killed;
+  session_reruns[index] = std::move(plan);
+  if (session_reruns[index].ending.empty()) restart_session(index);
+  return ok();
+}
+
+void WorkflowModel::restart_session(uint32_t session) {
+  auto it = session_reruns.find(session);
+  if (it == session_reruns.end()) return;
+  graph->restart(it->second.tasks);
+  for (uint32_t task : it->second.killed) retried.insert(task);
+  session_reruns.erase(it);
 }
 
 void WorkflowModel::forget_failure(uint32_t task) {
@@ -356,6 +413,20 @@ std::string WorkflowModel::canonical() const {
                     }() + ";failures=" + [&] {
                       std::string out;
                       for (const auto& [t, detail] : failures) out += std::to_string(t) + ":" + detail + ",";
+                      return out;
+                    }() + ";forced=" + [&] {
+                      std::string out;
+                      for (uint32_t t : forced) out += std::to_string(t) + ",";
+                      return out;
+                    }() + ";session_reruns=" + [&] {
+                      std::string out;
+                      for (const auto& [s, plan] : session_reruns) {
+                        out += std::to_string(s) + ":";
+                        for (uint32_t t : plan.tasks) {
+                          out += std::to_string(t) + (plan.killed.count(t) ? "~" : "") + (plan.ending.count(t) ? "!" : "") + ",";
+                        }
+                        out += ";";
+                      }
                       return out;
                     }() +
                     ";applied=" + std::to_string(applied) + ";graph=";

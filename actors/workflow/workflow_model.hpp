@@ -43,6 +43,16 @@ struct WorkflowModel {
   /// Tasks that failed and still count as failed, in the order they failed, with the detail:
   /// when the first is retried or skipped, the next names the workflow's failure.
   std::vector<std::pair<uint32_t, std::string>> failures;
+  /// A session recreated with rerunAll (workflowSessionRerun): the tasks of it that run again,
+  /// once those still ending (active ones after a succeeded one, killed first) have ended.
+  struct SessionRerun {
+    std::vector<uint32_t> tasks;
+    std::set<uint32_t> killed;  ///< the active ones it ends: their next instance continues their attempts
+    std::set<uint32_t> ending;  ///< of those, the ones not yet ended
+  };
+  std::map<uint32_t, SessionRerun> session_reruns;  ///< by session index, until their tasks wait again
+  /// Tasks that ended forced to success (an operator's skip): a session's rerun leaves them be.
+  std::set<uint32_t> forced;
   int64_t submitted_us = 0;  ///< when the submission was recorded
   bool finalized = false;
   bool stop_immediate = false;  ///< a kill: active tasks are cancelled without grace (sticky)
@@ -78,6 +88,9 @@ struct WorkflowModel {
  private:
   /// Task `task` no longer counts as failed: the next failure, if any, names the workflow's.
   void forget_failure(uint32_t task);
+  /// The session rerun's tasks wait again in the graph (its killed ones as retries).
+  void restart_session(uint32_t session);
+  Result<void> apply_session_rerun(schema::SessionRerun::Reader rerun);
 };
 
 }  // namespace troupe::actors

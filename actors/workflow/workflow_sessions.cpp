@@ -29,6 +29,12 @@ void never_attempt(Self self, const task_actor& task, uint32_t session) {
              "session '" + self->state.model.spec->sessions[session].name + "' failed before it ran");
 }
 
+void end_for_rerun(Self self, const task_actor& task, uint32_t task_index, uint32_t index) {
+  self->state.rerun_kills.insert(task_index);
+  self->send(task, kill_atom::value, session_atom::value, false,
+             "session '" + self->state.model.spec->sessions[index].name + "' was recreated and runs it again (rerunAll)");
+}
+
 void kill_session_tasks(Self self, uint32_t index) {
   auto& st = self->state;
   // A stop leaves paused tasks paused, and may end the workflow before this kill is recorded.
@@ -37,6 +43,31 @@ void kill_session_tasks(Self self, uint32_t index) {
     if (stopping && st.model.graph->state(task) == NodeState::PAUSED) continue;
     if (auto it = st.tasks.find(task); it != st.tasks.end()) never_attempt(self, it->second, index);
   }
+}
+
+SessionRerunPlan plan_session_rerun(const WorkflowActorState& st, uint32_t index) {
+  const auto& spec = *st.model.spec;
+  const auto& graph = *st.model.graph;
+  SessionRerunPlan plan;
+  std::vector<bool> after(spec.tasks.size(), false);  // runs again, or depends on one that does
+  for (uint32_t task : spec.topological_order) {
+    const bool ours = spec.tasks[task].session == index;
+    bool below = false;
+    for (uint32_t dependency : spec.tasks[task].depends_on) below = below || after[dependency];
+    const NodeState node = graph.state(task);
+    if (ours && node == NodeState::SUCCEEDED && st.model.forced.count(task) == 0) {
+      plan.tasks.push_back(task);
+      after[task] = true;
+    } else if (ours && below && (node == NodeState::ACTIVE || node == NodeState::PAUSED)) {
+      plan.tasks.push_back(task);
+      plan.ending.push_back(task);
+      after[task] = true;
+    } else {
+      after[task] = below;
+    }
+  }
+  if (plan.ending.size() == plan.tasks.size()) return {};  // nothing of it succeeded
+  return plan;
 }
 
 bool session_tasks_over(const WorkflowActorState& st, uint32_t index) {
@@ -55,7 +86,8 @@ bool session_tasks_over(const WorkflowActorState& st, uint32_t index) {
 void tell_sessions(Self self, uint32_t index, TaskState state, const TaskModel* ended) {
   auto& st = self->state;
   const TaskSpec& task = st.model.spec->tasks[index];
-  if (task.session && TaskMachine::is_terminal(state) && !TaskMachine::is_success(state)) {
+  const bool rerun_kill = st.rerun_kills.erase(index) > 0;  // no failure: it runs again
+  if (task.session && TaskMachine::is_terminal(state) && !TaskMachine::is_success(state) && !rerun_kill) {
     if (auto it = st.sessions.find(*task.session); it != st.sessions.end()) {
       std::string reason = ended ? ended->failure_reason : std::string(TaskMachineTraits::name(state));
       std::string details = ended ? ended->failure_details : std::string();
@@ -64,7 +96,7 @@ void tell_sessions(Self self, uint32_t index, TaskState state, const TaskModel* 
     }
   }
   for (const auto& [session, actor] : st.sessions) {
-    if (session_tasks_over(st, session)) {
+    if (st.model.session_reruns.count(session) == 0 && session_tasks_over(st, session)) {
       self->send(actor, finished_atom::value, false, std::string(), std::string(), std::string());
     }
   }

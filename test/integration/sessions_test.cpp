@@ -290,6 +290,30 @@ TEST_SUITE("integration.sessions") {
     }
   }
 
+  TEST_CASE("a session recreated with rerunAll runs again the tasks that succeeded, in their order") {
+    troupe::test::ClusterSpec spec;
+    Cluster cluster(spec);
+    start_all(cluster);
+    auto client = troupe::test::connect(cluster.port);
+    const std::string order = cluster.dir / "order", started = cluster.dir / "started";
+    const std::string session = session_of(
+        "s", {"one", "two"},
+        R"("envEnter": )" + shell_action("echo enter >> " + order) + R"(, "onFailure": "recreate", "rerunAll": true)");
+    REQUIRE(client->start("again", workflow_with_sessions("again", one_then_long_two(order, started), session)) == "again");
+    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+    const auto holder = ran_on(cluster, "again", "two");
+    REQUIRE(holder.size() == 1);
+    cluster.nodes[holder[0]]->kill(SIGKILL);
+    (void)cluster.nodes[holder[0]]->wait();
+    const std::string result = client->result("again", 30s);
+    auto status = cli(cluster, {"status", "again"});
+    CHECK_MESSAGE(result == "SUCCESS", (result + "\n" + status.output));
+    // The new session entered a fresh environment: one ran again there before two.
+    CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "two", "enter", "one", "two"});
+    const std::string other = holder[0] == "worker-a" ? "worker-b" : "worker-a";
+    CHECK_MESSAGE(contains(status.output, "one   SUCCESS                1  " + other), status.output);
+  }
+
   TEST_CASE("a session's worker restarted with the same resource id within reestablishWithin continues the session there") {
     troupe::test::ClusterSpec spec;
     spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt, "box", 1}, {"worker-b", {{"default", 2}}, std::nullopt}};

@@ -22,7 +22,10 @@ inline std::string random_session(std::mt19937_64& rng, int tasks) {
   if (pick(2) == 0) json += R"(, "envExit": {"handler": "noop"})";
   if (pick(2) == 0) json += R"(, "creationTimeout": ")" + std::to_string(1 + pick(10)) + R"(s")";
   if (pick(3) == 0) json += R"(, "executionTimeout": ")" + std::to_string(5 + pick(60)) + R"(s")";
-  if (pick(2) == 0) json += R"(, "onFailure": "recreate", "maxRecreates": )" + std::to_string(1 + pick(3));
+  if (pick(2) == 0) {
+    json += R"(, "onFailure": "recreate", "maxRecreates": )" + std::to_string(1 + pick(3));
+    if (pick(2) == 0) json += R"(, "rerunAll": true)";
+  }
   return json + "}";
 }
 

@@ -86,6 +86,35 @@ TEST_SUITE("actors.execution_graph") {
     CHECK(g.ready() == std::vector<uint32_t>{1, 2});
   }
 
+  TEST_CASE("a paused task killed by its session's failure blocks its successors") {
+    auto spec = spec_of(diamond);
+    ExecutionGraph g(spec, std::nullopt);
+    run_ready(g, TaskOutcome::SUCCEEDED);  // a
+    REQUIRE(g.start(1));
+    REQUIRE(g.finish(1, TaskOutcome::PAUSED));
+    CHECK(g.finish(1, TaskOutcome::KILLED));
+    CHECK(g.state(1) == NodeState::KILLED);
+    CHECK(g.state(3) == NodeState::BLOCKED);
+  }
+
+  TEST_CASE("a session's rerun restarts what succeeded and what it killed after it; their successors wait again") {
+    auto spec = spec_of(diamond);
+    ExecutionGraph g(spec, std::nullopt);
+    run_ready(g, TaskOutcome::SUCCEEDED);  // a
+    REQUIRE(g.start(1));
+    REQUIRE(g.start(2));
+    REQUIRE(g.finish(2, TaskOutcome::SUCCEEDED));  // c succeeded; b is active when the worker is lost
+    REQUIRE(g.finish(1, TaskOutcome::KILLED));     // killed for the rerun
+    CHECK(g.state(3) == NodeState::BLOCKED);
+    g.restart({0, 1, 2});
+    CHECK(g.ready() == std::vector<uint32_t>{0});
+    CHECK(g.state(1) == NodeState::WAITING);
+    CHECK(g.state(2) == NodeState::WAITING);
+    CHECK(g.state(3) == NodeState::WAITING);
+    run_ready(g, TaskOutcome::SUCCEEDED);
+    CHECK(g.ready() == std::vector<uint32_t>{1, 2});
+  }
+
   TEST_CASE("finishing or starting a task in the wrong state is refused") {
     auto spec = spec_of(diamond);
     ExecutionGraph g(spec, std::nullopt);
