@@ -49,7 +49,10 @@ TaskReport report_of(const std::string& id, schema::Outcome::Reader outcome) {
       report.non_retryable = f.getNonRetryable();
       break;
     }
-    case schema::Outcome::CANCELLED: report.kind = TaskReport::CANCELLED; break;
+    case schema::Outcome::CANCELLED:
+      report.kind = TaskReport::CANCELLED;
+      if (outcome.getNeverStarted()) report.loss = actors::Loss::NEVER_STARTED;
+      break;
     case schema::Outcome::HANDED_OFF: report.kind = TaskReport::HANDED_OFF; break;
     case schema::Outcome::INTERRUPTED:
       report.kind = TaskReport::INTERRUPTED;

@@ -80,7 +80,10 @@ void fill(schema::Outcome::Builder out, const TaskReport& report, Duration ended
   out.setEndedAgoUs(static_cast<uint64_t>(ended_ago.count()));
   switch (report.kind) {
     case TaskReport::SUCCEEDED: out.setSucceeded(as_data(report.payload)); break;
-    case TaskReport::CANCELLED: out.setCancelled(); break;
+    case TaskReport::CANCELLED:
+      out.setCancelled();
+      out.setNeverStarted(report.loss == actors::Loss::NEVER_STARTED);
+      break;
     case TaskReport::HANDED_OFF: out.setHandedOff(); break;
     case TaskReport::INTERRUPTED: out.setInterrupted(report.details); break;
     default: {
@@ -370,6 +373,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
       never.invocation_id = id;
       never.kind = TaskReport::CANCELLED;
       never.details = "never attempted: its session stopped taking tasks";
+      never.loss = actors::Loss::NEVER_STARTED;
       on_report(std::move(never));
     }
     for (auto& answer : effects.answers) {

@@ -156,6 +156,7 @@ struct SessionRerun {
                                 # succeeded, and those active after them (ending, below)
   ending @2 :List(Text);        # active tasks that wait for their dependencies again: killed
                                 # first, they run again once every one of them ended
+  attempt @3 :UInt32;           # the session's recreation (its attempt) this rerun is for
 }
 
 struct TaskOperation {
@@ -206,6 +207,7 @@ struct TaskDispatching {
 
 struct Invocation {
   invocationId @0 :Text;        # unique per attempt; sent to a worker once
+  neverStarted @1 :Bool;        # taskKilled: its worker said it never started it
 }
 
 struct TaskDispatched {

@@ -111,6 +111,8 @@ struct Outcome {
     interrupted @5 :Text;            # the worker shut down before it finished (why): not the task's
                                      # failure; the scheduler runs it again elsewhere, attempt kept
   }
+  neverStarted @6 :Bool;             # cancelled: it never started here (a task queued in a
+                                     # session that stopped taking tasks)
   endedAgoUs @4 :UInt64;
   # How long before this message was built the invocation ended, on the worker's monotonic
   # clock. The scheduler dates the end by its own clock (receipt minus this, never earlier than

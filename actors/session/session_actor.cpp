@@ -275,7 +275,7 @@ void act(Self self, const SessionTransition& t) {
     }
   }
   if (t.to == SessionState::CREATING && st.model().attempt > 1 && st.spec().rerun_all) {
-    self->send(st.setup.owner, session_atom::value, index, rerun_atom::value);  // a fresh environment
+    self->send(st.setup.owner, session_atom::value, index, rerun_atom::value, st.model().attempt);  // a fresh environment
   }
   if (SessionMachine::is_terminal(t.to) && !st.ended) {
     st.ended = true;
@@ -370,8 +370,8 @@ void recover(Self self) {
       ask_for_worker(self);
       if (st.model().attempt > 1 && st.spec().rerun_all) {
         // Recreated just before the restart: its rerun may not have been recorded (the
-        // workflow ignores it if it was, or if nothing of it succeeded).
-        self->send(st.setup.owner, session_atom::value, st.setup.index, rerun_atom::value);
+        // workflow ignores it for a recreation it reran already, or if nothing of it succeeded).
+        self->send(st.setup.owner, session_atom::value, st.setup.index, rerun_atom::value, st.model().attempt);
       }
       break;
     case SessionState::FAILING:

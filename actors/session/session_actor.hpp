@@ -25,7 +25,7 @@ using session_owner_port = caf::typed_actor<
     // worker runs one action at a time, so all but the running one have yet to start there
     caf::reacts_to<session_atom, uint32_t /* session index */, kill_atom>,
     // it was recreated and says rerunAll: its tasks that succeeded run again in the new instance
-    caf::reacts_to<session_atom, uint32_t /* session index */, rerun_atom>,
+    caf::reacts_to<session_atom, uint32_t /* session index */, rerun_atom, uint32_t /* its attempt */>,
     // the session is over: CLOSED or FAILED (a SessionState), and why it failed (reason,
     // details; "TaskFailed" when a task of it failed for good, which fails its workflow anyway)
     caf::reacts_to<session_atom, uint32_t /* session index */, uint8_t /* SessionState */, std::string, std::string>>;

@@ -608,8 +608,11 @@ void on_report(Self self, const TaskReport& report) {
       break;
     case TaskReport::CANCELLED:
       if (s.model.kill_requested) {
-        decide(self, TaskEvent::KILLED,
-               [&](Body b) { b.initTaskKilled().setInvocationId(report.invocation_id); });
+        decide(self, TaskEvent::KILLED, [&](Body b) {
+          auto killed = b.initTaskKilled();
+          killed.setInvocationId(report.invocation_id);
+          killed.setNeverStarted(report.loss == Loss::NEVER_STARTED);
+        });
       } else {
         attempt_failed(self, AttemptFailure{"Cancelled", false, false, {}}, std::nullopt);
       }

@@ -246,6 +246,13 @@ Result<void> TaskModel::apply(const EventView& event) {
                             : "scheduleToClose");
       invocation_id.clear();
       break;
+    case Body::TASK_KILLED:
+      // Stopped on its executor: it may have run, unless its worker said it never started it.
+      if (TaskMachine::is_on_executor(state) && !body.getTaskKilled().getNeverStarted()) ran_attempt = attempt;
+      break;
+    case Body::TASK_PAUSED:
+      if (TaskMachine::is_on_executor(state)) ran_attempt = attempt;
+      break;
     case Body::TASK_KILL_REQUESTED: {
       auto reason = body.getTaskKillRequested();
       kill_requested = true;

@@ -75,7 +75,8 @@ bool ExecutionGraph::start(uint32_t task) {
 }
 
 bool ExecutionGraph::finish(uint32_t task, TaskOutcome outcome) {
-  // A paused task may be forced to succeed (skipTask), or killed because its session failed.
+  // A paused task may be forced to succeed (skipTask), or killed because its session failed or
+  // reruns; nothing else ends it.
   const bool ended_while_paused =
       nodes_[task] == NodeState::PAUSED && (outcome == TaskOutcome::SUCCEEDED || outcome == TaskOutcome::KILLED);
   if (nodes_[task] != NodeState::ACTIVE && !ended_while_paused) return false;

@@ -55,8 +55,8 @@ class ExecutionGraph {
 
   /// A READY or PAUSED task got a task instance. Returns false if it was in neither state.
   bool start(uint32_t task);
-  /// An ACTIVE task ended (or a PAUSED one was forced to succeed, or killed by its session's
-  /// failure). Successors become READY, or
+  /// An ACTIVE task ended (or a PAUSED one was forced to succeed, or killed by its session).
+  /// Successors become READY, or
   /// BLOCKED after a failure or kill. Returns false if the task was in neither state.
   bool finish(uint32_t task, TaskOutcome outcome);
 
@@ -83,7 +83,8 @@ class ExecutionGraph {
   /// as the rerun does not run it.
   void rerun(const std::vector<bool>& reset);
 
-  /// A session recreated with rerunAll runs `tasks` again (none of them active): each waits
+  /// A session recreated with rerunAll runs `tasks` again (each ended: succeeded, failed or
+  /// killed): each waits
   /// again, READY once its dependencies succeeded; what they blocked waits for them, and a
   /// READY task whose dependencies no longer all succeeded waits again too.
   void restart(const std::vector<uint32_t>& tasks);

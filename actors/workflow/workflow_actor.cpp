@@ -562,10 +562,19 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
   }
   for (uint32_t index : st.model.graph->paused()) {
     const auto& name = st.model.spec->tasks[index].name;
-    if (auto it = replayed.tasks.find(name); it != replayed.tasks.end()) {
-      if (std::none_of(revived.begin(), revived.end(), [&](auto& r) { return r.first == index; })) {
-        revived.emplace_back(index, it->second);
-      }
+    auto it = replayed.tasks.find(name);
+    if (it == replayed.tasks.end()) continue;
+    const TaskModel& task = it->second;
+    if (TaskMachine::is_terminal(task.state)) {
+      // Ended while paused (killed, skipped, timed out), before the workflow recorded it.
+      decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
+        auto f = b.initWorkflowTaskFinished();
+        f.setTaskName(name);
+        f.setOutcome(wire_outcome(task.state));
+        f.setDetail(task.failure_message());
+      });
+    } else if (std::none_of(revived.begin(), revived.end(), [&](auto& r) { return r.first == index; })) {
+      revived.emplace_back(index, task);
     }
   }
   for (const auto& [index, model] : revived) st.dormant.erase(index);
@@ -1018,7 +1027,8 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
             })) {
           commit(self, std::move(batch));
         }
-        if (!st.sessions.empty()) tell_sessions(self, index, task_state, ended.get());
+        const bool rerun_kill = st.rerun_kills.erase(index) > 0;  // no failure: it runs again
+        if (!st.sessions.empty()) tell_sessions(self, index, task_state, ended.get(), rerun_kill);
       },
       [=](session_atom, uint32_t index, kill_atom) {
         // Deadline's NEVER_ATTEMPTED: the session will run none of its tasks that have not run.
@@ -1029,11 +1039,14 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         st.stopped_sessions.insert(index);
         kill_session_tasks(self, index);
       },
-      [=](session_atom, uint32_t index, rerun_atom) {
-        // Its session was recreated with rerunAll: what of it succeeded runs again in the new
-        // instance, and what of it waits after that waits for it again.
+      [=](session_atom, uint32_t index, rerun_atom, uint32_t attempt) {
+        // Its session was recreated (`attempt`) with rerunAll: what of it succeeded runs again in
+        // the new instance, and what of it waits after that waits for it again.
         auto& st = self->state;
         if (index >= st.model.spec->sessions.size() || st.model.session_reruns.count(index) > 0) return;
+        if (auto done = st.model.rerun_attempts.find(index); done != st.model.rerun_attempts.end() && done->second >= attempt) {
+          return;  // asked again after a restart: recorded already
+        }
         auto allowed = WorkflowMachine::transition(st.model.state, WorkflowEvent::RERUN_SESSION);
         if (!allowed || allowed->ignored) return;  // stopping, or over: the session is cancelled
         const SessionRerunPlan plan = plan_session_rerun(st, index);
@@ -1045,6 +1058,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         if (!decide(self, batch, WorkflowEvent::RERUN_SESSION, [&](Body b) {
               auto r = b.initWorkflowSessionRerun();
               r.setSession(st.model.spec->sessions[index].name);
+              r.setAttempt(attempt);
               names(r.initTasks(static_cast<unsigned>(plan.tasks.size())), plan.tasks);
               names(r.initEnding(static_cast<unsigned>(plan.ending.size())), plan.ending);
             })) {

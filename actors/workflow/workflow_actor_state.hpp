@@ -96,9 +96,9 @@ void kill_session_tasks(Self self, uint32_t index);
 /// Whether every task of session `index` is over in this run (ended, or blocked behind one
 /// that failed): its worker has nothing more to run.
 bool session_tasks_over(const WorkflowActorState& st, uint32_t index);
-/// A task ended in `state`: its session hears whether it failed for good, and every live
-/// session whose tasks are all over hears so.
-void tell_sessions(Self self, uint32_t index, TaskState state, const TaskModel* ended);
+/// A task ended in `state`: its session hears whether it failed for good (not when a rerun of
+/// the session killed it), and every live session whose tasks are all over hears so.
+void tell_sessions(Self self, uint32_t index, TaskState state, const TaskModel* ended, bool rerun_kill);
 /// What a rerun of session `index` (recreated with rerunAll) runs again: its tasks that
 /// succeeded (not those an operator skipped), and its tasks active after one of them (`ending`:
 /// killed first, they wait for their dependencies again). No tasks: nothing to rerun.

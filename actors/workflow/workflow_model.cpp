@@ -90,6 +90,14 @@ Result<uint32_t> WorkflowModel::task_for(WorkflowEvent operation, std::string_vi
   };
   const bool retry = operation == WorkflowEvent::RETRY_TASK;
   const bool skip = operation == WorkflowEvent::SKIP_TASK;
+  if (retry || skip) {
+    for (const auto& [session, rerun] : session_reruns) {
+      if (std::find(rerun.tasks.begin(), rerun.tasks.end(), *index) != rerun.tasks.end()) {
+        return refuse("runs again in its session, which was recreated with rerunAll: " +
+                      std::string(retry ? "retry" : "skip") + " it once its session's tasks wait again");
+      }
+    }
+  }
   switch (graph->state(*index)) {
     case NodeState::FAILED:
     case NodeState::KILLED:
@@ -241,8 +249,8 @@ Result<void> WorkflowModel::apply(const EventView& event) {
       }
       if (finished.getOutcome() == schema::TaskOutcome::FORCED_SUCCESS) forced.insert(*index);
       for (auto it = session_reruns.begin(); it != session_reruns.end();) {
-        // The last of a session rerun's active tasks ended: its tasks wait again.
-        if (it->second.ending.erase(*index) > 0 && it->second.ending.empty()) {
+        // The last of a session rerun's active tasks ended (a pause is no end): its tasks wait again.
+        if (outcome != TaskOutcome::PAUSED && it->second.ending.erase(*index) > 0 && it->second.ending.empty()) {
           const uint32_t session = it->first;
           ++it;
           restart_session(session);
@@ -297,6 +305,7 @@ Result<void> WorkflowModel::apply(const EventView& event) {
       retried.clear();
       skips.clear();
       session_reruns.clear();
+      rerun_attempts.clear();
       std::erase_if(failures, [&](const auto& f) { return (*reset)[f.first]; });
       finalized = false;
       failure_reason.clear();
@@ -352,6 +361,8 @@ Result<void> WorkflowModel::apply_session_rerun(schema::SessionRerun::Reader rer
   if (session == spec->sessions.end()) return refuse("it does not have");
   const auto index = static_cast<uint32_t>(session - spec->sessions.begin());
   if (session_reruns.count(index)) return refuse("while one is under way");
+  if (rerun.getAttempt() <= rerun_attempts[index]) return refuse("for a recreation it reran already");
+  rerun_attempts[index] = rerun.getAttempt();
   SessionRerun plan;
   for (const auto& task_name : rerun.getEnding()) {
     auto task = spec->find_task(to_string(task_name));
@@ -376,8 +387,17 @@ Result<void> WorkflowModel::apply_session_rerun(schema::SessionRerun::Reader rer
 void WorkflowModel::restart_session(uint32_t session) {
   auto it = session_reruns.find(session);
   if (it == session_reruns.end()) return;
-  graph->restart(it->second.tasks);
-  for (uint32_t task : it->second.killed) retried.insert(task);
+  // Only what ended runs again: a killed task may have succeeded first (its token came in the
+  // kill's grace), and one that failed or was killed continues its attempts.
+  std::vector<uint32_t> restart;
+  for (uint32_t task : it->second.tasks) {
+    const NodeState node = graph->state(task);
+    if (node != NodeState::SUCCEEDED && node != NodeState::FAILED && node != NodeState::KILLED) continue;
+    restart.push_back(task);
+    if (node != NodeState::SUCCEEDED) retried.insert(task);
+    forget_failure(task);
+  }
+  graph->restart(restart);
   session_reruns.erase(it);
 }
 
@@ -417,6 +437,10 @@ std::string WorkflowModel::canonical() const {
                     }() + ";forced=" + [&] {
                       std::string out;
                       for (uint32_t t : forced) out += std::to_string(t) + ",";
+                      return out;
+                    }() + ";rerun_attempts=" + [&] {
+                      std::string out;
+                      for (const auto& [s, attempt] : rerun_attempts) out += std::to_string(s) + ":" + std::to_string(attempt) + ",";
                       return out;
                     }() + ";session_reruns=" + [&] {
                       std::string out;

@@ -51,6 +51,9 @@ struct WorkflowModel {
     std::set<uint32_t> ending;  ///< of those, the ones not yet ended
   };
   std::map<uint32_t, SessionRerun> session_reruns;  ///< by session index, until their tasks wait again
+  /// The last recreation (session attempt) each session's rerun was recorded for: a rerun asked
+  /// again after a restart is refused.
+  std::map<uint32_t, uint32_t> rerun_attempts;
   /// Tasks that ended forced to success (an operator's skip): a session's rerun leaves them be.
   std::set<uint32_t> forced;
   int64_t submitted_us = 0;  ///< when the submission was recorded

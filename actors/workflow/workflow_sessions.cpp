@@ -26,7 +26,7 @@ void session_needed(Self self, uint32_t index) {
 
 void never_attempt(Self self, const task_actor& task, uint32_t session) {
   self->send(task, kill_atom::value, session_atom::value, false,
-             "session '" + self->state.model.spec->sessions[session].name + "' failed before it ran");
+             "session '" + self->state.model.spec->sessions[session].name + "' ended before it ran");
 }
 
 void end_for_rerun(Self self, const task_actor& task, uint32_t task_index, uint32_t index) {
@@ -83,10 +83,9 @@ bool session_tasks_over(const WorkflowActorState& st, uint32_t index) {
   return true;
 }
 
-void tell_sessions(Self self, uint32_t index, TaskState state, const TaskModel* ended) {
+void tell_sessions(Self self, uint32_t index, TaskState state, const TaskModel* ended, bool rerun_kill) {
   auto& st = self->state;
   const TaskSpec& task = st.model.spec->tasks[index];
-  const bool rerun_kill = st.rerun_kills.erase(index) > 0;  // no failure: it runs again
   if (task.session && TaskMachine::is_terminal(state) && !TaskMachine::is_success(state) && !rerun_kill) {
     if (auto it = st.sessions.find(*task.session); it != st.sessions.end()) {
       std::string reason = ended ? ended->failure_reason : std::string(TaskMachineTraits::name(state));
@@ -151,16 +150,20 @@ std::function<void()> revive_sessions(Self self, const ReplayedWorkflow& replaye
     // What its tasks did while nobody told it (the restart came between) it hears now.
     auto& s = self->state;
     for (const auto& [index, actor] : s.sessions) {
+      // A rerun under way killed some of its tasks: those are no failure, and its tasks are not over.
+      auto rerun = s.model.session_reruns.find(index);
+      const bool rerunning = rerun != s.model.session_reruns.end();
       for (uint32_t task : s.model.spec->sessions[index].tasks) {
         const NodeState node = s.model.graph->state(task);
         if (node != NodeState::FAILED && node != NodeState::KILLED) continue;
+        if (rerunning && rerun->second.killed.count(task) > 0) continue;
         const auto& name = s.model.spec->tasks[task].name;
         auto dormant = s.dormant.find(task);
         const std::string reason = dormant != s.dormant.end() ? dormant->second.failure_reason : "Failed";
         const std::string details = dormant != s.dormant.end() ? dormant->second.failure_details : "";
         self->send(actor, finished_atom::value, true, name, reason.empty() ? std::string("Failed") : reason, details);
       }
-      if (session_tasks_over(s, index)) {
+      if (!rerunning && session_tasks_over(s, index)) {
         self->send(actor, finished_atom::value, false, std::string(), std::string(), std::string());
       }
     }

@@ -162,7 +162,7 @@ TEST_SUITE("integration.sessions") {
     auto status = cli(cluster, {"status", "waits"});
     // Deadline's NEVER_ATTEMPTED: no attempt, no start or end time.
     CHECK_MESSAGE(contains(status.output, "never  NEVER_ATTEMPTED        0  "), status.output);
-    CHECK_MESSAGE(contains(status.output, "NeverAttempted: session 'second' failed before it ran"), status.output);
+    CHECK_MESSAGE(contains(status.output, "NeverAttempted: session 'second' ended before it ran"), status.output);
     auto json = cli(cluster, {"status", "waits", "--json"});
     CHECK_MESSAGE(contains(json.output, R"("name":"never","state":"NEVER_ATTEMPTED","attempt":0)"), json.output);
     CHECK_MESSAGE(contains(json.output, R"("startedUs":0,"endedUs":0)"), json.output);
@@ -194,7 +194,7 @@ TEST_SUITE("integration.sessions") {
     auto status = cli(cluster, {"status", "broken"});
     CHECK_MESSAGE(contains(status.output, "one   NEVER_ATTEMPTED        0  "), status.output);
     CHECK_MESSAGE(contains(status.output, "two   UPSTREAM_FAILED"), status.output);
-    CHECK_MESSAGE(contains(status.output, "NeverAttempted: session 'env' failed before it ran"), status.output);
+    CHECK_MESSAGE(contains(status.output, "NeverAttempted: session 'env' ended before it ran"), status.output);
   }
 
   TEST_CASE("an executionTimeout or a stop while envEnter runs cancels it; envExit runs, the tasks are never attempted") {

@@ -142,7 +142,7 @@ std::vector<CommandSpec> command_table() {
               "Prints workflow ID's state and a table of its tasks as its history records them, a line each: "
               "TASK; STATE, the task's state (WAITING before it is scheduled, UPSTREAM_FAILED when it will not run "
               "in this run because a task it depends on failed or was killed, or the workflow failed; NEVER_ATTEMPTED "
-              "when its session failed before it ran: it has no start or end time); ATTEMPT, "
+              "when its session ended (failed or was stopped) before it ran: it has no start or end time); ATTEMPT, "
               "its current or last attempt; WORKER, where that attempt ran; STARTED and ENDED, when it was first "
               "sent to a worker and when it ended (UTC); DURATION, from start to end, or until now while it runs; "
               "and PROGRESS / FAILURE: its current attempt's progress (0.4, 40% or 4/10 drawn as a bar), or, once "

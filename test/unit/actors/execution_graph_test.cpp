@@ -252,7 +252,7 @@ TEST_SUITE("actors.execution_graph") {
     CHECK(g.state(3) == NodeState::BLOCKED);
 
     REQUIRE(g.finish(2, TaskOutcome::PAUSED));
-    CHECK_FALSE(g.finish(2, TaskOutcome::FAILED));  // only a forced success ends a paused task
+    CHECK_FALSE(g.finish(2, TaskOutcome::FAILED));  // only a forced success or a kill ends a paused task
     REQUIRE(g.finish(2, TaskOutcome::SUCCEEDED));
     CHECK(g.state(2) == NodeState::SUCCEEDED);
   }

@@ -25,6 +25,46 @@ const char* chain = R"({"name": "chain", "tasks": [
 }  // namespace
 
 TEST_SUITE("actors.models") {
+  TEST_CASE("a task its session ends is NEVER_ATTEMPTED only if no attempt of it ran, as far as its worker said") {
+    for (const bool worker_never_started : {true, false}) {
+      CAPTURE(worker_never_started);
+      TaskModel task;
+      task.name = "t";
+      REQUIRE(apply(task, 0, [](Body b) { b.initTaskScheduled().setInput(as_bytes("{}")); }));
+      REQUIRE(apply(task, 10, [&](Body b) {
+        auto d = b.initTaskDispatched();
+        d.setInvocationId("t/1.1");
+        d.setWorkerShard("w1");
+      }));
+      REQUIRE(apply(task, 20, [](Body b) {
+        auto k = b.initTaskKillRequested();
+        k.setText("session 's' ended before it ran");
+        k.setNeverAttempted(true);
+      }));
+      // Queued in its session on the worker, or started there with the start not yet heard of.
+      REQUIRE(apply(task, 30, [&](Body b) {
+        auto k = b.initTaskKilled();
+        k.setInvocationId("t/1.1");
+        k.setNeverStarted(worker_never_started);
+      }));
+      CHECK(task.state == TaskState::KILLED);
+      CHECK(task.never_attempted() == worker_never_started);
+      CHECK(task.ran_attempt == (worker_never_started ? 0u : 1u));
+    }
+    // Killed by a stop before it was dispatched: it never ran.
+    TaskModel waiting;
+    waiting.name = "t";
+    REQUIRE(apply(waiting, 0, [](Body b) { b.initTaskScheduled().setInput(as_bytes("{}")); }));
+    REQUIRE(apply(waiting, 10, [](Body b) { b.initTaskDispatching().setTaskList("default"); }));
+    REQUIRE(apply(waiting, 20, [](Body b) {
+      auto k = b.initTaskKillRequested();
+      k.setText("workflow stop");
+      k.setNeverAttempted(true);
+    }));
+    CHECK(waiting.state == TaskState::KILLED);
+    CHECK(waiting.never_attempted());
+  }
+
   TEST_CASE("an invocation id names its workflow and task, read from its end") {
     const std::string id = troupe::actors::make_invocation_id("team/nightly", "load", 2, 5);
     CHECK(id == "team/nightly/load/2.5");

@@ -14,10 +14,10 @@
 #include <set>
 
 #include "actors/system/replay.hpp"
-#include "storage/codec.hpp"
 #include "actors/workflow/workflow_actor.hpp"
 #include "test/support/actor_fixture.hpp"
 #include "test/support/fake_session_host.hpp"
+#include "test/support/history.hpp"
 #include "test/support/random_workflows.hpp"
 
 using namespace troupe;
@@ -110,17 +110,11 @@ TEST_SUITE("actors.replay_property") {
           }
         }
       }
-      // The history's events, one line each: sequence, actor, body (EventBody's union index).
+      // The history's events, one line each: actor and body.
       auto history_of = [&](const std::string& workflow) {
         std::string out;
-        auto events = fx.store->read(workflow, 1, 1000000);
-        if (!events) return out;
-        for (const auto& stored : *events) {
-          auto decoded = storage::DecodedEvent::decode(stored.packed);
-          if (!decoded) continue;
-          auto event = decoded->get();
-          out += "\n" + std::to_string(stored.sequence) + " " + std::string(event.getActorId().cStr()) + " " +
-                 std::to_string(static_cast<int>(event.getBody().which()));
+        for (const auto& event : test::decoded_history(*fx.store, workflow)) {
+          out += "\n" + std::string(event.get().getActorId().cStr()) + " " + test::body_kind(event);
         }
         return out;
       };
