@@ -462,6 +462,29 @@ TEST_SUITE("integration.sessions") {
     CHECK_MESSAGE(contains(status.output, "s        CLOSED                1  worker-a  SUCCEEDED   SUCCEEDED"), status.output);
   }
 
+  TEST_CASE("a task queued on the session's worker behind one that fails for good is never attempted") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    Cluster cluster(spec);
+    start_all(cluster);
+    auto client = troupe::test::connect(cluster.port);
+    const std::string ran = cluster.dir / "ran";
+    // Both are ready at once and both go to the worker (two slots), which runs a first: b waits
+    // in the session behind it.
+    const std::string tasks = shell_task("a", "sleep 1; exit 4") + ", " + shell_task("b", "touch " + ran);
+    REQUIRE(client->start("queued", workflow_with_sessions("queued", tasks, session_of("s", {"a", "b"}))) == "queued");
+    const std::string failed = client->result("queued", 30s);
+    CHECK_MESSAGE(contains(failed, "FAILED: task 'a' failed: ExitCode:4"), failed);
+    CHECK_FALSE(fs::exists(ran));
+    auto status = cli(cluster, {"status", "queued"});
+    CHECK_MESSAGE(contains(status.output, "b     NEVER_ATTEMPTED        0  "), status.output);
+    auto json = cli(cluster, {"status", "queued", "--json"});
+    CHECK_MESSAGE(contains(json.output, R"("name":"b","state":"NEVER_ATTEMPTED","attempt":0)"), json.output);
+    // It was sent to the worker, which never started it: no start time either.
+    const std::string log = read_file(cluster.logs("worker-a") + "/sessions/queued/s.log");
+    CHECK_MESSAGE(contains(log, "NEVER_ATTEMPTED"), log);
+  }
+
   TEST_CASE("a worker stopping on SIGTERM runs its session's envExit; the session is recreated on another worker") {
     troupe::test::ClusterSpec spec;
     spec.shutdown_grace = "1s";
