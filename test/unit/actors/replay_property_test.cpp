@@ -80,7 +80,23 @@ TEST_SUITE("actors.replay_property") {
 
       bool stopped = false;
       for (int step = 0; step < 12 && !fx.ended_workflows.count(id); ++step) {
-        switch (pick(10)) {
+        switch (pick(11)) {
+          case 10: {
+            // The scheduler dies (what it wrote is durable) and revives the workflow from its
+            // history; what ran in its process is lost with it.
+            if (auto durable = actors::replay(*fx.store, id); !durable || WorkflowMachine::is_terminal(durable->workflow.state)) {
+              break;  // ending: a restart now is the close's business, not this test's
+            }
+            fx.self->send_exit(wf, caf::exit_reason::kill);
+            fx.run();
+            auto replayed = actors::replay(*fx.store, id);
+            REQUIRE_MESSAGE(replayed, (replayed ? "" : replayed.error().message));
+            WorkflowSetup setup{id, "", "", "", fx.shared_wiring(), nullptr};
+            setup.replayed = std::make_shared<const ReplayedWorkflow>(std::move(*replayed));
+            wf = fx.own(spawn_workflow(fx.sys, std::move(setup)));
+            fx.run();
+            break;
+          }
           case 9:
             if (with_sessions) {
               fx.self->send(host, lost_atom::value);
