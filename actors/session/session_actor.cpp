@@ -228,6 +228,14 @@ void stop_env_actions(Self self) {
   }
 }
 
+/// Recreated with rerunAll: its workflow runs again what of it succeeded (once per recreation).
+void ask_for_rerun(Self self) {
+  auto& st = self->state;
+  if (st.model().attempt > 1 && st.spec().rerun_all) {
+    self->send(st.setup.owner, session_atom::value, st.setup.index, rerun_atom::value, st.model().attempt);
+  }
+}
+
 void pin(Self self, const std::string& shard) {
   auto& st = self->state;
   self->send(st.wiring().sessions, pin_atom::value, st.key(), shard, task_lists(st));
@@ -274,9 +282,7 @@ void act(Self self, const SessionTransition& t) {
       case SessionAction::STOP_EXECUTION_TIMER: disarm(self, SessionTimer::EXECUTION); break;
     }
   }
-  if (t.to == SessionState::CREATING && st.model().attempt > 1 && st.spec().rerun_all) {
-    self->send(st.setup.owner, session_atom::value, index, rerun_atom::value, st.model().attempt);  // a fresh environment
-  }
+  if (t.to == SessionState::CREATING) ask_for_rerun(self);
   if (SessionMachine::is_terminal(t.to) && !st.ended) {
     st.ended = true;
     if (st.wiring().on_session_end) st.wiring().on_session_end(st.setup.workflow_id, st.model().canonical());
@@ -368,11 +374,9 @@ void recover(Self self) {
     case SessionState::CREATING:
       arm_due(self, SessionTimer::CREATION);
       ask_for_worker(self);
-      if (st.model().attempt > 1 && st.spec().rerun_all) {
-        // Recreated just before the restart: its rerun may not have been recorded (the
-        // workflow ignores it for a recreation it reran already, or if nothing of it succeeded).
-        self->send(st.setup.owner, session_atom::value, st.setup.index, rerun_atom::value, st.model().attempt);
-      }
+      // Recreated just before the restart, its rerun may not be recorded: the workflow ignores a
+      // second word for the same recreation.
+      ask_for_rerun(self);
       break;
     case SessionState::FAILING:
       // Its tasks that had not run were being ended when the scheduler stopped: again.

@@ -176,6 +176,9 @@ Result<void> TaskModel::apply(const EventView& event) {
   if (!t) return fail(t.error().code, "task '" + name + "': " + t.error().message);
 
   const int64_t now = event.timestamp_us;
+  const uint32_t attempt_before = attempt;
+  // Its worker's word that the invocation never started there (it failed over, or was killed, unstarted).
+  bool never_started_there = false;
   switch (body.which()) {
     case Body::TASK_DISPATCHING:
       if (state == TaskState::SUBMITTED || state == TaskState::PAUSED) {
@@ -217,7 +220,6 @@ Result<void> TaskModel::apply(const EventView& event) {
     case Body::TASK_RETRY_SCHEDULED: {
       auto r = body.getTaskRetryScheduled();
       if (TaskMachine::is_on_executor(state)) {
-        ran_attempt = attempt;  // it failed or timed out there: it may have run
         previous_invocation = invocation_id;
         previous_executor = executor;
       }
@@ -234,7 +236,6 @@ Result<void> TaskModel::apply(const EventView& event) {
       break;
     }
     case Body::TASK_TIMED_OUT:
-      if (TaskMachine::is_on_executor(state)) ran_attempt = attempt;
       keep_abandoned(*this);
       note_failed_on(*this);
       failure_reason = std::string("Timeout:") +
@@ -247,11 +248,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       invocation_id.clear();
       break;
     case Body::TASK_KILLED:
-      // Stopped on its executor: it may have run, unless its worker said it never started it.
-      if (TaskMachine::is_on_executor(state) && !body.getTaskKilled().getNeverStarted()) ran_attempt = attempt;
-      break;
-    case Body::TASK_PAUSED:
-      if (TaskMachine::is_on_executor(state)) ran_attempt = attempt;
+      never_started_there = body.getTaskKilled().getNeverStarted();
       break;
     case Body::TASK_KILL_REQUESTED: {
       auto reason = body.getTaskKillRequested();
@@ -265,12 +262,10 @@ Result<void> TaskModel::apply(const EventView& event) {
       if (TaskMachine::is_on_executor(state)) pause_requested = true;
       break;
     case Body::TASK_SUCCEEDED:
-      ran_attempt = attempt;
       result = to_string(body.getTaskSucceeded().getResult());
       invocation_id.clear();
       break;
     case Body::TASK_FAILED: {
-      if (TaskMachine::is_on_executor(state)) ran_attempt = attempt;
       keep_abandoned(*this);
       note_failed_on(*this);
       auto f = body.getTaskFailed().getFailure();
@@ -289,8 +284,7 @@ Result<void> TaskModel::apply(const EventView& event) {
       }
       if (failover == Loss::NEVER_STARTED) {
         ++never_started;
-      } else if (TaskMachine::is_on_executor(state)) {
-        ran_attempt = attempt;
+        never_started_there = true;
       }
       // Lost while it may have run: the attempt failed there. One that never started, or that
       // its worker interrupted to shut down, goes on under the same attempt.
@@ -319,6 +313,11 @@ Result<void> TaskModel::apply(const EventView& event) {
   if ((t->to == TaskState::PAUSED || TaskMachine::is_terminal(t->to)) && segment_start_us >= 0) {
     banked_us += now - segment_start_us;
     segment_start_us = -1;
+  }
+  // An attempt that left its executor may have run there (it ended, failed, timed out, paused or
+  // was lost), unless its worker said it never started it.
+  if (TaskMachine::is_on_executor(state) && !TaskMachine::is_on_executor(t->to) && !never_started_there) {
+    ran_attempt = attempt_before;
   }
   if (TaskMachine::is_terminal(t->to)) ended_us = now;
   if (t->to == TaskState::KILLED || t->to == TaskState::PAUSED) invocation_id.clear();

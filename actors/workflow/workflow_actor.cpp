@@ -543,6 +543,14 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
   // Tasks the graph still counts active but whose own history ended (the workflow had not
   // recorded it before the restart) finish now; the others get actors again.
   std::vector<std::pair<uint32_t, TaskModel>> revived;
+  auto record_finished = [&](const std::string& name, const TaskModel& task) {
+    decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
+      auto f = b.initWorkflowTaskFinished();
+      f.setTaskName(name);
+      f.setOutcome(wire_outcome(task.state));
+      f.setDetail(task.failure_message());
+    });
+  };
   for (uint32_t index : st.model.graph->active()) {
     const auto& name = st.model.spec->tasks[index].name;
     auto it = replayed.tasks.find(name);
@@ -550,12 +558,7 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
     const TaskModel& task = it->second;
     if (TaskMachine::is_terminal(task.state) || task.state == TaskState::PAUSED) {
       if (task.state == TaskState::PAUSED) revived.emplace_back(index, task);
-      decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
-        auto f = b.initWorkflowTaskFinished();
-        f.setTaskName(name);
-        f.setOutcome(wire_outcome(task.state));
-        f.setDetail(task.failure_message());
-      });
+      record_finished(name, task);
     } else {
       revived.emplace_back(index, task);
     }
@@ -566,13 +569,7 @@ void revive(Self self, const ReplayedWorkflow& replayed) {
     if (it == replayed.tasks.end()) continue;
     const TaskModel& task = it->second;
     if (TaskMachine::is_terminal(task.state)) {
-      // Ended while paused (killed, skipped, timed out), before the workflow recorded it.
-      decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
-        auto f = b.initWorkflowTaskFinished();
-        f.setTaskName(name);
-        f.setOutcome(wire_outcome(task.state));
-        f.setDetail(task.failure_message());
-      });
+      record_finished(name, task);  // ended while paused (killed, skipped), before the workflow recorded it
     } else if (std::none_of(revived.begin(), revived.end(), [&](auto& r) { return r.first == index; })) {
       revived.emplace_back(index, task);
     }

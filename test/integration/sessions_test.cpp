@@ -78,6 +78,18 @@ std::vector<std::string> ran_on(const Cluster& cluster, const std::string& workf
   return workers;
 }
 
+/// Once `started` exists, the worker running task two of `workflow` (one_then_long_two) gets
+/// `signal`; returns its name once it exited (0, when asked to stop).
+std::string stop_holder(Cluster& cluster, const std::string& workflow, const std::string& started, int signal) {
+  REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+  const auto holder = ran_on(cluster, workflow, "two");
+  REQUIRE(holder.size() == 1);
+  cluster.nodes[holder[0]]->kill(signal);
+  const int status = cluster.nodes[holder[0]]->wait();
+  if (signal == SIGTERM) CHECK(status == 0);
+  return holder[0];
+}
+
 }  // namespace
 
 TEST_SUITE("integration.sessions") {
@@ -267,24 +279,20 @@ TEST_SUITE("integration.sessions") {
                      R"("envEnter": )" + shell_action("echo enter >> " + order) +
                          (recreate ? R"(, "onFailure": "recreate")" : ""));
       REQUIRE(client->start("lost", workflow_with_sessions("lost", tasks, session)) == "lost");
-      REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
-      const auto holder = ran_on(cluster, "lost", "two");
-      REQUIRE(holder.size() == 1);
-      cluster.nodes[holder[0]]->kill(SIGKILL);
-      (void)cluster.nodes[holder[0]]->wait();
+      const std::string holder = stop_holder(cluster, "lost", started, SIGKILL);
       const std::string result = client->result("lost", 30s);
       auto status = cli(cluster, {"status", "lost"});
       if (!recreate) {
-        CHECK_MESSAGE(contains(result, "FAILED: session 's' failed: WorkerLost: worker " + holder[0] + " left the cluster"),
+        CHECK_MESSAGE(contains(result, "FAILED: session 's' failed: WorkerLost: worker " + holder + " left the cluster"),
                       result);
         CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "two"});
         continue;
       }
       CHECK_MESSAGE(result == "SUCCESS", (result + "\n" + status.output));
-      const std::string other = holder[0] == "worker-a" ? "worker-b" : "worker-a";
+      const std::string other = holder == "worker-a" ? "worker-b" : "worker-a";
       // envEnter ran again on the other worker; the task that succeeded was not run again.
       CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "two", "enter", "two"});
-      CHECK(ran_on(cluster, "lost", "one") == std::vector<std::string>{holder[0]});
+      CHECK(ran_on(cluster, "lost", "one") == std::vector<std::string>{holder});
       CHECK(contains(ran_on(cluster, "lost", "two").front() + ran_on(cluster, "lost", "two").back(), other));
       CHECK_MESSAGE(contains(status.output, "s        CLOSED                2  " + other), status.output);
     }
@@ -300,17 +308,13 @@ TEST_SUITE("integration.sessions") {
         "s", {"one", "two"},
         R"("envEnter": )" + shell_action("echo enter >> " + order) + R"(, "onFailure": "recreate", "rerunAll": true)");
     REQUIRE(client->start("again", workflow_with_sessions("again", one_then_long_two(order, started), session)) == "again");
-    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
-    const auto holder = ran_on(cluster, "again", "two");
-    REQUIRE(holder.size() == 1);
-    cluster.nodes[holder[0]]->kill(SIGKILL);
-    (void)cluster.nodes[holder[0]]->wait();
+    const std::string holder = stop_holder(cluster, "again", started, SIGKILL);
     const std::string result = client->result("again", 30s);
     auto status = cli(cluster, {"status", "again"});
     CHECK_MESSAGE(result == "SUCCESS", (result + "\n" + status.output));
     // The new session entered a fresh environment: one ran again there before two.
     CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "two", "enter", "one", "two"});
-    const std::string other = holder[0] == "worker-a" ? "worker-b" : "worker-a";
+    const std::string other = holder == "worker-a" ? "worker-b" : "worker-a";
     CHECK_MESSAGE(contains(status.output, "one   SUCCESS                1  " + other), status.output);
   }
 
@@ -498,17 +502,13 @@ TEST_SUITE("integration.sessions") {
                        R"(, "envExit": )" + shell_action("echo exit >> " + order));
     REQUIRE(client->start("stopped", workflow_with_sessions("stopped", one_then_long_two(order, started), session)) ==
             "stopped");
-    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
-    const auto holder = ran_on(cluster, "stopped", "two");
-    REQUIRE(holder.size() == 1);
-    cluster.nodes[holder[0]]->kill(SIGTERM);
-    CHECK(cluster.nodes[holder[0]]->wait() == 0);
+    const std::string holder = stop_holder(cluster, "stopped", started, SIGTERM);
     const std::string result = client->result("stopped", 30s);
     CHECK_MESSAGE(result == "SUCCESS", (result + "\n" + cli(cluster, {"status", "stopped"}).output));
     // two was interrupted (its attempt kept), envExit ran before the worker exited, and the
     // recreated session entered anew elsewhere.
     CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "two", "exit", "enter", "two", "exit"});
-    const std::string other = holder[0] == "worker-a" ? "worker-b" : "worker-a";
+    const std::string other = holder == "worker-a" ? "worker-b" : "worker-a";
     auto status = cli(cluster, {"status", "stopped"});
     CHECK_MESSAGE(contains(status.output, "s        CLOSED                2  " + other), status.output);
     CHECK_MESSAGE(contains(status.output, "two   SUCCESS                1  " + other), status.output);
