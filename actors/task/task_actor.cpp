@@ -613,6 +613,10 @@ void on_report(Self self, const TaskReport& report) {
           killed.setInvocationId(report.invocation_id);
           killed.setNeverStarted(report.loss == Loss::NEVER_STARTED);
         });
+      } else if (report.loss == Loss::NEVER_STARTED) {
+        // Nobody here asked: its worker ended it without running it (a session task that came
+        // after its session closed there, for a drain or a shutdown). That is no failure of it.
+        fail_over(self, report.details.empty() ? "its worker never started it" : report.details, Loss::NEVER_STARTED);
       } else {
         attempt_failed(self, AttemptFailure{"Cancelled", false, false, {}}, std::nullopt);
       }

@@ -433,6 +433,32 @@ TEST_SUITE("actors.dispatch") {
     CHECK(result->state == "SUCCESS");
   }
 
+  TEST_CASE("a task its worker says it never started, though the scheduler did not cancel it, runs again under the same attempt") {
+    // A session task that reaches its worker after the session closed there (a drain or a
+    // shutdown closed it) ends there without running: that is no failure of the task.
+    Scheduler s;
+    auto w = s.connect("w1", {{"jobs", 1}});
+    Flow flow(s, "wf-never-started", independent_tasks(1, "jobs"));
+    flow.start();
+    REQUIRE(w.link->runs.size() == 1);
+    const Invocation first = w.link->runs[0].invocation;
+    w.link->runs[0].done(true);
+    s.fx.run();
+    TaskReport never = report_of(first.invocation_id, TaskReport::CANCELLED);
+    never.loss = Loss::NEVER_STARTED;
+    REQUIRE(s.update(w, never).is(true));
+    CHECK(flow.count("taskFailed:t0") == 0);
+    CHECK(flow.task("t0").failover == Loss::NEVER_STARTED);
+    REQUIRE(w.link->runs.size() == 2);
+    CHECK(w.link->runs[1].invocation.attempt == 1);
+    w.link->runs[1].done(false);
+    s.fx.run();
+    REQUIRE(s.update(w, report_of(w.link->runs[1].invocation.invocation_id, TaskReport::SUCCEEDED)).is(true));
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
+  }
+
   TEST_CASE("an outcome in runTask's answer is recorded with no start and acknowledged once durable, together") {
     Scheduler s;
     auto w = s.connect("w1", {{"jobs", 3}});
