@@ -109,6 +109,7 @@ using free_atom = caf::atom_constant<caf::atom("free")>;
 using lost_atom = caf::atom_constant<caf::atom("lost")>;
 using accept_atom = caf::atom_constant<caf::atom("accept")>;
 using session_atom = caf::atom_constant<caf::atom("session")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
 
 // --- errors -------------------------------------------------------------------------------
 

@@ -83,6 +83,8 @@ struct EventBody {
                                            # or replaced
     workflowSessionRerun @47 :SessionRerun; # RERUN_SESSION: a session recreated with rerunAll runs
                                            # again the tasks of it that succeeded
+    sessionWorkerDrained @48 :SessionWorkerDrained;  # WORKER_DRAINED or WORKER_DRAINED_NOW: an
+                                           # operator drains its worker, so the session moves
   }
 }
 
@@ -285,6 +287,12 @@ struct SessionExited {
 struct SessionWorkerLost {
   workerShard @0 :Text;
   reason @1 :Text;              # "declared dead", "stopped", "replaced by a new instance"
+}
+
+struct SessionWorkerDrained {
+  workerShard @0 :Text;
+  immediate @1 :Bool;           # WORKER_DRAINED_NOW: an immediate drain, or an eventual one past its
+                                # deadline (a running envEnter is cancelled)
 }
 
 struct TaskListSlots {

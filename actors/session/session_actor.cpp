@@ -214,13 +214,15 @@ void exit_on_worker(Self self) {
           });
 }
 
-/// Stops the env action its worker runs now, if one does (the worker ignores one that does not
-/// run): an execution timeout or a cancellation while envEnter, or a hung envExit, runs.
-void stop_env_actions(Self self) {
+/// Stops the env actions its worker runs now, if it does (the worker ignores one that does not
+/// run): an execution timeout or a cancellation while envEnter, or a hung envExit, runs; with
+/// `enter_only`, envEnter alone (an immediate drain: envExit still runs before the move).
+void stop_env_actions(Self self, bool enter_only = false) {
   auto& st = self->state;
   if (st.model().worker.empty()) return;
   const SessionOpen open = opening_of(st);
   for (const auto* action : {&open.env_enter, &open.env_exit}) {
+    if (enter_only && action == &open.env_exit) continue;
     if (!action->invocation_id.empty()) {
       self->send(st.wiring().sessions, cancel_atom::value, session_atom::value, st.model().worker,
                  action->invocation_id);
@@ -262,6 +264,7 @@ void act(Self self, const SessionTransition& t) {
         stop_env_actions(self);
         self->send(st.setup.owner, session_atom::value, index, kill_atom::value);  // a task it runs
         break;
+      case SessionAction::STOP_ENV_ENTER: stop_env_actions(self, true); break;
       case SessionAction::EXIT_ON_WORKER:
         pin(self, std::string());  // nothing more of it dispatches
         exit_on_worker(self);
@@ -354,6 +357,7 @@ void reclaim_worker(Self self) {
             switch (s.model().state) {
               case SessionState::ENTERING: enter_on_worker(self); break;
               case SessionState::OPEN: pin(self, shard); break;
+              case SessionState::MOVING:
               case SessionState::CLOSING:
               case SessionState::FAILING: exit_on_worker(self); break;
               default: break;
@@ -385,6 +389,7 @@ void recover(Self self) {
       break;
     case SessionState::ENTERING:
     case SessionState::OPEN:
+    case SessionState::MOVING:
     case SessionState::CLOSING: reclaim_worker(self); break;
     case SessionState::REESTABLISHING:
       arm_due(self, SessionTimer::REESTABLISH);
@@ -400,7 +405,10 @@ void on_timer(Self self, uint8_t timer, uint64_t generation) {
     if (generation != st.retry_generation) return;
     const auto state = st.model().state;
     if (timer == retry_open_timer && state == SessionState::ENTERING) enter_on_worker(self);
-    if (timer == retry_close_timer && (state == SessionState::CLOSING || state == SessionState::FAILING)) exit_on_worker(self);
+    if (timer == retry_close_timer &&
+        (state == SessionState::MOVING || state == SessionState::CLOSING || state == SessionState::FAILING)) {
+      exit_on_worker(self);
+    }
     return;
   }
   if (timer > static_cast<uint8_t>(SessionTimer::REESTABLISH) || generation != st.generation[timer]) return;
@@ -459,6 +467,14 @@ session_actor::behavior_type session_behavior(Self self, SessionSetup setup) {
       },
       [=](lost_atom, const std::string& shard, const std::string& why) {
         if (shard == self->state.model().worker) worker_lost(self, shard, why);
+      },
+      [=](drain_atom, const std::string& shard, bool immediate) {
+        if (shard != self->state.model().worker) return;
+        decide(self, immediate ? SessionEvent::WORKER_DRAINED_NOW : SessionEvent::WORKER_DRAINED, [&](Body b) {
+          auto d = b.initSessionWorkerDrained();
+          d.setWorkerShard(shard);
+          d.setImmediate(immediate);
+        });
       },
       [=](recover_atom) { recover(self); },
       [=](timeout_atom, uint8_t timer, uint64_t generation) { on_timer(self, timer, generation); },

@@ -43,6 +43,9 @@ using session_actor = caf::typed_actor<
     caf::reacts_to<recover_atom>,
     // from the dispatcher: the worker holding the session is lost (shard, why)
     caf::reacts_to<lost_atom, std::string, std::string>,
+    // from the dispatcher: an operator drains the worker holding the session (shard, whether
+    // the drain interrupts what runs there now)
+    caf::reacts_to<drain_atom, std::string, bool>,
     // its own timers (a SessionTimer, generation)
     caf::reacts_to<timeout_atom, uint8_t, uint64_t>,
     // from anyone: the session's canonical state (SessionModel::canonical)

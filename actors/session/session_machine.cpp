@@ -36,6 +36,8 @@ std::vector<R> rows() {
       {S::WAITING, E::WORKER_BACK, S::WAITING, {}, true, "it has no worker"},
       {S::WAITING, E::RECREATE, S::WAITING, {}, true, "it has no worker"},
       {S::WAITING, E::ABANDON, S::WAITING, {}, true, "it has no worker"},
+      {S::WAITING, E::WORKER_DRAINED, S::WAITING, {}, true, "it has no worker"},
+      {S::WAITING, E::WORKER_DRAINED_NOW, S::WAITING, {}, true, "it has no worker"},
 
       {S::CREATING, E::FIRST_TASK_READY, S::CREATING, {}, true, "it is looking for a worker already"},
       {S::CREATING, E::PLACED, S::ENTERING, {A::STOP_LOOKING, A::ENTER_ON_WORKER, A::ARM_EXECUTION_TIMER}},
@@ -52,6 +54,8 @@ std::vector<R> rows() {
       {S::CREATING, E::WORKER_BACK, S::CREATING, {}, true, "it is not waiting for its resource"},
       {S::CREATING, E::RECREATE, S::CREATING, {}, true, "it is looking for a worker already"},
       {S::CREATING, E::ABANDON, S::CREATING, {}, true, "it has no worker to give up"},
+      {S::CREATING, E::WORKER_DRAINED, S::CREATING, {}, true, "a drain of an earlier placement's worker"},
+      {S::CREATING, E::WORKER_DRAINED_NOW, S::CREATING, {}, true, "a drain of an earlier placement's worker"},
 
       {S::ENTERING, E::FIRST_TASK_READY, S::ENTERING, {}, true, "it is placed already"},
       {S::ENTERING, E::PLACED, S::ENTERING, {}, true, "it is placed already"},
@@ -69,6 +73,9 @@ std::vector<R> rows() {
       {S::ENTERING, E::WORKER_BACK, S::ENTERING, {}, true, "its worker is not lost"},
       {S::ENTERING, E::RECREATE, S::ENTERING, {}, true, "its worker is not lost"},
       {S::ENTERING, E::ABANDON, S::ENTERING, {}, true, "its worker is not lost"},
+      // envEnter ran, so envExit runs there too before the session moves.
+      {S::ENTERING, E::WORKER_DRAINED, S::MOVING, {A::EXIT_ON_WORKER}},
+      {S::ENTERING, E::WORKER_DRAINED_NOW, S::MOVING, {A::STOP_ENV_ENTER, A::EXIT_ON_WORKER}},
 
       {S::OPEN, E::FIRST_TASK_READY, S::OPEN, {}, true, "it is open already"},
       {S::OPEN, E::PLACED, S::OPEN, {}, true, "it is placed already"},
@@ -85,6 +92,10 @@ std::vector<R> rows() {
       {S::OPEN, E::WORKER_BACK, S::OPEN, {}, true, "its worker is not lost"},
       {S::OPEN, E::RECREATE, S::OPEN, {}, true, "its worker is not lost"},
       {S::OPEN, E::ABANDON, S::OPEN, {}, true, "its worker is not lost"},
+      // Its tasks queued there end without running (they run again where it moves); the drain
+      // interrupts a running one only when it is immediate.
+      {S::OPEN, E::WORKER_DRAINED, S::MOVING, {A::EXIT_ON_WORKER}},
+      {S::OPEN, E::WORKER_DRAINED_NOW, S::MOVING, {A::EXIT_ON_WORKER}},
 
       {S::REESTABLISHING, E::FIRST_TASK_READY, S::REESTABLISHING, {}, true, "its tasks wait for its worker"},
       {S::REESTABLISHING, E::PLACED, S::REESTABLISHING, {}, true, "it waits for its own resource"},
@@ -106,6 +117,29 @@ std::vector<R> rows() {
        {A::STOP_REESTABLISH_TIMER, A::FIND_WORKER, A::ARM_CREATION_TIMER}},
       {S::REESTABLISHING, E::ABANDON, S::FAILED,
        {A::STOP_REESTABLISH_TIMER, A::NEVER_ATTEMPT_QUEUED, A::STOP_EXECUTION_TIMER}},
+      {S::REESTABLISHING, E::WORKER_DRAINED, S::REESTABLISHING, {}, true, "its worker is lost already"},
+      {S::REESTABLISHING, E::WORKER_DRAINED_NOW, S::REESTABLISHING, {}, true, "its worker is lost already"},
+
+      {S::MOVING, E::FIRST_TASK_READY, S::MOVING, {}, true, "its tasks wait for its next worker"},
+      {S::MOVING, E::PLACED, S::MOVING, {}, true, "it is not looking for a worker yet"},
+      {S::MOVING, E::CREATION_TIMED_OUT, S::MOVING, {}, true, "it was placed in time"},
+      // Drained while envEnter ran: envExit follows it whatever it did; its outcome is recorded.
+      {S::MOVING, E::ENTERED, S::MOVING, {}},
+      {S::MOVING, E::ENTER_FAILED, S::MOVING, {}},
+      {S::MOVING, E::TASKS_DONE, S::CLOSING, {}},
+      {S::MOVING, E::TASK_FAILED, S::FAILING, {A::NEVER_ATTEMPT_QUEUED}},
+      {S::MOVING, E::CANCEL, S::CLOSING, {A::NEVER_ATTEMPT_QUEUED}},
+      {S::MOVING, E::EXECUTION_TIMED_OUT, S::FAILING, {A::STOP_CURRENT_ACTION, A::NEVER_ATTEMPT_QUEUED}},
+      // Left its drained worker: it looks for another, its tasks still held (not a recreation).
+      {S::MOVING, E::EXITED, S::CREATING, {A::FREE_SLOT, A::FIND_WORKER, A::ARM_CREATION_TIMER}},
+      // The drained worker went (it stopped once drained): its environment went with it.
+      {S::MOVING, E::WORKER_LOST, S::CREATING, {A::FREE_SLOT, A::FIND_WORKER, A::ARM_CREATION_TIMER}},
+      {S::MOVING, E::WORKER_BACK, S::MOVING, {}, true, "its worker is not lost"},
+      {S::MOVING, E::RECREATE, S::MOVING, {}, true, "its worker is not lost"},
+      {S::MOVING, E::ABANDON, S::MOVING, {}, true, "its worker is not lost"},
+      {S::MOVING, E::WORKER_DRAINED, S::MOVING, {}, true, "it is moving already"},
+      // An eventual drain's deadline passed: an envEnter still running stops.
+      {S::MOVING, E::WORKER_DRAINED_NOW, S::MOVING, {A::STOP_ENV_ENTER}},
 
       {S::CLOSING, E::FIRST_TASK_READY, S::CLOSING, {}, true, "it is closing"},
       {S::CLOSING, E::PLACED, S::CLOSING, {}, true, "it is closing"},
@@ -123,6 +157,8 @@ std::vector<R> rows() {
       {S::CLOSING, E::WORKER_BACK, S::CLOSING, {}, true, "its worker is not lost"},
       {S::CLOSING, E::RECREATE, S::CLOSING, {}, true, "its worker is not lost"},
       {S::CLOSING, E::ABANDON, S::CLOSING, {}, true, "its worker is not lost"},
+      {S::CLOSING, E::WORKER_DRAINED, S::CLOSING, {}, true, "it is closing already: nothing of it moves"},
+      {S::CLOSING, E::WORKER_DRAINED_NOW, S::CLOSING, {}, true, "it is closing already: nothing of it moves"},
 
       {S::FAILING, E::FIRST_TASK_READY, S::FAILING, {}, true, "it is failing"},
       {S::FAILING, E::PLACED, S::FAILING, {}, true, "it is failing"},
@@ -139,6 +175,8 @@ std::vector<R> rows() {
       {S::FAILING, E::WORKER_BACK, S::FAILING, {}, true, "its worker is not lost"},
       {S::FAILING, E::RECREATE, S::FAILING, {}, true, "its worker is not lost"},
       {S::FAILING, E::ABANDON, S::FAILING, {}, true, "its worker is not lost"},
+      {S::FAILING, E::WORKER_DRAINED, S::FAILING, {}, true, "it is failing already: nothing of it moves"},
+      {S::FAILING, E::WORKER_DRAINED_NOW, S::FAILING, {}, true, "it is failing already: nothing of it moves"},
   };
   over(rows, S::CLOSED);
   over(rows, S::FAILED);
@@ -154,6 +192,7 @@ std::string_view SessionMachineTraits::name(SessionState s) {
     case S::ENTERING: return "ENTERING";
     case S::OPEN: return "OPEN";
     case S::REESTABLISHING: return "REESTABLISHING";
+    case S::MOVING: return "MOVING";
     case S::CLOSING: return "CLOSING";
     case S::FAILING: return "FAILING";
     case S::CLOSED: return "CLOSED";
@@ -178,6 +217,8 @@ std::string_view SessionMachineTraits::name(SessionEvent e) {
     case E::WORKER_BACK: return "WORKER_BACK";
     case E::RECREATE: return "RECREATE";
     case E::ABANDON: return "ABANDON";
+    case E::WORKER_DRAINED: return "WORKER_DRAINED";
+    case E::WORKER_DRAINED_NOW: return "WORKER_DRAINED_NOW";
   }
   return "?";
 }
@@ -193,6 +234,7 @@ std::string_view SessionMachineTraits::name(SessionAction a) {
     case A::HOLD_TASKS: return "hold tasks";
     case A::NEVER_ATTEMPT_QUEUED: return "never attempt queued";
     case A::STOP_CURRENT_ACTION: return "stop current action";
+    case A::STOP_ENV_ENTER: return "stop env enter";
     case A::EXIT_ON_WORKER: return "exit on worker";
     case A::ARM_REESTABLISH_TIMER: return "arm reestablish timer";
     case A::STOP_REESTABLISH_TIMER: return "stop reestablish timer";

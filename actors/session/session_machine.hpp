@@ -10,6 +10,12 @@
 // is over, RECREATE (the definition's onFailure recreates it and attempts are left) or ABANDON.
 // PLACED and WORKER_BACK come with the worker's session slot taken already (placement takes it);
 // FREE_SLOT gives it back whenever the session leaves a state that holds a worker.
+//
+// A drained worker keeps no session (Deadline Cloud ends a stopping worker's sessions): its
+// sessions hear WORKER_DRAINED (an eventual drain: the running action finishes) or
+// WORKER_DRAINED_NOW (an immediate one, or a deadline that passed: a running envEnter is
+// cancelled, and the drain interrupts a running task), run envExit there and look for another
+// worker. A move is no recreation: it takes none of onFailure's recreations.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +33,7 @@ enum class SessionState : uint8_t {
   ENTERING,        ///< placed on a worker, which runs envEnter before anything else
   OPEN,            ///< its tasks run on its worker, in their DAG order
   REESTABLISHING,  ///< its worker was lost: its tasks wait for the same resource to come back
+  MOVING,          ///< its worker is drained: envExit runs there after the running action, then it moves
   CLOSING,         ///< its work is over (or cancelled): envExit runs after the running action
   FAILING,         ///< it failed: envExit runs after the running action, then FAILED
   CLOSED,          ///< over: its tasks ran (or were cancelled) and envExit ran where envEnter had
@@ -49,6 +56,8 @@ enum class SessionEvent : uint8_t {
   WORKER_BACK,          ///< its resource registered again within the re-establishment window
   RECREATE,             ///< the window is over and onFailure recreates it elsewhere, attempts left
   ABANDON,              ///< the window is over and it may not be recreated
+  WORKER_DRAINED,       ///< an operator drains its worker: it moves once the running action ended
+  WORKER_DRAINED_NOW,   ///< its worker's drain is immediate (or its deadline passed): envEnter stops too
 };
 
 /// What the session actor does for a transition, in this order.
@@ -63,6 +72,7 @@ enum class SessionAction : uint8_t {
   NEVER_ATTEMPT_QUEUED,     ///< its tasks that have not started end NEVER_ATTEMPTED, recorded only
                             ///< after the final status of the action running now (Deadline's rule)
   STOP_CURRENT_ACTION,      ///< cancel the action its worker runs now
+  STOP_ENV_ENTER,           ///< cancel its envEnter if its worker runs it now (its tasks are the drain's)
   EXIT_ON_WORKER,           ///< envExit runs after the running action's final status, then it closes there
   ARM_REESTABLISH_TIMER,    ///< the window for its resource to come back (zero: decide at once)
   STOP_REESTABLISH_TIMER,   ///< the window is over: its resource came back, or it moves on
@@ -74,8 +84,8 @@ struct SessionMachineTraits {
   using State = SessionState;
   using Event = SessionEvent;
   using Action = SessionAction;
-  static constexpr size_t states = 9;
-  static constexpr size_t events = 14;
+  static constexpr size_t states = 10;
+  static constexpr size_t events = 16;
   static std::string_view name(SessionState s);
   static std::string_view name(SessionEvent e);
   static std::string_view name(SessionAction a);
@@ -96,8 +106,8 @@ struct SessionMachine {
   static bool runs_tasks(SessionState state) { return state == SessionState::OPEN; }
   /// Whether it holds a worker's session slot in `state`.
   static bool holds_worker(SessionState state) {
-    return state == SessionState::ENTERING || state == SessionState::OPEN || state == SessionState::CLOSING ||
-           state == SessionState::FAILING;
+    return state == SessionState::ENTERING || state == SessionState::OPEN || state == SessionState::MOVING ||
+           state == SessionState::CLOSING || state == SessionState::FAILING;
   }
   static std::optional<SessionState> parse(std::string_view name);
 };

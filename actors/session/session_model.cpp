@@ -32,6 +32,9 @@ std::optional<SessionEvent> session_event_of(schema::EventBody::Reader body) {
                  : SessionEvent::EXECUTION_TIMED_OUT;
     case Body::SESSION_EXITED: return SessionEvent::EXITED;
     case Body::SESSION_WORKER_LOST: return SessionEvent::WORKER_LOST;
+    case Body::SESSION_WORKER_DRAINED:
+      return body.getSessionWorkerDrained().getImmediate() ? SessionEvent::WORKER_DRAINED_NOW
+                                                           : SessionEvent::WORKER_DRAINED;
     default: return std::nullopt;
   }
 }
@@ -59,7 +62,8 @@ Result<void> SessionModel::apply(const EventView& event) {
     case Body::SESSION_CREATING: {
       auto c = body.getSessionCreating();
       attempt = c.getAttempt() == 0 ? 1 : c.getAttempt();
-      creation_deadline_us = c.getCreationTimeoutUs() > 0 ? now + c.getCreationTimeoutUs() : 0;
+      creation_timeout_us = c.getCreationTimeoutUs();
+      creation_deadline_us = creation_timeout_us > 0 ? now + creation_timeout_us : 0;
       lost_us = 0;
       break;
     }
@@ -118,6 +122,13 @@ Result<void> SessionModel::apply(const EventView& event) {
     }
     default: break;  // SESSION_TASKS_DONE, SESSION_CANCELLED: the state says it all
   }
+  if (state == SessionState::MOVING && t.to == SessionState::CREATING) {
+    // Off its drained worker: the next placement is a new attempt, which recreates nothing.
+    ++attempt;
+    ++moves;
+    creation_deadline_us = creation_timeout_us > 0 ? now + creation_timeout_us : 0;
+    lost_us = 0;
+  }
   if (SessionMachine::is_terminal(t.to)) {
     ended_us = now;
     creation_deadline_us = 0;
@@ -138,11 +149,13 @@ std::string SessionModel::canonical() const {
   field("name", name);
   field("state", std::string(SessionMachineTraits::name(state)));
   field("attempt", std::to_string(attempt));
+  field("moves", std::to_string(moves));
   field("worker", worker);
   field("instance", instance);
   field("resource", resource);
   field("recreate_token", recreate_token);
   field("creation_deadline_us", std::to_string(creation_deadline_us));
+  field("creation_timeout_us", std::to_string(creation_timeout_us));
   field("first_placed_us", std::to_string(first_placed_us));
   field("execution_timed_out", execution_timed_out ? "1" : "0");
   field("lost_us", std::to_string(lost_us));

@@ -19,12 +19,14 @@ std::optional<SessionEvent> session_event_of(schema::EventBody::Reader body);
 struct SessionModel {
   std::string name;
   SessionState state = SessionState::WAITING;
-  uint32_t attempt = 0;              ///< its current placement's: 1, one more per recreation
+  uint32_t attempt = 0;              ///< its current placement's: 1, one more per recreation or move
+  uint32_t moves = 0;                ///< times it left a drained worker (no recreations: not counted as one)
   std::string worker;                ///< the shard that holds it, or held it when it was lost
   std::string instance;              ///< that worker's process
   std::string resource;              ///< that worker's resource id, if it declared one
   std::string recreate_token;        ///< lets a later session take over its resource
   int64_t creation_deadline_us = 0;  ///< while CREATING: when its creation times out; 0: never
+  int64_t creation_timeout_us = 0;   ///< its creationTimeout (a move looks for a worker that long); 0: none
   int64_t first_placed_us = 0;       ///< its execution timeout counts from here; 0: never placed
   bool execution_timed_out = false;  ///< its execution timeout fired (once is all it does)
   int64_t lost_us = 0;               ///< while REESTABLISHING: when its worker was lost

@@ -1,6 +1,7 @@
 // A session's timers from its model and definition.
 #include "actors/session/session_timers.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace troupe::actors {
@@ -28,7 +29,9 @@ std::vector<SessionDue> session_timers(const SessionModel& model, const SessionS
 }
 
 SessionEvent after_window(const SessionModel& model, const SessionSpec& spec) {
-  const uint32_t recreations = model.attempt > 0 ? model.attempt - 1 : 0;
+  // Attempts past the first are recreations, or moves off a drained worker (which count none).
+  const uint32_t placements_after_first = model.attempt > 0 ? model.attempt - 1 : 0;
+  const uint32_t recreations = placements_after_first - std::min(placements_after_first, model.moves);
   if (spec.on_failure == SessionFailurePolicy::RECREATE && recreations < spec.max_recreates) {
     return SessionEvent::RECREATE;
   }

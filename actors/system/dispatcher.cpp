@@ -70,6 +70,10 @@ struct DispatcherState {
   std::map<std::string, std::vector<std::pair<std::string, Asking>>> session_claims;
   /// The session actors monitored (once each): their down messages are told from workers'.
   std::set<caf::actor_addr> session_actors;
+  /// What a drain does to the sessions on each live shard, as its worker actor last said.
+  std::map<std::string, SessionDrain> session_drains;
+  /// The session slots each live shard's worker actor was last told are held.
+  std::map<std::string, uint32_t> held_told;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -199,6 +203,26 @@ void record_placement(DispatcherState& st, const std::string& key, DispatcherSta
   it->second = std::move(placed);
 }
 
+/// Tells each live worker actor how many of its session slots are held, where that changed (a
+/// draining worker is DRAINED once none is).
+void tell_sessions_held(Self self) {
+  auto& st = self->state;
+  for (const auto& [shard, worker] : st.workers) {
+    const uint32_t held = st.placement.held(shard);
+    auto [told, fresh] = st.held_told.try_emplace(shard, held);
+    if (!fresh && told->second == held) continue;
+    told->second = held;
+    self->send(worker, session_atom::value, held);
+  }
+}
+
+/// The session placed on `shard` hears that worker's drain, if it is drained.
+void tell_drain(Self self, const caf::actor& session, const std::string& shard) {
+  auto drain = self->state.session_drains.find(shard);
+  if (drain == self->state.session_drains.end() || drain->second == SessionDrain::NONE) return;
+  caf::anon_send(session, drain_atom::value, shard, drain->second == SessionDrain::NOW);
+}
+
 /// Places every waiting session some worker can take now.
 void place_sessions(Self self) {
   auto& st = self->state;
@@ -218,6 +242,7 @@ void place_sessions(Self self) {
     st.asking.erase(asking);
   }
   post_session_waits(self, answered);
+  tell_sessions_held(self);
 }
 
 /// Session `key` is on live worker `shard` again: it holds its slot there.
@@ -228,6 +253,8 @@ void give_claim(Self self, const std::string& key, const std::string& shard, Dis
   const uint64_t id = ++st.placements;
   record_placement(st, key, DispatcherState::Placed{shard, st.workers[shard].address(), asking.session, id});
   asking.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id, id});
+  tell_drain(self, asking.session, shard);  // after the answer: the session is back there first
+  tell_sessions_held(self);
 }
 
 /// Claims of sessions on `shard`, once the recovery window closed without it: refused.
@@ -335,6 +362,10 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
                               instance = setup.info.instance_id](bool accepts) {
     caf::anon_send(me, accept_atom::value, shard, instance, accepts);
   };
+  setup.sessions_draining = [me = caf::actor_cast<caf::actor>(self), shard = setup.info.shard_id,
+                             instance = setup.info.instance_id](SessionDrain drain) {
+    caf::anon_send(me, drain_atom::value, shard, instance, static_cast<uint8_t>(drain));
+  };
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));
   self->monitor(worker);
@@ -421,6 +452,8 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       if (it->second.address() == down.source) {
         self->state.placement.leave(it->first);
         self->state.infos.erase(it->first);
+        self->state.session_drains.erase(it->first);
+        self->state.held_told.erase(it->first);
         workers.erase(it);
         return;
       }
@@ -516,6 +549,15 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         if (info == st.infos.end() || info->second.instance_id != instance) return;  // a replaced instance
         st.placement.accepting(shard, accepts);
         if (accepts) place_sessions(self);
+      },
+      [=](drain_atom, const std::string& shard, const std::string& instance, uint8_t raw) {
+        auto& st = self->state;
+        auto info = st.infos.find(shard);
+        if (info == st.infos.end() || info->second.instance_id != instance) return;  // a replaced instance
+        st.session_drains[shard] = static_cast<SessionDrain>(raw);
+        for (const auto& [key, placed] : st.placed) {
+          if (placed.shard == shard) tell_drain(self, placed.session, shard);
+        }
       },
       [=](withdraw_atom, task_port task, const std::string& list) {
         self->send(matcher_of(self, list), withdraw_atom::value, std::move(task), list);

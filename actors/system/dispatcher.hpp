@@ -51,7 +51,10 @@ using dispatcher_actor = executor_actor::extend_with<session_host>::extend<
     // why it failed: none if it is durable)
     caf::reacts_to<persisted_atom, uint64_t, caf::error>,
     // from a worker actor: whether its worker takes new sessions now (shard, instance, accepts)
-    caf::reacts_to<accept_atom, std::string, std::string, bool>>;
+    caf::reacts_to<accept_atom, std::string, std::string, bool>,
+    // from a worker actor: what a drain does to the sessions its worker holds (shard, instance,
+    // a SessionDrain): the session actors placed there hear it
+    caf::reacts_to<drain_atom, std::string, std::string, uint8_t>>;
 
 struct DispatcherOptions {
   HealthTimeouts timeouts;

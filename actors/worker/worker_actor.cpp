@@ -621,6 +621,10 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       [=](session_atom, uint64_t call, bool ran, TaskReport& outcome, const caf::error& failed) {
         session_answered(self, call, ran, std::move(outcome), failed);
       },
+      [=](session_atom, uint32_t held) {
+        self->state.sessions_held = held;
+        if (held == 0) check_idle(self);
+      },
   };
 }
 

@@ -69,6 +69,12 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<troupe::actors::WorkerView>)
 
 namespace troupe::actors {
 
+/// What a drain does to the sessions a worker holds (Deadline Cloud ends a stopping worker's
+/// sessions): nothing while it is not drained; they move elsewhere once their running action
+/// ended (an eventual drain); or they move now, a running envEnter cancelled (an immediate
+/// drain, an eventual one past its deadline, or a DRAINED worker).
+enum class SessionDrain : uint8_t { NONE, AFTER_RUNNING_ACTION, NOW };
+
 /// The worker actor's own timers besides the health timer.
 enum class WorkerTimer : uint8_t { DRAIN_DEADLINE, QUARANTINE_OVER };
 
@@ -145,7 +151,10 @@ using worker_actor = caf::typed_actor<
     // invocation id) if it runs now; it ends CANCELED. The worker ignores one that does not run
     caf::reacts_to<cancel_atom, session_atom, std::string>,
     // from the link's callbacks: openSession or closeSession answered (call, ran, outcome, error)
-    caf::reacts_to<session_atom, uint64_t, bool, TaskReport, caf::error>>;
+    caf::reacts_to<session_atom, uint64_t, bool, TaskReport, caf::error>,
+    // from the dispatcher: how many session slots of the worker sessions hold now (a drained
+    // worker keeps none: it is DRAINED once the last one left)
+    caf::reacts_to<session_atom, uint32_t>>;
 
 struct WorkerSetup {
   WorkerInfo info;
@@ -176,6 +185,9 @@ struct WorkerSetup {
   /// Told whether the worker takes new sessions now (its health and standing let it take
   /// tasks), each time that may have changed; empty: nobody listens.
   std::function<void(bool accepts)> sessions_accepting;
+  /// Told how a drain treats the sessions the worker holds (SessionDrain), each time that
+  /// changes; empty: nobody listens.
+  std::function<void(SessionDrain)> sessions_draining;
   /// The wall clock, microseconds since the epoch: drain deadlines and quarantine ends are
   /// kept in the worker's record and outlive this process. Empty: the system clock.
   std::function<int64_t()> now_us;

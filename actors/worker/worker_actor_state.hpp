@@ -86,6 +86,10 @@ struct WorkerActorState {
   std::map<uint64_t, caf::typed_response_promise<TaskReport>> session_opens;
   std::map<uint64_t, caf::typed_response_promise<bool, TaskReport>> session_closes;
   uint64_t session_calls = 0;
+  /// Session slots of the worker that sessions hold, as the dispatcher counts them.
+  uint32_t sessions_held = 0;
+  /// What sessions_draining was last told.
+  SessionDrain session_drain_told = SessionDrain::NONE;
 };
 
 
@@ -120,8 +124,10 @@ void load_standing(Self self);
 /// Invocation `id` turned out to run on the worker: a drain that interrupts stops it too.
 void found_running(Self self, const std::string& id);
 /// Whether the worker has said what it runs and runs nothing: no invocation it was given, none
-/// it runs that a revived task may still take back.
+/// it runs that a revived task may still take back, no session it holds.
 bool runs_nothing(Self self);
+/// Tells the dispatcher what the worker's standing now does to its sessions, if that changed.
+void tell_session_drain(Self self);
 /// IDLE for the standing table (a drain is over) if the worker runs nothing.
 void check_idle(Self self);
 /// An operator's order, answered with the worker after it once that is durable.

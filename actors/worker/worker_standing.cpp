@@ -142,7 +142,20 @@ void found_running(Self self, const std::string& id) {
 bool runs_nothing(Self self) {
   const auto& st = self->state;
   // Not before the worker said what it runs: its association checks then.
-  return st.health != HealthState::NEW && st.given.empty() && st.orphans.empty();
+  return st.health != HealthState::NEW && st.given.empty() && st.orphans.empty() && st.sessions_held == 0;
+}
+
+void tell_session_drain(Self self) {
+  auto& st = self->state;
+  SessionDrain drain = SessionDrain::NONE;
+  if (st.standing == Standing::DRAINED || interrupts_now(self)) {
+    drain = SessionDrain::NOW;
+  } else if (st.standing == Standing::DRAINING) {
+    drain = SessionDrain::AFTER_RUNNING_ACTION;
+  }
+  if (drain == st.session_drain_told) return;
+  st.session_drain_told = drain;
+  if (st.setup.sessions_draining) st.setup.sessions_draining(drain);
 }
 
 void check_idle(Self self) {
@@ -193,6 +206,7 @@ void handle(Self self, StandingEvent event) {
               << StandingMachineTraits::name(st.standing) << " (" << StandingMachineTraits::name(event) << ")\n";
   }
   record_standing(self);
+  tell_session_drain(self);
   if (idle_now) handle(self, StandingEvent::IDLE);
 }
 
@@ -214,6 +228,7 @@ void load_standing(Self self) {
   } else if (st.standing == Standing::DRAINING && st.drain.deadline_us > 0) {
     arm_standing_timer(self, WorkerTimer::DRAIN_DEADLINE, st.drain.deadline_us);
   }
+  tell_session_drain(self);
 }
 
 WorkerView view_of(Self self) {

@@ -36,12 +36,14 @@ const std::map<std::string, std::vector<std::string>> spec = {
       "TASKS_DONE -> CLOSING: exit on worker", "TASK_FAILED -> FAILING: never attempt queued, exit on worker",
       "CANCEL -> CLOSING: stop current action, never attempt queued, exit on worker",
       "EXECUTION_TIMED_OUT -> FAILING: stop current action, never attempt queued, exit on worker",
-      "WORKER_LOST -> REESTABLISHING: free slot, hold tasks, arm reestablish timer"}},
+      "WORKER_LOST -> REESTABLISHING: free slot, hold tasks, arm reestablish timer",
+      "WORKER_DRAINED -> MOVING: exit on worker", "WORKER_DRAINED_NOW -> MOVING: stop env enter, exit on worker"}},
     {"OPEN",
      {"TASKS_DONE -> CLOSING: exit on worker", "TASK_FAILED -> FAILING: never attempt queued, exit on worker",
       "CANCEL -> CLOSING: never attempt queued, exit on worker",
       "EXECUTION_TIMED_OUT -> FAILING: stop current action, never attempt queued, exit on worker",
-      "WORKER_LOST -> REESTABLISHING: free slot, hold tasks, arm reestablish timer"}},
+      "WORKER_LOST -> REESTABLISHING: free slot, hold tasks, arm reestablish timer",
+      "WORKER_DRAINED -> MOVING: exit on worker", "WORKER_DRAINED_NOW -> MOVING: exit on worker"}},
     {"REESTABLISHING",
      {"TASKS_DONE -> CLOSED: stop reestablish timer, stop execution timer",
       "TASK_FAILED -> FAILED: stop reestablish timer, never attempt queued, stop execution timer",
@@ -50,6 +52,13 @@ const std::map<std::string, std::vector<std::string>> spec = {
       "WORKER_BACK -> ENTERING: stop reestablish timer, enter on worker",
       "RECREATE -> CREATING: stop reestablish timer, find worker, arm creation timer",
       "ABANDON -> FAILED: stop reestablish timer, never attempt queued, stop execution timer"}},
+    {"MOVING",
+     {"ENTERED -> MOVING: ", "ENTER_FAILED -> MOVING: ", "TASKS_DONE -> CLOSING: ",
+      "TASK_FAILED -> FAILING: never attempt queued", "CANCEL -> CLOSING: never attempt queued",
+      "EXECUTION_TIMED_OUT -> FAILING: stop current action, never attempt queued",
+      "EXITED -> CREATING: free slot, find worker, arm creation timer",
+      "WORKER_LOST -> CREATING: free slot, find worker, arm creation timer",
+      "WORKER_DRAINED_NOW -> MOVING: stop env enter"}},
     {"CLOSING",
      {"ENTERED -> CLOSING: ", "ENTER_FAILED -> CLOSING: ", "EXECUTION_TIMED_OUT -> CLOSING: stop current action",
       "EXITED -> CLOSED: free slot, stop execution timer", "WORKER_LOST -> CLOSED: free slot, stop execution timer"}},
@@ -99,7 +108,7 @@ std::vector<Step> steps() {
 TEST_SUITE("actors.session_machine") {
   TEST_CASE("the session table matches its specification pair by pair, and defines every pair") {
     CHECK(SessionMachineTraits::name(static_cast<S>(SessionMachineTraits::states - 1)) == "FAILED");
-    CHECK(SessionMachineTraits::name(static_cast<E>(SessionMachineTraits::events - 1)) == "ABANDON");
+    CHECK(SessionMachineTraits::name(static_cast<E>(SessionMachineTraits::events - 1)) == "WORKER_DRAINED_NOW");
     size_t taken = 0;
     for (S state : all_states()) {
       const std::string state_name(SessionMachineTraits::name(state));
@@ -134,14 +143,14 @@ TEST_SUITE("actors.session_machine") {
   }
 
   TEST_CASE("envExit follows every envEnter that ran, unless the worker went with it") {
-    // Placed (ENTERING, OPEN), a session ends only through CLOSING or FAILING, which run envExit,
-    // or by losing its worker.
+    // Placed (ENTERING, OPEN), a session ends or moves only through CLOSING, FAILING or MOVING,
+    // which run envExit, or by losing its worker.
     for (const auto& step : steps()) {
       if (step.from != S::ENTERING && step.from != S::OPEN) continue;
       CAPTURE(SessionMachineTraits::name(step.from));
       CAPTURE(SessionMachineTraits::name(step.event));
       CHECK_FALSE(SessionMachine::is_terminal(step.t.to));
-      const bool exits = step.t.to == S::CLOSING || step.t.to == S::FAILING;
+      const bool exits = step.t.to == S::CLOSING || step.t.to == S::FAILING || step.t.to == S::MOVING;
       CHECK(exits == step.t.actions.contains(A::EXIT_ON_WORKER));
       if (!exits && step.t.to != S::OPEN) CHECK(step.event == E::WORKER_LOST);
     }

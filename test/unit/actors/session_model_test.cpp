@@ -72,6 +72,13 @@ const Fill task_failed = [](Body b) {
   f.initFailure().setReason("ExitCode:3");
 };
 const Fill abandoned = [](Body b) { b.initSessionFailed().setReason("WorkerLost"); };
+Fill drained(bool immediate) {
+  return [=](Body b) {
+    auto d = b.initSessionWorkerDrained();
+    d.setWorkerShard("w1");
+    d.setImmediate(immediate);
+  };
+}
 
 /// A body that records `event` (for a session whose placement attempt is `attempt`).
 Fill body_for(SessionEvent event, uint32_t attempt, std::mt19937& rng) {
@@ -90,6 +97,8 @@ Fill body_for(SessionEvent event, uint32_t attempt, std::mt19937& rng) {
     case SessionEvent::EXITED: return exited(rng() % 2 == 0);
     case SessionEvent::WORKER_LOST: return lost;
     case SessionEvent::ABANDON: return abandoned;
+    case SessionEvent::WORKER_DRAINED: return drained(false);
+    case SessionEvent::WORKER_DRAINED_NOW: return drained(true);
   }
   return entered;
 }
@@ -146,6 +155,32 @@ TEST_SUITE("actors.session_model") {
     CHECK(recreated.attempt == 2);
     CHECK(recreated.worker == "w2");
     CHECK(recreated.recreate_token == "rt-w2");
+  }
+
+  TEST_CASE("a session on a drained worker exits there and moves: a new attempt, no recreation") {
+    auto moved = run({creating(1, 5'000), opened("w1"), entered, drained(false), exited(true)});
+    CHECK(moved.state == SessionState::CREATING);
+    CHECK(moved.attempt == 2);
+    CHECK(moved.moves == 1);
+    CHECK(moved.creation_deadline_us == 5'000 + 5'000);  // its creationTimeout again, from the move
+    CHECK(moved.exit_succeeded == true);
+    CHECK(moved.failure_reason.empty());
+    // The drained worker went before envExit answered (it stopped once drained): it moves all the same.
+    auto gone = run({creating(1), opened("w1"), drained(true), lost});
+    CHECK(gone.state == SessionState::CREATING);
+    CHECK(gone.attempt == 2);
+    CHECK(gone.moves == 1);
+    CHECK(gone.lost_us == 0);
+    // envEnter stopped by an immediate drain is recorded, and fails nothing.
+    auto cancelled_enter = run({creating(1), opened("w1"), drained(true), enter_failed, exited(true), opened("w2"), entered});
+    CHECK(cancelled_enter.state == SessionState::OPEN);
+    CHECK(cancelled_enter.failure_reason.empty());
+    CHECK(cancelled_enter.worker == "w2");
+    // A recreation after a move is the next attempt, and still the first recreation.
+    auto recreated = run({creating(1), opened("w1"), entered, drained(false), exited(true), opened("w2"), entered,
+                          lost, creating(3)});
+    CHECK(recreated.attempt == 3);
+    CHECK(recreated.moves == 1);
   }
 
   TEST_CASE("every way to FAILED keeps its cause, the first one") {

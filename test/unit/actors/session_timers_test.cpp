@@ -118,4 +118,29 @@ TEST_SUITE("actors.session_timers") {
     apply(s, 9'000, lost);
     CHECK(after_window(s, spec) == SessionEvent::ABANDON);  // two: none left
   }
+
+  TEST_CASE("a move off a drained worker takes none of the session's recreations") {
+    SessionSpec spec = spec_with(std::nullopt);
+    spec.on_failure = SessionFailurePolicy::RECREATE;
+    spec.max_recreates = 1;
+    SessionModel s;
+    s.name = "s";
+    apply(s, 1'000, creating(1, 0));
+    apply(s, 2'000, placed);
+    apply(s, 3'000, [](schema::EventBody::Builder b) {
+      auto d = b.initSessionWorkerDrained();
+      d.setWorkerShard("w1");
+      d.setImmediate(false);
+    });
+    apply(s, 4'000, [](schema::EventBody::Builder b) { b.initSessionExited().setSucceeded(true); });
+    REQUIRE(s.state == SessionState::CREATING);
+    CHECK(s.attempt == 2);
+    apply(s, 5'000, placed);
+    apply(s, 6'000, lost);
+    CHECK(after_window(s, spec) == SessionEvent::RECREATE);  // the move was none
+    apply(s, 7'000, creating(3, 0));
+    apply(s, 8'000, placed);
+    apply(s, 9'000, lost);
+    CHECK(after_window(s, spec) == SessionEvent::ABANDON);
+  }
 }

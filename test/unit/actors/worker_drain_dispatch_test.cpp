@@ -384,3 +384,139 @@ TEST_SUITE("actors.drain") {
     CHECK(book.find("w1")->standing == "ACTIVE");
   }
 }
+
+namespace {
+
+/// A worker of one session slot and one slot of list "default", HEALTHY when this returns.
+Worker session_worker(Scheduler& s, const std::string& shard) {
+  auto info = worker_info(shard, "instance-1", {{"default", 1}});
+  info.max_concurrent_sessions = 1;
+  auto link = std::make_shared<FakeWorkerLink>();
+  auto registered = s.register_worker(info, link);
+  REQUIRE_MESSAGE(registered, test::why(registered));
+  link->answer_running();
+  s.fx.run();
+  return Worker{shard, link, registered->worker};
+}
+
+/// Tasks a then b in session "s" with envEnter and envExit; a worker it loses fails it (no
+/// recreation), so only a move can take it elsewhere.
+const std::string session_of_two = R"({"name": "pair", "tasks": [
+    {"name": "a", "handler": "noop"}, {"name": "b", "handler": "noop", "dependsOn": ["a"]}],
+  "sessions": [{"name": "s", "tasks": ["a", "b"], "envEnter": {"handler": "noop"}, "envExit": {"handler": "noop"}}]})";
+
+TaskReport succeeded(const std::string& invocation_id = {}) {
+  TaskReport report;
+  report.invocation_id = invocation_id;
+  report.kind = TaskReport::SUCCEEDED;
+  return report;
+}
+
+/// The session's pair of workers: `held` took it first, `other` did not.
+struct SessionPair {
+  Worker held;
+  Worker other;
+};
+
+SessionPair placed_session(Scheduler& s, Flow& flow) {
+  auto w1 = session_worker(s, "w1");
+  auto w2 = session_worker(s, "w2");
+  flow.start();
+  REQUIRE(w1.link->session_opens.size() + w2.link->session_opens.size() == 1);
+  return w1.link->session_opens.size() == 1 ? SessionPair{w1, w2} : SessionPair{w2, w1};
+}
+
+}  // namespace
+
+TEST_SUITE("actors.drain") {
+  TEST_CASE("an eventual drain moves a session: its running task finishes, envExit runs there, then the session opens on another worker") {
+    BookedScheduler b;
+    auto& s = b.s;
+    Flow flow(s, "wf-drain-session", session_of_two);
+    auto [held, other] = placed_session(s, flow);
+    held.link->session_opens[0].done(succeeded());  // envEnter
+    s.fx.run();
+    REQUIRE(held.link->runs.size() == 1);
+    const Invocation a = held.link->runs[0].invocation;
+    held.link->runs[0].done(false);
+    s.fx.run();
+
+    obey(s, drain(held.shard));
+    // The session closes there at once; envExit waits on the worker for the running task.
+    REQUIRE(held.link->session_closes.size() == 1);
+    CHECK(held.link->interrupts.empty());
+    REQUIRE(s.update(held, report_of(a.invocation_id, TaskReport::SUCCEEDED)).is(true));
+    CHECK(held.link->runs.size() == 1);  // b waits for the session's next worker
+    CHECK(status_of(s, held.shard) == "DRAINING");  // the session holds its slot until envExit ended
+    CHECK(other.link->session_opens.empty());
+
+    held.link->session_closes[0].done(std::optional<TaskReport>(succeeded()));  // envExit
+    s.fx.run();
+    CHECK(status_of(s, held.shard) == "DRAINED");
+    REQUIRE(other.link->session_opens.size() == 1);
+    CHECK(other.link->session_opens[0].session.env_enter.attempt == 2);
+    other.link->session_opens[0].done(succeeded());
+    s.fx.run();
+    REQUIRE(other.link->runs.size() == 1);
+    CHECK(other.link->runs[0].invocation.task_name == "b");
+    other.link->runs[0].done(false);
+    s.fx.run();
+    REQUIRE(s.update(other, report_of(other.link->runs[0].invocation.invocation_id, TaskReport::SUCCEEDED)).is(true));
+    REQUIRE(other.link->session_closes.size() == 1);
+    other.link->session_closes[0].done(std::optional<TaskReport>(succeeded()));
+    auto result = flow.outcome();
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
+    CHECK(flow.count("sessionWorkerDrained:s") == 1);
+    CHECK(flow.count("sessionWorkerLost:s") == 0);
+    CHECK(flow.task("a").attempt == 1);
+    CHECK(flow.task("b").attempt == 1);
+  }
+
+  TEST_CASE("an immediate drain moves a session at once: its running task is interrupted and runs again in the moved session under the same attempt") {
+    BookedScheduler b;
+    auto& s = b.s;
+    Flow flow(s, "wf-drain-session-now", session_of_two);
+    auto [held, other] = placed_session(s, flow);
+    held.link->session_opens[0].done(succeeded());
+    s.fx.run();
+    REQUIRE(held.link->runs.size() == 1);
+    const Invocation a = held.link->runs[0].invocation;
+    held.link->runs[0].done(false);
+    s.fx.run();
+
+    obey(s, drain(held.shard, true));
+    CHECK(held.link->interrupts == std::vector<std::string>{a.invocation_id});
+    REQUIRE(held.link->session_closes.size() == 1);
+    TaskReport interrupted = report_of(a.invocation_id, TaskReport::INTERRUPTED);
+    REQUIRE(s.update(held, interrupted).is(true));
+    held.link->session_closes[0].done(std::optional<TaskReport>(succeeded()));
+    s.fx.run();
+    CHECK(status_of(s, held.shard) == "DRAINED");
+    REQUIRE(other.link->session_opens.size() == 1);
+    other.link->session_opens[0].done(succeeded());
+    s.fx.run();
+    REQUIRE(other.link->runs.size() == 1);
+    CHECK(other.link->runs[0].invocation.task_name == "a");
+    CHECK(other.link->runs[0].invocation.attempt == 1);
+  }
+
+  TEST_CASE("an immediate drain while envEnter runs cancels it; envExit still runs before the session moves") {
+    BookedScheduler b;
+    auto& s = b.s;
+    Flow flow(s, "wf-drain-entering", session_of_two);
+    auto [held, other] = placed_session(s, flow);
+    const std::string enter = held.link->session_opens[0].session.env_enter.invocation_id;
+    obey(s, drain(held.shard, true));
+    CHECK(held.link->cancels == std::vector<std::string>{enter});
+    REQUIRE(held.link->session_closes.size() == 1);
+    TaskReport cancelled;
+    cancelled.kind = TaskReport::CANCELLED;
+    held.link->session_opens[0].done(cancelled);
+    held.link->session_closes[0].done(std::optional<TaskReport>(succeeded()));
+    s.fx.run();
+    REQUIRE(other.link->session_opens.size() == 1);  // moved, not failed: envEnter's cancel was the drain's
+    CHECK(flow.count("sessionEnterFailed:s") == 1);
+    CHECK(flow.count("sessionFailed:s") == 0);
+  }
+}
