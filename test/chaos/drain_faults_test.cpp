@@ -3,7 +3,8 @@
 // immediately, and half the time the scheduler is killed with -9 right after the drain was
 // acknowledged (a crash mid-drain); once the worker is DRAINED it stays so for a while and is
 // undrained. A drain is no fault of the tasks: no workflow may fail for it, an interrupted task
-// runs again under the same attempt, and a scheduler failure consumes no attempt either.
+// runs again under the same attempt, and a scheduler failure consumes no attempt either. A
+// session on a drained worker moves to another.
 //
 // Checked besides the scenario's checks: every acknowledged drain reaches DRAINED, the scheduler
 // restart included (it is durable before it is acknowledged), and from DRAINED until the undrain
@@ -112,12 +113,9 @@ TEST_SUITE("chaos.worker_drains") {
     ScenarioOptions o;
     o.name = "worker_drains";
     o.prefix = "wd";
-    // Without sessions for now: a drained worker keeps its sessions, and a session task queued
-    // on a worker under a drain was seen to end 'Cancelled', using an attempt
-    // (TROUPE_TEST_SEED=373154994, two of four session workflows); drains of session workers are
-    // still to be designed (actors/session/README.md, "Not yet").
+    // Sessions included: a drained worker's sessions move to another worker (envExit there
+    // first), and their tasks run one at a time all the same.
     o.mix = worker_fault_mix();
-    std::erase_if(o.mix, [](const auto& kind) { return kind.first == KindId::SESSION; });
     o.clients = 2;
     o.in_flight = 5;
     o.scheduler_only = true;  // a drain, like a scheduler failure, consumes no attempt

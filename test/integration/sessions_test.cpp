@@ -539,4 +539,63 @@ TEST_SUITE("integration.sessions") {
     const std::string other = holder == "worker-a" ? "worker-b" : "worker-a";
     CHECK(ran_on(cluster, "cut", "one") == std::vector<std::string>{other});
   }
+
+  TEST_CASE("a drained worker's session moves to another worker: envExit there first, and no recreation is used") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt, "", 1}, {"worker-b", {{"default", 2}}, std::nullopt, "", 1}};
+    Cluster cluster(spec);
+    start_all(cluster);
+    auto client = troupe::test::connect(cluster.port);
+    const std::string order = cluster.dir / "order", started = cluster.dir / "started", go = cluster.dir / "go";
+    // onFailure is fail: a lost worker would fail the workflow; a drain moves the session.
+    const std::string session = session_of("env", {"one", "two"},
+                                           R"("envEnter": )" + shell_action("echo enter >> " + order) +
+                                               R"(, "envExit": )" + shell_action("echo exit >> " + order));
+    const std::string tasks =
+        shell_task("one", "echo one >> " + order + "; touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.05; done") +
+        ", " + shell_task("two", "echo two >> " + order, R"("dependsOn": ["one"])");
+    REQUIRE(client->start("moved", workflow_with_sessions("moved", tasks, session)) == "moved");
+    REQUIRE(eventually([&] { return fs::exists(started); }, 20s));
+    const auto holder = ran_on(cluster, "moved", "one");
+    REQUIRE(holder.size() == 1);
+    const std::string other = holder[0] == "worker-a" ? "worker-b" : "worker-a";
+    // An eventual drain: the running task finishes there.
+    auto drained = cli(cluster, {"worker", "drain", holder[0]});
+    REQUIRE_MESSAGE(drained.code == 0, drained.output);
+    std::ofstream(go).close();
+    const std::string result = client->result("moved", 30s);
+    REQUIRE_MESSAGE(result == "SUCCESS", (result + "\n" + cli(cluster, {"status", "moved"}).output));
+    CHECK(lines_of(order) == std::vector<std::string>{"enter", "one", "exit", "enter", "two", "exit"});
+    CHECK(ran_on(cluster, "moved", "two") == std::vector<std::string>{other});
+    auto status = cli(cluster, {"status", "moved"});
+    CHECK_MESSAGE(contains(status.output, "env      CLOSED                2  " + other), status.output);
+    CHECK_MESSAGE(contains(status.output, "one   SUCCESS                1  " + holder[0]), status.output);
+    CHECK_MESSAGE(contains(status.output, "two   SUCCESS                1  " + other), status.output);
+    std::string shown;
+    CHECK_MESSAGE(eventually([&] {
+                    shown = cli(cluster, {"worker", holder[0]}).output;
+                    return contains(shown, "DRAINED");
+                  }, 20s),
+                  shown);
+
+    // An immediate drain of the worker holding another session interrupts its task, which runs
+    // again under the same attempt where the session moved.
+    REQUIRE(cli(cluster, {"worker", "undrain", holder[0]}).code == 0);
+    const std::string again = cluster.dir / "again";
+    const std::string long_one =
+        shell_task("one", "[ -e " + again + " ] && exit 0; touch " + again + "; exec sleep 60") + ", " +
+        shell_task("two", "true", R"("dependsOn": ["one"])");
+    REQUIRE(client->start("moved-now", workflow_with_sessions("moved-now", long_one, session_of("env", {"one", "two"}))) ==
+            "moved-now");
+    REQUIRE(eventually([&] { return fs::exists(again); }, 20s));
+    const auto first = ran_on(cluster, "moved-now", "one");
+    REQUIRE(first.size() == 1);
+    REQUIRE(cli(cluster, {"worker", "drain", first[0], "--immediate"}).code == 0);
+    const std::string now_result = client->result("moved-now", 30s);
+    REQUIRE_MESSAGE(now_result == "SUCCESS", (now_result + "\n" + cli(cluster, {"status", "moved-now"}).output));
+    const std::string second = first[0] == "worker-a" ? "worker-b" : "worker-a";
+    auto now_status = cli(cluster, {"status", "moved-now"});
+    CHECK_MESSAGE(contains(now_status.output, "one   SUCCESS                1  " + second), now_status.output);
+    CHECK_MESSAGE(contains(now_status.output, "env      CLOSED                2  " + second), now_status.output);
+  }
 }
