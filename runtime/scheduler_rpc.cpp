@@ -184,6 +184,7 @@ class CapnpWorkerLink final : public actors::WorkerLink {
             actors::RunningTasks running;
             for (auto id : response.getInvocationIds()) running.ids.push_back(text(id));
             for (auto id : response.getEndedIds()) running.ended.push_back(text(id));
+            for (auto id : response.getOpenSessions()) running.sessions.push_back(text(id));
             done(std::move(running));
           },
           [done](kj::Exception&& e) { done(fail(Errc::UNAVAILABLE, e.getDescription().cStr())); }));

@@ -210,6 +210,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   // --- WorkerControl ---------------------------------------------------------------------
   std::vector<std::string> running_ids() { return state_.running_ids(); }
   std::vector<std::string> ended_ids() const { return state_.ended_ids(); }
+  std::vector<std::string> open_sessions() const { return sessions_.open_ids(); }
 
   /// runTask's answer: the invocation runs, or it ended before the answer and, if the
   /// scheduler asked for it there, how.
@@ -742,6 +743,9 @@ kj::Promise<void> WorkerControlImpl::getRunningTasks(GetRunningTasksContext cont
   for (size_t i = 0; i < ids.size(); ++i) list.set(i, ids[i]);
   auto ended_list = results.initEndedIds(ended.size());
   for (size_t i = 0; i < ended.size(); ++i) ended_list.set(i, ended[i]);
+  auto sessions = agent_->open_sessions();
+  auto session_list = results.initOpenSessions(sessions.size());
+  for (size_t i = 0; i < sessions.size(); ++i) session_list.set(i, sessions[i]);
   return kj::READY_NOW;
 }
 

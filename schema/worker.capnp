@@ -139,9 +139,12 @@ interface TaskReporter {
 
 interface WorkerControl {
   # Served by the worker, called by the scheduler.
-  getRunningTasks @0 () -> (invocationIds :List(Text), endedIds :List(Text));
+  getRunningTasks @0 () -> (invocationIds :List(Text), endedIds :List(Text), openSessions :List(Text));
   # invocationIds: every invocation it holds. endedIds: those of them that ended, whose outcomes
   # are on their way (a restarted scheduler waits for those rather than take them as running).
+  # openSessions: the sessions it holds open (WORKFLOW/SESSION): their session slots are taken
+  # until their sessions claim them again, and one that none claims within the scheduler's
+  # recovery window (its workflow ended, or moved it elsewhere meanwhile) is closed here.
   runTask @1 (invocation :InvocationSpec, notifySequence :UInt64, reporter :TaskReporter,
                outcomeInAnswer :Bool, fence :Fence)
       -> (error :Common.Error, ended :Bool, outcome :Outcome);

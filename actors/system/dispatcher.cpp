@@ -74,6 +74,14 @@ struct DispatcherState {
   std::map<std::string, SessionDrain> session_drains;
   /// The session slots each live shard's worker actor was last told are held.
   std::map<std::string, uint32_t> held_told;
+  /// Sessions live workers said they hold open that no session actor has placed or claimed
+  /// there yet, by shard: their slots stay taken (a restarted scheduler's revived sessions
+  /// claim them) until the recovery window closes; then they are closed on their worker.
+  std::map<std::string, std::set<std::string>> found_sessions;
+  bool found_wake_armed = false;
+  /// Sessions closed on live workers because no session actor claimed them: a claim that comes
+  /// too late is refused (its worker does not hold the session any more).
+  std::map<std::string, std::set<std::string>> orphans_closed;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -197,6 +205,7 @@ void post_session_waits(Self self, const std::vector<std::string>& answered) {
 
 /// Session `key` is placed (`placed`): a placement it had still holds its slot, under its id.
 void record_placement(DispatcherState& st, const std::string& key, DispatcherState::Placed placed) {
+  if (auto closed = st.orphans_closed.find(placed.shard); closed != st.orphans_closed.end()) closed->second.erase(key);
   auto [it, fresh] = st.placed.try_emplace(key, placed);
   if (fresh) return;
   st.superseded.emplace(it->second.id, std::make_pair(key, it->second));
@@ -250,10 +259,63 @@ void give_claim(Self self, const std::string& key, const std::string& shard, Dis
   auto& st = self->state;
   const WorkerInfo& info = st.infos[shard];
   (void)st.placement.claim(key, shard);  // full or not: the session is there already
+  if (auto found = st.found_sessions.find(shard); found != st.found_sessions.end()) found->second.erase(key);
   const uint64_t id = ++st.placements;
   record_placement(st, key, DispatcherState::Placed{shard, st.workers[shard].address(), asking.session, id});
   asking.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id, id});
   tell_drain(self, asking.session, shard);  // after the answer: the session is back there first
+  tell_sessions_held(self);
+}
+
+/// Closes session `key` on live worker `shard`, which holds it for no session actor (its
+/// workflow ended, or moved it, while this scheduler could not tell the worker).
+void close_orphan(Self self, const std::string& key, const std::string& shard) {
+  auto worker = self->state.workers.find(shard);
+  if (worker == self->state.workers.end()) return;
+  std::cerr << "worker " << shard << " holds session " << key << ", which no workflow claimed: closing it there\n";
+  self->state.orphans_closed[shard].insert(key);
+  self->request(worker->second, caf::infinite, close_atom::value, key)
+      .then([](bool, const TaskReport&) {}, [](const caf::error&) {});
+}
+
+/// The sessions workers hold that no session claimed within the recovery window are closed
+/// there, and their slots taken back.
+void close_unclaimed(Self self) {
+  auto& st = self->state;
+  st.found_wake_armed = false;
+  if (const auto now = self->clock().now(); now < st.recovery_ends) {
+    st.found_wake_armed = true;
+    self->delayed_send(self, st.recovery_ends - now, wake_atom::value);  // extended
+    return;
+  }
+  for (const auto& [shard, keys] : std::exchange(st.found_sessions, {})) {
+    for (const auto& key : keys) {
+      st.placement.release(key, shard);
+      close_orphan(self, key, shard);
+    }
+  }
+  place_sessions(self);
+}
+
+/// Worker `shard` says it holds `sessions` open: those placed or claimed there are known; the
+/// others keep their slots for a revived session to claim within the recovery window, or, once
+/// it closed, are closed there.
+void found_sessions(Self self, const std::string& shard, const std::vector<std::string>& sessions) {
+  auto& st = self->state;
+  const bool window_open = self->clock().now() < st.recovery_ends;
+  for (const auto& key : sessions) {
+    if (auto placed = st.placed.find(key); placed != st.placed.end() && placed->second.shard == shard) continue;
+    if (!window_open) {
+      close_orphan(self, key, shard);
+      continue;
+    }
+    (void)st.placement.claim(key, shard);
+    st.found_sessions[shard].insert(key);
+  }
+  if (window_open && !st.found_sessions.empty() && !st.found_wake_armed) {
+    st.found_wake_armed = true;
+    self->delayed_send(self, st.recovery_ends - self->clock().now(), wake_atom::value);
+  }
   tell_sessions_held(self);
 }
 
@@ -366,6 +428,10 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
                              instance = setup.info.instance_id](SessionDrain drain) {
     caf::anon_send(me, drain_atom::value, shard, instance, static_cast<uint8_t>(drain));
   };
+  setup.sessions_found = [me = caf::actor_cast<caf::actor>(self), shard = setup.info.shard_id,
+                          instance = setup.info.instance_id](std::vector<std::string> sessions) {
+    caf::anon_send(me, claim_atom::value, shard, instance, std::move(sessions));
+  };
   const std::string shard = setup.info.shard_id;
   auto worker = spawn_worker(self->system(), std::move(setup));
   self->monitor(worker);
@@ -454,6 +520,8 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         self->state.infos.erase(it->first);
         self->state.session_drains.erase(it->first);
         self->state.held_told.erase(it->first);
+        self->state.found_sessions.erase(it->first);
+        self->state.orphans_closed.erase(it->first);
         workers.erase(it);
         return;
       }
@@ -485,6 +553,12 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         watch_session(self, session);
         auto promise = self->make_response_promise<SessionPlace>();
         DispatcherState::Asking asking{promise, std::move(session)};
+        if (auto closed = st.orphans_closed.find(shard); closed != st.orphans_closed.end() && closed->second.count(key)) {
+          promise.deliver(to_caf(Error{Errc::UNAVAILABLE, "worker " + shard + " closed the session: nothing claimed it within " +
+                                                              format_duration(st.options.recovery_window) +
+                                                              " of the scheduler's restart"}));
+          return promise;
+        }
         if (st.workers.count(shard) > 0) {
           give_claim(self, key, shard, asking);
           return promise;
@@ -550,6 +624,12 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         st.placement.accepting(shard, accepts);
         if (accepts) place_sessions(self);
       },
+      [=](claim_atom, const std::string& shard, const std::string& instance, const std::vector<std::string>& sessions) {
+        auto info = self->state.infos.find(shard);
+        if (info == self->state.infos.end() || info->second.instance_id != instance) return;  // a replaced instance
+        found_sessions(self, shard, sessions);
+      },
+      [=](wake_atom) { close_unclaimed(self); },
       [=](drain_atom, const std::string& shard, const std::string& instance, uint8_t raw) {
         auto& st = self->state;
         auto info = st.infos.find(shard);

@@ -54,7 +54,13 @@ using dispatcher_actor = executor_actor::extend_with<session_host>::extend<
     caf::reacts_to<accept_atom, std::string, std::string, bool>,
     // from a worker actor: what a drain does to the sessions its worker holds (shard, instance,
     // a SessionDrain): the session actors placed there hear it
-    caf::reacts_to<drain_atom, std::string, std::string, uint8_t>>;
+    caf::reacts_to<drain_atom, std::string, std::string, uint8_t>,
+    // from a worker actor: the sessions its worker says it holds open (shard, instance, keys),
+    // before it takes new ones: they keep their slots there until claimed, or are closed there
+    caf::reacts_to<claim_atom, std::string, std::string, std::vector<std::string>>,
+    // its own timer: the recovery window may have closed; the sessions workers hold that no
+    // session claimed are closed there
+    caf::reacts_to<wake_atom>>;
 
 struct DispatcherOptions {
   HealthTimeouts timeouts;

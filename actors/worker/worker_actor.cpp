@@ -146,10 +146,10 @@ void query_running_tasks(Self self) {
   st.setup.link->get_running_tasks([me, epoch](Result<RunningTasks> running) {
     if (running) {
       caf::anon_send(me, associate_atom::value, epoch, true, std::move(running->ids), std::move(running->ended),
-                     std::string());
+                     std::move(running->sessions), std::string());
     } else {
       caf::anon_send(me, associate_atom::value, epoch, false, std::vector<std::string>(), std::vector<std::string>(),
-                     running.error().message);
+                     std::vector<std::string>(), running.error().message);
     }
   });
 }
@@ -356,7 +356,8 @@ void on_notified(Self self, bool ok, const std::vector<std::string>& asked,
 
 /// getRunningTasks answered: reconcile what the worker runs with what it was given.
 void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::string>& running,
-                   const std::vector<std::string>& ended, const std::string& error) {
+                   const std::vector<std::string>& ended, const std::vector<std::string>& sessions,
+                   const std::string& error) {
   auto& s = self->state;
   if (epoch != s.link_epoch) return;
   s.querying = false;
@@ -397,6 +398,8 @@ void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::st
     auto it = s.given.find(id);
     if ((it != s.given.end() && !it->second.ended) || s.orphans.count(id)) found_running(self, id);
   }
+  // Before it takes sessions (ASSOCIATED offers its slots): the sessions it holds keep theirs.
+  if (s.setup.sessions_found) s.setup.sessions_found(sessions);
   handle(self, HealthEvent::ASSOCIATED);
   // Questions asked before it said what it runs: over unless held.
   std::vector<std::string> unheld;
@@ -596,8 +599,8 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         handle(self, replaced ? HealthEvent::REPLACED : HealthEvent::SUICIDE);
       },
       [=](associate_atom, uint64_t epoch, bool ok, const std::vector<std::string>& running,
-          const std::vector<std::string>& ended,
-          const std::string& error) { on_associated(self, epoch, ok, running, ended, error); },
+          const std::vector<std::string>& ended, const std::vector<std::string>& sessions,
+          const std::string& error) { on_associated(self, epoch, ok, running, ended, sessions, error); },
       [=](timeout_atom, uint64_t generation) {
         auto& s = self->state;
         if (generation != s.timer_generation) return;

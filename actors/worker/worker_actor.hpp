@@ -121,7 +121,8 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<kill_atom, std::string /* reason */, bool /* replaced */>,
     // from the link's callbacks: getRunningTasks answered (ok, ids, error)
     caf::reacts_to<associate_atom, uint64_t /* link epoch */, bool, std::vector<std::string> /* held */,
-                   std::vector<std::string> /* of them, ended */, std::string>,
+                   std::vector<std::string> /* of them, ended */, std::vector<std::string> /* open sessions */,
+                   std::string>,
     // from the link's callbacks: runTask answered (id, what it said as a Sent in worker_actor.cpp,
     // error); not sent for an answer that carried the invocation's outcome, which settles it
     caf::reacts_to<sent_atom, std::string, uint8_t, std::string>,
@@ -188,6 +189,9 @@ struct WorkerSetup {
   /// Told how a drain treats the sessions the worker holds (SessionDrain), each time that
   /// changes; empty: nobody listens.
   std::function<void(SessionDrain)> sessions_draining;
+  /// Told the sessions the worker said it holds open, each time it says what it runs; empty:
+  /// nobody listens.
+  std::function<void(std::vector<std::string>)> sessions_found;
   /// The wall clock, microseconds since the epoch: drain deadlines and quarantine ends are
   /// kept in the worker's record and outlive this process. Empty: the system clock.
   std::function<int64_t()> now_us;

@@ -54,6 +54,7 @@ struct WorkerInfo {
 struct RunningTasks {
   std::vector<std::string> ids;    ///< every invocation the worker holds
   std::vector<std::string> ended;  ///< of them, those that ended: their outcomes are on their way
+  std::vector<std::string> sessions;  ///< the sessions it holds open (WORKFLOW/SESSION)
 };
 
 class WorkerLink {

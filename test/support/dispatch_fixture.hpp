@@ -104,12 +104,14 @@ class FakeWorkerLink final : public WorkerLink {
     session_closes.push_back(CloseCall{id, std::move(done)});
   }
 
-  /// Answers every pending getRunningTasks: the worker holds `running`, of which `ended` ended.
-  void answer_running(const std::vector<std::string>& running = {}, const std::vector<std::string>& ended = {}) {
+  /// Answers every pending getRunningTasks: the worker holds `running`, of which `ended` ended,
+  /// and holds `sessions` open.
+  void answer_running(const std::vector<std::string>& running = {}, const std::vector<std::string>& ended = {},
+                      const std::vector<std::string>& sessions = {}) {
     REQUIRE_MESSAGE(!running_queries.empty(), "the scheduler never asked for the running tasks");
     auto pending = std::move(running_queries);
     running_queries.clear();
-    for (auto& done : pending) done(RunningTasks{running, ended});
+    for (auto& done : pending) done(RunningTasks{running, ended, sessions});
   }
 
   /// The invocation ids of every runTask, in the order they were sent.

@@ -432,7 +432,8 @@ std::vector<CommandSpec> command_table() {
           .description = "Drains a worker: it gets no new tasks from now on. By default the drain is eventual: what "
                          "the worker runs finishes, then it is DRAINED. With --deadline, what still runs then is "
                          "interrupted. With --immediate, what it runs is stopped at once (the cluster's kill_grace) "
-                         "and runs again on another worker as INTERRUPTED, its attempt kept. Once drained the worker "
+                         "and runs again on another worker as INTERRUPTED, its attempt kept. The sessions it holds "
+                         "move to other workers, envExit first. Once drained the worker "
                          "stays up and idle, or with --exit stops and exits 0. The drain is kept in the worker's "
                          "record: it outlives restarts of the worker and of the scheduler until `troupe worker "
                          "undrain`. A worker that is not running is drained at once.",

@@ -1429,4 +1429,58 @@ TEST_SUITE("actors.dispatch") {
     REQUIRE_MESSAGE(third, test::why(third));
     CHECK(third->shard == first->shard);
   }
+
+  TEST_CASE("after a scheduler restart, a session its worker holds keeps its slot until claimed; one nobody claims in the recovery window is closed there") {
+    DispatcherOptions options;
+    options.recovery_window = 10s;
+    Scheduler s(options, nullptr, true);
+    auto info = worker_info("w1", "instance-1", {{"default", 1}});
+    info.max_concurrent_sessions = 2;
+    auto link = std::make_shared<FakeWorkerLink>();
+    auto registered = s.register_worker(info, link);
+    REQUIRE_MESSAGE(registered, test::why(registered));
+    const Worker w{"w1", link, registered->worker};
+    // It still holds two sessions from before the restart; only one will be claimed.
+    link->answer_running({}, {}, {"wf-old/kept", "wf-old/orphan"});
+    s.fx.run();
+    s.recovered(1);
+    auto kept = s.fx.ask<SessionPlace>(s.dispatcher, claim_atom::value, std::string("wf-old/kept"), std::string("w1"));
+    REQUIRE_MESSAGE(kept, test::why(kept));
+    // Both slots are taken: a new session waits, though the worker registered and is healthy.
+    s.fx.self->send(s.dispatcher, place_atom::value, SessionAsk{"wf-new/s", "", {"default"}, "", ""});
+    s.fx.run();
+    std::optional<SessionPlace> placed;
+    auto receive = [&] {
+      s.fx.self->receive([&](SessionPlace& p) { placed = p; }, [&](caf::error& e) { FAIL(to_string(e)); },
+                         caf::after(std::chrono::seconds(0)) >> [] {});
+    };
+    receive();
+    CHECK_FALSE(placed);
+    CHECK(link->session_closes.empty());
+    // The window closes: the session nobody claimed is closed on its worker, its slot taken back.
+    s.advance(11s, {&w});
+    REQUIRE(link->session_closes.size() == 1);
+    CHECK(link->session_closes[0].id == "wf-old/orphan");
+    receive();
+    REQUIRE(placed);
+    CHECK(placed->shard == "w1");
+    // A claim that comes too late is refused: the worker holds the session no more.
+    auto late = s.fx.ask<SessionPlace>(s.dispatcher, claim_atom::value, std::string("wf-old/orphan"), std::string("w1"));
+    REQUIRE_FALSE(late);
+    CHECK(late.error().code == Errc::UNAVAILABLE);
+  }
+
+  TEST_CASE("a worker that holds a session no session actor has placed there closes it at once when no restart is under way") {
+    Scheduler s;
+    auto info = worker_info("w1", "instance-1", {{"default", 1}});
+    info.max_concurrent_sessions = 1;
+    auto link = std::make_shared<FakeWorkerLink>();
+    REQUIRE(s.register_worker(info, link));
+    link->answer_running({}, {}, {"wf-gone/s"});
+    s.fx.run();
+    REQUIRE(link->session_closes.size() == 1);
+    CHECK(link->session_closes[0].id == "wf-gone/s");
+    auto fresh = s.fx.ask<SessionPlace>(s.dispatcher, place_atom::value, SessionAsk{"wf-new/s", "", {"default"}, "", ""});
+    REQUIRE_MESSAGE(fresh, test::why(fresh));
+  }
 }
