@@ -2,6 +2,7 @@
 #include "actors/agent/hosted_sessions.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace troupe::actors {
 namespace {
@@ -43,6 +44,11 @@ std::string HostedSessions::describe(const TaskReport& outcome) {
 SessionEffects HostedSessions::open(SessionOpening opening, uint64_t call) {
   SessionEffects effects;
   auto it = sessions_.find(opening.id);
+  if (it != sessions_.end() && it->second.runner.closing() && !it->second.close_calls.empty()) {
+    // Closed by the scheduler, and now placed here again: a new instance, once this one closed.
+    deferred_opens_.emplace_back(std::move(opening), call);
+    return effects;
+  }
   if (it != sessions_.end() && !it->second.closed) {
     Hosted& hosted = it->second;
     if (hosted.entered_answered) {
@@ -89,7 +95,26 @@ SessionEffects HostedSessions::close(const std::string& session, uint64_t call) 
   hosted.close_calls.push_back(call);
   effects.log.emplace_back(session, "closing");
   apply(hosted, hosted.runner.close(), effects);
+  open_deferred(effects);
   return effects;
+}
+
+void HostedSessions::open_deferred(SessionEffects& effects) {
+  if (deferred_opens_.empty()) return;
+  std::vector<std::pair<SessionOpening, uint64_t>> waiting;
+  for (auto& [opening, call] : std::exchange(deferred_opens_, {})) {
+    auto it = sessions_.find(opening.id);
+    if (it != sessions_.end() && !it->second.closed) {
+      waiting.emplace_back(std::move(opening), call);
+      continue;
+    }
+    SessionEffects opened = open(std::move(opening), call);
+    for (auto& x : opened.start) effects.start.push_back(std::move(x));
+    for (auto& x : opened.never_ran) effects.never_ran.push_back(std::move(x));
+    for (auto& x : opened.answers) effects.answers.push_back(std::move(x));
+    for (auto& x : opened.log) effects.log.push_back(std::move(x));
+  }
+  for (auto& entry : waiting) deferred_opens_.push_back(std::move(entry));
 }
 
 bool HostedSessions::takes_tasks(const std::string& session) const {
@@ -170,6 +195,7 @@ SessionEffects HostedSessions::ended(const std::string& invocation_id, const Tas
   if (ref.kind == SessionActionKind::TASK) owner_.erase(invocation_id);
   effects.log.emplace_back(session, what + " ended " + describe(outcome));
   apply(hosted, hosted.runner.ended(ref, session_outcome_of(outcome)), effects);
+  open_deferred(effects);
   return effects;
 }
 

@@ -49,7 +49,8 @@ class HostedSessions {
 
   /// Opens the session (the caller made its directory). A session open already answers `call`
   /// as it answered the first opening, once envEnter has ended. A session closed here before is
-  /// opened anew (a re-established or recreated session enters again).
+  /// opened anew (a re-established or recreated session enters again); one closing now is
+  /// opened anew once it closed (the scheduler closed it, then placed it here again).
   SessionEffects open(SessionOpening opening, uint64_t call);
   /// Closes the session: `call` is answered once envExit (if it runs) has ended. A session this
   /// worker does not hold is answered at once, with nothing run.
@@ -100,12 +101,16 @@ class HostedSessions {
   static std::string describe(const TaskReport& outcome);
   /// Drops a closed session and its env actions' ids.
   void forget(const std::string& session);
+  /// Opens the sessions whose openings waited for their earlier instance to close, if it has.
+  void open_deferred(SessionEffects& effects);
 
   std::map<std::string, Hosted> sessions_;
   std::map<std::string, std::string> owner_;  ///< invocation id -> session, for actions and tasks
   /// Sessions closed here, oldest first: a late closeSession finds their answer; the oldest are
   /// forgotten beyond a bound.
   std::deque<std::string> closed_order_;
+  /// Openings of sessions that were closing here, in the order they came: opened once closed.
+  std::vector<std::pair<SessionOpening, uint64_t>> deferred_opens_;
   uint64_t calls_ = 0;
 };
 

@@ -67,6 +67,8 @@ class SessionRunner {
   /// envEnter succeeded (or there is none) and the session still takes tasks.
   bool takes_tasks() const { return entered_ && !stopped_; }
   bool closed() const { return closed_; }
+  /// It was told to close (or envEnter failed) and is not closed yet.
+  bool closing() const { return closing_ && !closed_; }
 
  private:
   /// What to do now that nothing runs: the next queued task, envExit, or closing.

@@ -27,7 +27,10 @@ struct SessionActorState {
   SessionSetup setup;
   EffectPipeline pipeline;
   std::array<uint64_t, 3> generation{};
-  uint64_t retry_generation = 0;
+  /// Generations of the retries of openSession and of closeSession, apart: a session drained
+  /// while it entered has both under way, and neither retry may void the other.
+  uint64_t retry_open_generation = 0;
+  uint64_t retry_close_generation = 0;
   /// The dispatcher's id of the placement the session holds (SessionPlace::id); 0: none.
   uint64_t placement = 0;
   bool ended = false;
@@ -157,7 +160,7 @@ void enter_on_worker(Self self) {
               // Only a session closing or failing stops its envEnter (STOP_CURRENT_ACTION): one
               // cancelled before that was stopped by its worker, shutting down. That is the
               // worker's loss, not the session's failure: ask again until the loss arrives.
-              self->delayed_send(self, retry_delay, timeout_atom::value, retry_open_timer, ++self->state.retry_generation);
+              self->delayed_send(self, retry_delay, timeout_atom::value, retry_open_timer, ++self->state.retry_open_generation);
             } else {
               decide(self, SessionEvent::ENTER_FAILED, [&](Body b) { fill_failure(b.initSessionEnterFailed(), outcome); });
             }
@@ -169,7 +172,7 @@ void enter_on_worker(Self self) {
             if (e.code != Errc::NOT_ALLOWED_IN_STATE) {
               // Not the worker's refusal: the connection failed, or the worker (or its actor) is
               // going. Ask again; a lost worker's loss reaches the session meanwhile and moves it on.
-              self->delayed_send(self, retry_delay, timeout_atom::value, retry_open_timer, ++self->state.retry_generation);
+              self->delayed_send(self, retry_delay, timeout_atom::value, retry_open_timer, ++self->state.retry_open_generation);
               return;
             }
             TaskReport failed;
@@ -199,7 +202,7 @@ void exit_on_worker(Self self) {
             if (self->state.model().worker != shard) return;
             if (from_caf(error).code != Errc::NOT_ALLOWED_IN_STATE) {
               // Its worker is not there now: ask again until it is, or its loss closes the session.
-              self->delayed_send(self, retry_delay, timeout_atom::value, retry_close_timer, ++self->state.retry_generation);
+              self->delayed_send(self, retry_delay, timeout_atom::value, retry_close_timer, ++self->state.retry_close_generation);
               return;
             }
             TaskReport refused;
@@ -402,7 +405,7 @@ void recover(Self self) {
 void on_timer(Self self, uint8_t timer, uint64_t generation) {
   auto& st = self->state;
   if (timer == retry_open_timer || timer == retry_close_timer) {
-    if (generation != st.retry_generation) return;
+    if (generation != (timer == retry_open_timer ? st.retry_open_generation : st.retry_close_generation)) return;
     const auto state = st.model().state;
     if (timer == retry_open_timer && state == SessionState::ENTERING) enter_on_worker(self);
     if (timer == retry_close_timer &&

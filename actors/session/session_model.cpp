@@ -74,7 +74,12 @@ Result<void> SessionModel::apply(const EventView& event) {
       resource = to_string(o.getResourceId());
       if (o.getRecreateToken().size() > 0) recreate_token = to_string(o.getRecreateToken());
       if (o.getReestablished()) ++reestablished;
+      // Its env actions' outcomes are its placement's: those of an earlier one (a worker it was
+      // drained off or lost) do not describe this one.
       entered = false;  // envEnter runs on it (again)
+      enter_failure.clear();
+      exit_succeeded.reset();
+      exit_failure.clear();
       if (first_placed_us == 0) first_placed_us = now;
       creation_deadline_us = 0;
       lost_us = 0;

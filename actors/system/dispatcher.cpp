@@ -79,6 +79,9 @@ struct DispatcherState {
   /// claim them) until the recovery window closes; then they are closed on their worker.
   std::map<std::string, std::set<std::string>> found_sessions;
   bool found_wake_armed = false;
+  /// The node said its revival is over (recovered_atom): until then a session a worker holds
+  /// may belong to a workflow not revived yet, so none is closed as unclaimed.
+  bool revived = false;
   /// Sessions closed on live workers because no session actor claimed them: a claim that comes
   /// too late is refused (its worker does not hold the session any more).
   std::map<std::string, std::set<std::string>> orphans_closed;
@@ -206,6 +209,9 @@ void post_session_waits(Self self, const std::vector<std::string>& answered) {
 /// Session `key` is placed (`placed`): a placement it had still holds its slot, under its id.
 void record_placement(DispatcherState& st, const std::string& key, DispatcherState::Placed placed) {
   if (auto closed = st.orphans_closed.find(placed.shard); closed != st.orphans_closed.end()) closed->second.erase(key);
+  if (auto found = st.found_sessions.find(placed.shard); found != st.found_sessions.end() && found->second.erase(key)) {
+    st.placement.release(key, placed.shard);  // the placement holds a slot of its own
+  }
   auto [it, fresh] = st.placed.try_emplace(key, placed);
   if (fresh) return;
   st.superseded.emplace(it->second.id, std::make_pair(key, it->second));
@@ -258,8 +264,10 @@ void place_sessions(Self self) {
 void give_claim(Self self, const std::string& key, const std::string& shard, DispatcherState::Asking& asking) {
   auto& st = self->state;
   const WorkerInfo& info = st.infos[shard];
-  (void)st.placement.claim(key, shard);  // full or not: the session is there already
-  if (auto found = st.found_sessions.find(shard); found != st.found_sessions.end()) found->second.erase(key);
+  // Full or not: the session is there already (a slot it held as found is now its claim's).
+  if (auto found = st.found_sessions.find(shard); found == st.found_sessions.end() || found->second.erase(key) == 0) {
+    (void)st.placement.claim(key, shard);
+  }
   const uint64_t id = ++st.placements;
   record_placement(st, key, DispatcherState::Placed{shard, st.workers[shard].address(), asking.session, id});
   asking.promise.deliver(SessionPlace{shard, info.instance_id, info.resource_id, id});
@@ -269,13 +277,29 @@ void give_claim(Self self, const std::string& key, const std::string& shard, Dis
 
 /// Closes session `key` on live worker `shard`, which holds it for no session actor (its
 /// workflow ended, or moved it, while this scheduler could not tell the worker).
-void close_orphan(Self self, const std::string& key, const std::string& shard) {
-  auto worker = self->state.workers.find(shard);
-  if (worker == self->state.workers.end()) return;
+/// Its slot (if `holds_slot`) is given back once the worker has closed it, so that the worker
+/// never holds more sessions than it takes.
+void close_orphan(Self self, const std::string& key, const std::string& shard, bool holds_slot) {
+  auto& st = self->state;
+  auto worker = st.workers.find(shard);
+  if (worker == st.workers.end()) return;
   std::cerr << "worker " << shard << " holds session " << key << ", which no workflow claimed: closing it there\n";
-  self->state.orphans_closed[shard].insert(key);
+  st.orphans_closed[shard].insert(key);
+  if (!holds_slot) {
+    self->request(worker->second, caf::infinite, close_atom::value, key)
+        .then([](bool, const TaskReport&) {}, [](const caf::error&) {});
+    return;
+  }
+  const caf::actor_addr instance = worker->second.address();
+  auto give_back = [self, key, shard, instance] {
+    auto& s = self->state;
+    auto live = s.workers.find(shard);
+    if (live == s.workers.end() || live->second.address() != instance) return;  // its slots went with it
+    s.placement.release(key, shard);
+    place_sessions(self);
+  };
   self->request(worker->second, caf::infinite, close_atom::value, key)
-      .then([](bool, const TaskReport&) {}, [](const caf::error&) {});
+      .then([give_back](bool, const TaskReport&) { give_back(); }, [give_back](const caf::error&) { give_back(); });
 }
 
 /// The sessions workers hold that no session claimed within the recovery window are closed
@@ -283,39 +307,40 @@ void close_orphan(Self self, const std::string& key, const std::string& shard) {
 void close_unclaimed(Self self) {
   auto& st = self->state;
   st.found_wake_armed = false;
+  if (!st.revived) return;  // the revival's end arms it again
   if (const auto now = self->clock().now(); now < st.recovery_ends) {
     st.found_wake_armed = true;
     self->delayed_send(self, st.recovery_ends - now, wake_atom::value);  // extended
     return;
   }
   for (const auto& [shard, keys] : std::exchange(st.found_sessions, {})) {
-    for (const auto& key : keys) {
-      st.placement.release(key, shard);
-      close_orphan(self, key, shard);
-    }
+    for (const auto& key : keys) close_orphan(self, key, shard, true);
   }
-  place_sessions(self);
 }
 
 /// Worker `shard` says it holds `sessions` open: those placed or claimed there are known; the
 /// others keep their slots for a revived session to claim within the recovery window, or, once
 /// it closed, are closed there.
-void found_sessions(Self self, const std::string& shard, const std::vector<std::string>& sessions) {
+void hold_found_sessions(Self self, const std::string& shard, const std::vector<std::string>& sessions) {
   auto& st = self->state;
-  const bool window_open = self->clock().now() < st.recovery_ends;
+  const bool window_open = !st.revived || self->clock().now() < st.recovery_ends;
   for (const auto& key : sessions) {
     if (auto placed = st.placed.find(key); placed != st.placed.end() && placed->second.shard == shard) continue;
-    if (!window_open) {
-      close_orphan(self, key, shard);
+    if (auto found = st.found_sessions.find(shard); found != st.found_sessions.end() && found->second.count(key)) continue;
+    // One its session looks for a worker for is no revived session's: it goes, and the session
+    // may be placed here anew once it has.
+    if (!window_open || st.asking.count(key) > 0) {
+      close_orphan(self, key, shard, st.placement.claim(key, shard));
       continue;
     }
-    (void)st.placement.claim(key, shard);
-    st.found_sessions[shard].insert(key);
+    if (st.placement.claim(key, shard)) st.found_sessions[shard].insert(key);
   }
-  if (window_open && !st.found_sessions.empty() && !st.found_wake_armed) {
+  if (st.revived && window_open && !st.found_sessions.empty() && !st.found_wake_armed) {
     st.found_wake_armed = true;
     self->delayed_send(self, st.recovery_ends - self->clock().now(), wake_atom::value);
   }
+  // Said even when the count did not change: the worker actor counted what it said it holds.
+  st.held_told.erase(shard);
   tell_sessions_held(self);
 }
 
@@ -397,6 +422,14 @@ void sessions_lost(Self self, const caf::actor_addr& gone) {
 worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink> link) {
   auto& st = self->state;
   record_registration(self, info);
+  // What an earlier instance of the shard said or was told is not this one's.
+  st.held_told.erase(info.shard_id);
+  st.session_drains.erase(info.shard_id);
+  st.orphans_closed.erase(info.shard_id);
+  if (auto found = st.found_sessions.find(info.shard_id); found != st.found_sessions.end()) {
+    for (const auto& key : found->second) st.placement.release(key, info.shard_id);
+    st.found_sessions.erase(found);
+  }
   {
     std::set<std::string> lists;
     for (const auto& [list, slots] : info.task_lists) lists.insert(list);
@@ -513,6 +546,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
   self->set_down_handler([self](const caf::down_msg& down) {
     if (session_gone(self, down.source)) return;
     sessions_lost(self, down.source);
+    tell_sessions_held(self);
     auto& workers = self->state.workers;
     for (auto it = workers.begin(); it != workers.end(); ++it) {
       if (it->second.address() == down.source) {
@@ -627,7 +661,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       [=](claim_atom, const std::string& shard, const std::string& instance, const std::vector<std::string>& sessions) {
         auto info = self->state.infos.find(shard);
         if (info == self->state.infos.end() || info->second.instance_id != instance) return;  // a replaced instance
-        found_sessions(self, shard, sessions);
+        hold_found_sessions(self, shard, sessions);
       },
       [=](wake_atom) { close_unclaimed(self); },
       [=](drain_atom, const std::string& shard, const std::string& instance, uint8_t raw) {
@@ -721,6 +755,8 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         auto& st = self->state;
         const auto now = self->clock().now();
         st.recovery_ends = revived == 0 ? now : now + st.options.recovery_window;
+        st.revived = true;
+        if (!st.found_sessions.empty()) self->send(self, wake_atom::value);
         const int64_t remaining_us =
             std::chrono::duration_cast<std::chrono::microseconds>(st.recovery_ends - now).count();
         for (const auto& [shard, worker] : st.workers) self->send(worker, recovered_atom::value, remaining_us);

@@ -4,6 +4,7 @@
 // worker_standing.cpp.
 #include "actors/worker/worker_actor.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <utility>
@@ -399,7 +400,10 @@ void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::st
     if ((it != s.given.end() && !it->second.ended) || s.orphans.count(id)) found_running(self, id);
   }
   // Before it takes sessions (ASSOCIATED offers its slots): the sessions it holds keep theirs.
+  // Counted here too until the dispatcher's count comes back: a draining worker holding
+  // sessions is not idle.
   if (s.setup.sessions_found) s.setup.sessions_found(sessions);
+  s.sessions_held = std::max<uint32_t>(s.sessions_held, static_cast<uint32_t>(sessions.size()));
   handle(self, HealthEvent::ASSOCIATED);
   // Questions asked before it said what it runs: over unless held.
   std::vector<std::string> unheld;

@@ -142,7 +142,10 @@ void found_running(Self self, const std::string& id) {
 bool runs_nothing(Self self) {
   const auto& st = self->state;
   // Not before the worker said what it runs: its association checks then.
-  return st.health != HealthState::NEW && st.given.empty() && st.orphans.empty() && st.sessions_held == 0;
+  // A dead instance holds no session any more (the dispatcher frees their slots once its actor
+  // has ended).
+  const bool holds_sessions = st.sessions_held > 0 && !HealthMachine::is_terminal(st.health);
+  return st.health != HealthState::NEW && st.given.empty() && st.orphans.empty() && !holds_sessions;
 }
 
 void tell_session_drain(Self self) {

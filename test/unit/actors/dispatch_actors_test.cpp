@@ -1462,6 +1462,10 @@ TEST_SUITE("actors.dispatch") {
     REQUIRE(link->session_closes.size() == 1);
     CHECK(link->session_closes[0].id == "wf-old/orphan");
     receive();
+    CHECK_FALSE(placed);  // its slot is taken back once the worker closed it
+    link->session_closes[0].done(std::optional<TaskReport>());
+    s.fx.run();
+    receive();
     REQUIRE(placed);
     CHECK(placed->shard == "w1");
     // A claim that comes too late is refused: the worker holds the session no more.
@@ -1480,7 +1484,13 @@ TEST_SUITE("actors.dispatch") {
     s.fx.run();
     REQUIRE(link->session_closes.size() == 1);
     CHECK(link->session_closes[0].id == "wf-gone/s");
-    auto fresh = s.fx.ask<SessionPlace>(s.dispatcher, place_atom::value, SessionAsk{"wf-new/s", "", {"default"}, "", ""});
-    REQUIRE_MESSAGE(fresh, test::why(fresh));
+    auto waits = s.fx.ask<SessionPlace>(s.dispatcher, place_atom::value, SessionAsk{"wf-new/s", "", {"default"}, "", ""});
+    CHECK_FALSE(waits);  // the worker holds it until its close is over
+    link->session_closes[0].done(std::optional<TaskReport>());
+    s.fx.run();
+    std::optional<SessionPlace> fresh;
+    s.fx.self->receive([&](SessionPlace& p) { fresh = p; }, caf::after(std::chrono::seconds(0)) >> [] {});
+    REQUIRE(fresh);
+    CHECK(fresh->shard == "w1");
   }
 }

@@ -164,6 +164,35 @@ TEST_SUITE("actors.hosted_sessions") {
     CHECK(started(moved) == std::vector<std::string>{"wf/b/1.1"});
   }
 
+  TEST_CASE("an opening of a session still closing here waits for envExit, then opens a new instance with envEnter") {
+    HostedSessions hosted;
+    hosted.open(opening(true, true), hosted.next_call());
+    hosted.ended("wf/s.envEnter/1.1", outcome("wf/s.envEnter/1.1", TaskReport::SUCCEEDED));
+    auto running = hosted.add_task(task("t1"));
+    REQUIRE(started(running) == std::vector<std::string>{"t1"});
+    auto closing = hosted.close("wf/s", hosted.next_call());
+    CHECK(closing.answers.empty());  // envExit waits for t1
+    // Placed here again before the close is over: not joined to the closing instance.
+    SessionOpening again = opening(true, true);
+    again.env_enter->invocation_id = "wf/s.envEnter/2.1";
+    again.env_exit->invocation_id = "wf/s.envExit/2.1";
+    const uint64_t reopen = hosted.next_call();
+    auto deferred = hosted.open(again, reopen);
+    CHECK(deferred.answers.empty());
+    CHECK(deferred.start.empty());
+    auto exit = hosted.ended("t1", outcome("t1", TaskReport::SUCCEEDED));
+    CHECK(started(exit) == std::vector<std::string>{"wf/s.envExit/1.1"});
+    auto reopened = hosted.ended("wf/s.envExit/1.1", outcome("wf/s.envExit/1.1", TaskReport::SUCCEEDED));
+    REQUIRE(reopened.answers.size() == 1);  // the close's
+    CHECK_FALSE(reopened.answers[0].opening);
+    CHECK(started(reopened) == std::vector<std::string>{"wf/s.envEnter/2.1"});
+    auto entered = hosted.ended("wf/s.envEnter/2.1", outcome("wf/s.envEnter/2.1", TaskReport::SUCCEEDED));
+    REQUIRE(entered.answers.size() == 1);
+    CHECK(entered.answers[0].opening);
+    CHECK(entered.answers[0].call == reopen);
+    CHECK(hosted.takes_tasks("wf/s"));
+  }
+
   TEST_CASE("a task of a session this worker does not hold never runs") {
     HostedSessions hosted;
     auto refused = hosted.add_task(task("wf/a/1.1"));

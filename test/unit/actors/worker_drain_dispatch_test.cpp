@@ -520,3 +520,30 @@ TEST_SUITE("actors.drain") {
     CHECK(flow.count("sessionFailed:s") == 0);
   }
 }
+
+TEST_SUITE("actors.drain") {
+  TEST_CASE("a drained worker that holds a session from before a restart is DRAINED only once that session is closed there") {
+    // Drained before the scheduler restarted, while it held the session.
+    auto store = std::make_shared<storage::MemoryHistoryStore>();
+    auto info = worker_info("w1", "instance-1", {{"default", 1}});
+    info.max_concurrent_sessions = 1;
+    {
+      WorkerBook book(store, [] { return int64_t{1'000}; });
+      book.registered(info);
+      REQUIRE(book.update("w1", "instance-1", [](storage::WorkerRecord& r) { r.standing = "DRAINING"; }));
+    }
+    BookedScheduler b(store, std::make_shared<int64_t>(2'000), true);
+    auto& s = b.s;
+    auto link = std::make_shared<FakeWorkerLink>();
+    REQUIRE(s.register_worker(info, link));
+    link->answer_running({}, {}, {"wf-old/s"});
+    s.fx.run();
+    CHECK(status_of(s, "w1") == "DRAINING");  // it runs no task, but holds a session
+    s.recovered(0);  // no workflow claims it: it is closed there
+    REQUIRE(link->session_closes.size() == 1);
+    CHECK(status_of(s, "w1") == "DRAINING");
+    link->session_closes[0].done(std::optional<TaskReport>());
+    s.fx.run();
+    CHECK(status_of(s, "w1") == "DRAINED");
+  }
+}
