@@ -162,11 +162,16 @@ bool force_at_schedule(Self self, Batch& batch, uint32_t index, TaskModel model,
     return false;
   }
   st.dormant[index] = std::move(model);
-  return decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
-    auto f = b.initWorkflowTaskFinished();
-    f.setTaskName(name);
-    f.setOutcome(schema::TaskOutcome::FORCED_SUCCESS);
-  });
+  if (!decide(self, batch, WorkflowEvent::TASK_FINISHED, [&](Body b) {
+        auto f = b.initWorkflowTaskFinished();
+        f.setTaskName(name);
+        f.setOutcome(schema::TaskOutcome::FORCED_SUCCESS);
+      })) {
+    return false;
+  }
+  // It may have been its session's last task: the session closes then.
+  if (!st.sessions.empty()) tell_sessions(self, index, TaskState::FORCED_SUCCESS, nullptr, false);
+  return true;
 }
 
 void schedule_ready_tasks(Self self, Batch& batch) {

@@ -9,6 +9,9 @@ namespace troupe::actors::workflow_detail {
 
 void session_needed(Self self, uint32_t index) {
   auto& st = self->state;
+  // A stopping workflow runs nothing more: a session that closed for the stop (its CLOSED heard
+  // after a restart, which forgot the stop's cancellation) is not opened again.
+  if (st.model.state == WorkflowState::READY_STOP || WorkflowMachine::is_terminal(st.model.state)) return;
   auto it = st.sessions.find(index);
   if (it == st.sessions.end()) {
     SessionSetup setup;

@@ -63,7 +63,8 @@ class WorkerProcess : public std::enable_shared_from_this<WorkerProcess> {
   /// says it started or how it ended.
   void run_task(const actors::Invocation& invocation, std::shared_ptr<Connection> on, actors::worker_actor reporter,
                 std::function<void(Result<actors::RunAnswer>)> answer);
-  actors::RunningTasks running_tasks() { return {state_.running_ids(), state_.ended_ids()}; }
+  /// What it runs; the simulated worker holds no sessions.
+  actors::RunningTasks running_tasks() { return {state_.running_ids(), state_.ended_ids(), {}}; }
   std::vector<std::string> not_running(const std::vector<std::string>& ids, actors::Fence fence) {
     return state_.not_running(ids, fence);
   }

@@ -2,9 +2,10 @@
 // state its live actors ended in. Random definitions (DAG shape, handlers, retries, timeouts,
 // a session with its own timeouts and failure policy) meet random interventions (pause,
 // resume, stop, time passing, an operator's retry, skip or update of a task, a session's
-// worker lost, and reruns, retries and skips once finished); every end state, the sessions'
-// too, is compared with the replay. Sessions get a stand-in worker whose envEnter and envExit
-// fail, hang or never find a slot now and then (fake_session_host.hpp). The store now and then holds its commits, as a group
+// worker lost or drained, eventually or immediately, and reruns, retries and skips once
+// finished); every end state, the sessions' too, is compared with the replay. Sessions get a
+// stand-in worker whose envEnter and envExit fail, hang, take a while or never find a slot now
+// and then (fake_session_host.hpp). The store now and then holds its commits, as a group
 // commit does, so actors run ahead of durability. A failure prints TROUPE_TEST_SEED=… to
 // replay it.
 #include <doctest/doctest.h>
@@ -40,7 +41,7 @@ TEST_SUITE("actors.replay_property") {
       const bool with_sessions = pick(2) == 0;
       test::fake_session_host host;
       if (with_sessions) {
-        test::FakeSessionHostOptions options{rng(), 1 + pick(6), 1 + pick(6), 1 + pick(6), 1 + pick(4)};
+        test::FakeSessionHostOptions options{rng(), 1 + pick(6), 1 + pick(6), 1 + pick(6), 1 + pick(4), 1 + pick(3)};
         host = fx.own(fx.sys.spawn(test::fake_session_host_behavior, options));
         fx.wiring.sessions = caf::actor_cast<session_host>(host);
       }
@@ -79,8 +80,26 @@ TEST_SUITE("actors.replay_property") {
       REQUIRE(fx.ask<std::string>(wf, start_atom::value));
 
       bool stopped = false;
+      // A drained worker takes no session until undrained: a drain lasts a step or a few, so
+      // that a session moving off it meets time passing, a loss, or a restart meanwhile.
+      bool drained = false;
+      auto undrain = [&] {
+        if (!drained) return;
+        fx.self->send(host, accept_atom::value);
+        fx.run();
+        drained = false;
+      };
       for (int step = 0; step < 12 && !fx.ended_workflows.count(id); ++step) {
-        switch (pick(11)) {
+        if (drained && pick(2) == 0) undrain();
+        switch (pick(12)) {
+          case 11:
+            if (with_sessions) {
+              // Immediate, or eventual (a second drain of it may be immediate: its deadline passed).
+              fx.self->send(host, drain_atom::value, pick(2) == 0);
+              fx.run();
+              drained = true;
+            }
+            break;
           case 10: {
             // The scheduler dies (what it wrote is durable) and revives the workflow from its
             // history; what ran in its process is lost with it.
@@ -135,7 +154,9 @@ TEST_SUITE("actors.replay_property") {
         return out;
       };
       auto run_out = [&] {
-        // Let everything run out: resume a paused workflow, then give every timeout time.
+        // Let everything run out: undrain its worker (a session without a creation timeout would
+        // wait for it forever), resume a paused workflow, then give every timeout time.
+        undrain();
         for (int i = 0; i < 20 && !fx.ended_workflows.count(id); ++i) {
           (void)fx.ask<std::string>(wf, resume_atom::value);
           fx.advance(1min);
