@@ -21,6 +21,11 @@ std::string_view outcome_name(SessionActionOutcome outcome) {
   return "?";
 }
 
+template <class T>
+void append(std::vector<T>& to, std::vector<T>& from) {
+  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+}
+
 }  // namespace
 
 SessionActionOutcome session_outcome_of(const TaskReport& report) {
@@ -109,10 +114,10 @@ void HostedSessions::open_deferred(SessionEffects& effects) {
       continue;
     }
     SessionEffects opened = open(std::move(opening), call);
-    for (auto& x : opened.start) effects.start.push_back(std::move(x));
-    for (auto& x : opened.never_ran) effects.never_ran.push_back(std::move(x));
-    for (auto& x : opened.answers) effects.answers.push_back(std::move(x));
-    for (auto& x : opened.log) effects.log.push_back(std::move(x));
+    append(effects.start, opened.start);
+    append(effects.never_ran, opened.never_ran);
+    append(effects.answers, opened.answers);
+    append(effects.log, opened.log);
   }
   for (auto& entry : waiting) deferred_opens_.push_back(std::move(entry));
 }

@@ -218,6 +218,18 @@ void record_placement(DispatcherState& st, const std::string& key, DispatcherSta
   it->second = std::move(placed);
 }
 
+/// Forgets what the dispatcher knew of the sessions on `shard` (its instance ended, or a new one
+/// took the shard over): what it said it held gives its slots back.
+void forget_shard_sessions(DispatcherState& st, const std::string& shard) {
+  st.held_told.erase(shard);
+  st.session_drains.erase(shard);
+  st.orphans_closed.erase(shard);
+  if (auto found = st.found_sessions.find(shard); found != st.found_sessions.end()) {
+    for (const auto& key : found->second) st.placement.release(key, shard);
+    st.found_sessions.erase(found);
+  }
+}
+
 /// Tells each live worker actor how many of its session slots are held, where that changed (a
 /// draining worker is DRAINED once none is).
 void tell_sessions_held(Self self) {
@@ -285,13 +297,9 @@ void close_orphan(Self self, const std::string& key, const std::string& shard, b
   if (worker == st.workers.end()) return;
   std::cerr << "worker " << shard << " holds session " << key << ", which no workflow claimed: closing it there\n";
   st.orphans_closed[shard].insert(key);
-  if (!holds_slot) {
-    self->request(worker->second, caf::infinite, close_atom::value, key)
-        .then([](bool, const TaskReport&) {}, [](const caf::error&) {});
-    return;
-  }
   const caf::actor_addr instance = worker->second.address();
-  auto give_back = [self, key, shard, instance] {
+  auto give_back = [self, key, shard, instance, holds_slot] {
+    if (!holds_slot) return;
     auto& s = self->state;
     auto live = s.workers.find(shard);
     if (live == s.workers.end() || live->second.address() != instance) return;  // its slots went with it
@@ -423,13 +431,7 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   auto& st = self->state;
   record_registration(self, info);
   // What an earlier instance of the shard said or was told is not this one's.
-  st.held_told.erase(info.shard_id);
-  st.session_drains.erase(info.shard_id);
-  st.orphans_closed.erase(info.shard_id);
-  if (auto found = st.found_sessions.find(info.shard_id); found != st.found_sessions.end()) {
-    for (const auto& key : found->second) st.placement.release(key, info.shard_id);
-    st.found_sessions.erase(found);
-  }
+  forget_shard_sessions(st, info.shard_id);
   {
     std::set<std::string> lists;
     for (const auto& [list, slots] : info.task_lists) lists.insert(list);
@@ -552,10 +554,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
       if (it->second.address() == down.source) {
         self->state.placement.leave(it->first);
         self->state.infos.erase(it->first);
-        self->state.session_drains.erase(it->first);
-        self->state.held_told.erase(it->first);
-        self->state.found_sessions.erase(it->first);
-        self->state.orphans_closed.erase(it->first);
+        forget_shard_sessions(self->state, it->first);
         workers.erase(it);
         return;
       }
