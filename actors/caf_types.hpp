@@ -110,6 +110,7 @@ using lost_atom = caf::atom_constant<caf::atom("lost")>;
 using accept_atom = caf::atom_constant<caf::atom("accept")>;
 using session_atom = caf::atom_constant<caf::atom("session")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using probe_atom = caf::atom_constant<caf::atom("probe")>;
 
 // --- errors -------------------------------------------------------------------------------
 

@@ -16,6 +16,8 @@
 
 namespace troupe::actors {
 
+class ActorRoster;
+
 struct Wiring {
   HistoryWriter writer;
   executor_actor executor;
@@ -48,6 +50,9 @@ struct Wiring {
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_session_end;
   /// Called with a workflow's canonical state when its actor ends.
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_workflow_end;
+  /// Where workflow, task, session and directory actors take a seat while they live, for the
+  /// admin shell (nullptr: nowhere).
+  std::shared_ptr<ActorRoster> roster;
 };
 
 /// Persist, then act: effects of an event wait until its batch is durable, and run in the

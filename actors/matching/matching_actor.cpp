@@ -11,6 +11,8 @@
 #include "actors/matching/credit.hpp"
 #include "actors/matching/ready_queue.hpp"
 #include "actors/matching/wait_board.hpp"
+#include "actors/system/actor_roster.hpp"
+#include "schema/duration.hpp"
 
 namespace troupe::actors {
 namespace {
@@ -42,6 +44,7 @@ struct MatchingState {
   /// Where why the waiting tasks wait is posted (nullptr: nowhere), and what was posted last.
   std::shared_ptr<WaitBoard> waits;
   ListWait posted;
+  RosterSeat seat;
 };
 
 using Self = matching_actor::stateful_pointer<MatchingState>;
@@ -50,16 +53,40 @@ std::string key_of(const task_port& task) { return std::to_string(task.id()); }
 
 void release(Self self, const std::string& shard);
 
-/// Posts why the list's tasks wait if that changed since the last post: a few comparisons
-/// otherwise, so every handler that may change it calls this.
-void post_wait(Self self) {
+/// Why the list's tasks wait now (hold NONE while none waits).
+ListWait list_wait(Self self) {
   auto& st = self->state;
-  if (!st.waits) return;
   ListWait now;
   now.workers = static_cast<uint32_t>(st.credit.worker_count());
   now.offering = static_cast<uint32_t>(st.credit.offering_count());
   now.list_rate = st.limits.rate;
   if (!st.queue.empty()) now.hold = st.credit.hold(self->clock().now());
+  return now;
+}
+
+/// The task list for a probe: its queue by priority and its workers' credit.
+TaskListView view_of(Self self) {
+  const auto& st = self->state;
+  TaskListView view;
+  std::map<int32_t, uint64_t, std::greater<>> by_priority;
+  for (const auto& entry : st.queue.entries()) ++by_priority[entry.priority];
+  for (const auto& [priority, count] : by_priority) view.queued.push_back({priority, count});
+  for (const auto& [session, queue] : st.session_queues) view.session_queued += queue.size();
+  for (const auto& [shard, holder] : st.holders) {
+    if (auto credit = st.credit.find_worker(shard)) view.workers.push_back({shard, credit->slots, credit->in_use});
+  }
+  view.rate = st.limits.rate;
+  view.burst = st.limits.rate > 0 ? std::max<uint32_t>(1, st.limits.burst) : 0;
+  view.wait_reason = wait_reason(st.task_list, list_wait(self));
+  return view;
+}
+
+/// Posts why the list's tasks wait if that changed since the last post: a few comparisons
+/// otherwise, so every handler that may change it calls this.
+void post_wait(Self self) {
+  auto& st = self->state;
+  if (!st.waits) return;
+  ListWait now = list_wait(self);
   if (now == st.posted) return;
   st.posted = now;
   st.waits->post(st.task_list, now);
@@ -137,9 +164,12 @@ bool from_holder(Self self, const std::string& shard) {
 }
 
 matching_actor::behavior_type matching(Self self, std::string task_list, MatchingLimits limits,
-                                       std::shared_ptr<WaitBoard> waits) {
+                                       std::shared_ptr<WaitBoard> waits, std::shared_ptr<ActorRoster> roster) {
   auto& st = self->state;
   st.task_list = std::move(task_list);
+  if (roster) {
+    st.seat = RosterSeat(roster.get(), {"matching", st.task_list, wall_clock_us(), self->address()});
+  }
   st.limits = limits;
   st.waits = std::move(waits);
   if (limits.rate > 0) {
@@ -234,14 +264,29 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
         self->state.wake_armed = false;
         match(self);
       },
+      [=](probe_atom) {
+        auto probe = std::make_shared<ActorProbe>();
+        probe->kind = "matching";
+        probe->id = self->state.task_list;
+        probe->mailbox = mailbox_depth(self);
+        probe->task_list = view_of(self);
+        const auto& view = *probe->task_list;
+        uint64_t queued = view.session_queued;
+        for (const auto& p : view.queued) queued += p.queued;
+        probe->state = queued ? "TASKS_WAITING" : "IDLE";
+        probe->field("queued", std::to_string(queued));
+        probe->field("workers", std::to_string(view.workers.size()));
+        probe->waits_for = view.wait_reason;
+        return ProbeAnswer(std::move(probe));
+      },
   };
 }
 
 }  // namespace
 
 matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits,
-                              std::shared_ptr<WaitBoard> waits) {
-  return system.spawn(matching, std::move(task_list), limits, std::move(waits));
+                              std::shared_ptr<WaitBoard> waits, std::shared_ptr<ActorRoster> roster) {
+  return system.spawn(matching, std::move(task_list), limits, std::move(waits), std::move(roster));
 }
 
 }  // namespace troupe::actors

@@ -13,6 +13,7 @@
 
 #include "actors/caf_types.hpp"
 #include "actors/ports.hpp"
+#include "actors/system/actor_probe.hpp"
 
 namespace troupe::actors {
 
@@ -39,7 +40,7 @@ using matching_actor = caf::typed_actor<
     caf::reacts_to<wake_atom, uint64_t /* generation */>,
     // from the dispatcher, for a session actor: the session's tasks go to `shard` only, from
     // now on (it is open there); an empty shard holds them (it is not open anywhere)
-    caf::reacts_to<pin_atom, std::string /* session */, std::string /* shard */>>;
+    caf::reacts_to<pin_atom, std::string /* session */, std::string /* shard */>>::extend_with<probe_port>;
 
 struct MatchingLimits {
   /// Invocations of the task list started per second across all workers; 0: unlimited.
@@ -48,10 +49,11 @@ struct MatchingLimits {
 };
 
 class WaitBoard;
+class ActorRoster;
 
 /// `waits`, if given, is where the actor posts why the list's waiting tasks wait (a ListWait),
-/// each time that changes.
+/// each time that changes; `roster`, if given, where it takes a seat while it lives.
 matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits,
-                              std::shared_ptr<WaitBoard> waits = nullptr);
+                              std::shared_ptr<WaitBoard> waits = nullptr, std::shared_ptr<ActorRoster> roster = nullptr);
 
 }  // namespace troupe::actors

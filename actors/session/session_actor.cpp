@@ -10,7 +10,9 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/invocation_id.hpp"
+#include "actors/session/session_probe.hpp"
 #include "actors/session/session_timers.hpp"
+#include "actors/system/actor_roster.hpp"
 #include "schema/recreate_token.hpp"
 
 namespace troupe::actors {
@@ -34,6 +36,7 @@ struct SessionActorState {
   /// The dispatcher's id of the placement the session holds (SessionPlace::id); 0: none.
   uint64_t placement = 0;
   bool ended = false;
+  RosterSeat seat;
 
   SessionModel& model() { return setup.model; }
   const SessionSpec& spec() const { return setup.spec->sessions[setup.index]; }
@@ -440,6 +443,10 @@ void on_timer(Self self, uint8_t timer, uint64_t generation) {
 
 session_actor::behavior_type session_behavior(Self self, SessionSetup setup) {
   self->state.setup = std::move(setup);
+  if (auto* roster = self->state.wiring().roster.get()) {
+    self->state.seat = RosterSeat(roster, {"session", self->state.setup.workflow_id + "/" + self->state.spec().name,
+                                           self->state.wiring().now_us(), self->address()});
+  }
   return {
       [=](persisted_atom, uint64_t ticket, bool ok, const storage::AppendReceipt&, const std::string& error,
           uint8_t code) {
@@ -482,6 +489,12 @@ session_actor::behavior_type session_behavior(Self self, SessionSetup setup) {
       [=](recover_atom) { recover(self); },
       [=](timeout_atom, uint8_t timer, uint64_t generation) { on_timer(self, timer, generation); },
       [=](describe_atom) { return self->state.model().canonical(); },
+      [=](probe_atom) {
+        auto probe = std::make_shared<ActorProbe>(
+            probe_session(self->state.setup.model, self->state.spec(), self->state.pipeline.waiting()));
+        probe->mailbox = mailbox_depth(self);
+        return ProbeAnswer(std::move(probe));
+      },
   };
 }
 

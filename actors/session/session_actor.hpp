@@ -14,6 +14,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/session/session_model.hpp"
+#include "actors/system/actor_probe.hpp"
 #include "actors/wiring.hpp"
 #include "schema/definition.hpp"
 
@@ -49,7 +50,7 @@ using session_actor = caf::typed_actor<
     // its own timers (a SessionTimer, generation)
     caf::reacts_to<timeout_atom, uint8_t, uint64_t>,
     // from anyone: the session's canonical state (SessionModel::canonical)
-    caf::replies_to<describe_atom>::with<std::string>>::extend_with<persisted_port>;
+    caf::replies_to<describe_atom>::with<std::string>>::extend_with<persisted_port, probe_port>;
 
 struct SessionSetup {
   std::string workflow_id;

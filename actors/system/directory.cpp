@@ -12,6 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/invocation_id.hpp"
+#include "actors/system/actor_roster.hpp"
 #include "actors/system/replay.hpp"
 #include "storage/keys.hpp"
 
@@ -42,6 +43,7 @@ struct DirectoryState {
   /// Clients waiting for the results of open workflows, answered when they close.
   std::unordered_map<std::string, std::vector<caf::typed_response_promise<WorkflowOutcome>>> result_waiters;
   bool sweep_armed = false;
+  RosterSeat seat;
 };
 
 using Self = directory_actor::stateful_pointer<DirectoryState>;
@@ -315,6 +317,9 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
                                          Wiring wiring) {
   self->state.store = std::move(store);
   self->state.wiring = std::make_shared<const Wiring>(std::move(wiring));
+  if (auto* roster = self->state.wiring->roster.get()) {
+    self->state.seat = RosterSeat(roster, {"directory", "directory", self->state.wiring->now_us(), self->address()});
+  }
   // Workflows end with the directory (a restarted one revives them from their histories).
   // They are monitored, not linked: one ending, even with an error, must not end the directory
   // and every other workflow.
@@ -460,6 +465,26 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
       },
       [=](describe_atom) {
         return caf::make_result(uint64_t{self->state.live.size()}, uint64_t{self->state.passivated.size()});
+      },
+      [=](probe_atom) {
+        const auto& st = self->state;
+        auto probe = std::make_shared<ActorProbe>();
+        probe->kind = "directory";
+        probe->state = "RUNNING";
+        probe->mailbox = mailbox_depth(self);
+        probe->field("live workflows", std::to_string(st.live.size()));
+        probe->field("passivated workflows", std::to_string(st.passivated.size()));
+        probe->field("workflow cache", std::to_string(st.wiring->workflow_cache));
+        probe->field("passivations asked", std::to_string(st.asking));
+        size_t waiters = 0;
+        for (const auto& [id, list] : st.result_waiters) waiters += list.size();
+        probe->field("clients waiting for results", std::to_string(waiters));
+        int64_t next_wake = 0;
+        for (const auto& [id, due] : st.passivated) {
+          if (due > 0 && (next_wake == 0 || due < next_wake)) next_wake = due;
+        }
+        if (next_wake) probe->timers.push_back({"wakes a passivated workflow", next_wake});
+        return ProbeAnswer(std::move(probe));
       },
       [=](revive_atom) -> caf::result<uint64_t> {
         uint64_t revived = 0;

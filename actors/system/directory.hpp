@@ -17,6 +17,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/workflow/workflow_actor.hpp"
+#include "actors/system/actor_probe.hpp"
 #include "storage/history_store.hpp"
 
 namespace troupe::actors {
@@ -61,7 +62,7 @@ using directory_actor = caf::typed_actor<
     // from tests and benchmarks: how many workflows have actors, and how many are passivated
     caf::replies_to<describe_atom>::with<uint64_t, uint64_t>,
     // from the node at start: revive every open workflow; replies how many
-    caf::replies_to<revive_atom>::with<uint64_t>>;
+    caf::replies_to<revive_atom>::with<uint64_t>>::extend_with<probe_port>;
 
 /// `store` is read directly (reads are short and local); writes go through wiring.writer.
 directory_actor spawn_directory(caf::actor_system& system, std::shared_ptr<storage::HistoryStore> store,

@@ -12,6 +12,7 @@
 
 #include "actors/matching/wait_board.hpp"
 #include "actors/session/session_placement.hpp"
+#include "actors/system/actor_roster.hpp"
 #include "actors/worker/recorded_answers.hpp"
 #include "actors/worker/standing_machine.hpp"
 #include "actors/worker/worker_book.hpp"
@@ -85,6 +86,7 @@ struct DispatcherState {
   /// Sessions closed on live workers because no session actor claimed them: a claim that comes
   /// too late is refused (its worker does not hold the session any more).
   std::map<std::string, std::set<std::string>> orphans_closed;
+  RosterSeat seat;
 };
 
 using Self = dispatcher_actor::stateful_pointer<DispatcherState>;
@@ -95,7 +97,7 @@ matching_actor matcher_of(Self self, const std::string& task_list) {
   if (it != st.matchers.end()) return it->second;
   MatchingLimits limits;
   if (auto l = st.options.task_lists.find(task_list); l != st.options.task_lists.end()) limits = l->second;
-  auto matcher = spawn_matching(self->system(), task_list, limits, st.options.waits);
+  auto matcher = spawn_matching(self->system(), task_list, limits, st.options.waits, st.options.roster);
   self->link_to(matcher);
   st.matchers.emplace(task_list, matcher);
   return matcher;
@@ -455,6 +457,7 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.quarantine = st.options.quarantine;
   setup.kill_grace = st.options.kill_grace;
   setup.now_us = st.options.now_us;
+  setup.roster = st.options.roster;
   setup.sessions_accepting = [me = caf::actor_cast<caf::actor>(self), shard = setup.info.shard_id,
                               instance = setup.info.instance_id](bool accepts) {
     caf::anon_send(me, accept_atom::value, shard, instance, accepts);
@@ -545,6 +548,9 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
   self->state.options = std::move(options);
   if (!self->state.options.fences) self->state.options.fences = std::make_shared<FenceCounter>();
   self->state.recovery_ends = self->clock().now() + self->state.options.recovery_window;
+  if (auto& roster = self->state.options.roster) {
+    self->state.seat = RosterSeat(roster.get(), {"dispatcher", "dispatcher", wall_clock_us(), self->address()});
+  }
   self->set_down_handler([self](const caf::down_msg& down) {
     if (session_gone(self, down.source)) return;
     sessions_lost(self, down.source);
@@ -663,6 +669,25 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         hold_found_sessions(self, shard, sessions);
       },
       [=](wake_atom) { close_unclaimed(self); },
+      [=](probe_atom) {
+        const auto& st = self->state;
+        auto probe = std::make_shared<ActorProbe>();
+        probe->kind = "dispatcher";
+        probe->id = "dispatcher";
+        probe->state = self->clock().now() < st.recovery_ends ? "RECOVERING" : "RUNNING";
+        probe->mailbox = mailbox_depth(self);
+        probe->field("live workers", std::to_string(st.workers.size()));
+        probe->field("task lists", std::to_string(st.matchers.size()));
+        probe->field("sessions placed", std::to_string(st.placed.size()));
+        probe->field("sessions looking for a worker", std::to_string(st.asking.size()));
+        size_t adoptions = 0;
+        for (const auto& [shard, list] : st.adoptions) adoptions += list.size();
+        if (adoptions) probe->field("invocations waiting for their worker to come back", std::to_string(adoptions));
+        if (probe->state == "RECOVERING") {
+          probe->waits_for = "the workers that ran revived invocations to register again (the recovery window)";
+        }
+        return ProbeAnswer(std::move(probe));
+      },
       [=](drain_atom, const std::string& shard, const std::string& instance, uint8_t raw) {
         auto& st = self->state;
         auto info = st.infos.find(shard);

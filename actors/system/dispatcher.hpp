@@ -60,7 +60,7 @@ using dispatcher_actor = executor_actor::extend_with<session_host>::extend<
     caf::reacts_to<claim_atom, std::string, std::string, std::vector<std::string>>,
     // its own timer: the recovery window may have closed; the sessions workers hold that no
     // session claimed are closed there
-    caf::reacts_to<wake_atom>>;
+    caf::reacts_to<wake_atom>>::extend_with<probe_port>;
 
 struct DispatcherOptions {
   HealthTimeouts timeouts;
@@ -93,6 +93,9 @@ struct DispatcherOptions {
   /// Where the matching actors post why their task lists' tasks wait, which describe reads
   /// (nullptr: nowhere, as in tests that do not look).
   std::shared_ptr<WaitBoard> waits;
+  /// Where it, its matching actors and its worker actors take seats while they live, for the
+  /// admin shell (nullptr: nowhere).
+  std::shared_ptr<ActorRoster> roster;
 };
 
 dispatcher_actor spawn_dispatcher(caf::actor_system& system, DispatcherOptions options);

@@ -12,7 +12,9 @@
 
 #include "actors/invocation_id.hpp"
 #include "actors/task/retry_policy.hpp"
+#include "actors/system/actor_roster.hpp"
 #include "actors/task/task_deadlines.hpp"
+#include "actors/task/task_probe.hpp"
 
 namespace troupe::actors {
 
@@ -61,6 +63,7 @@ struct TaskActorState {
   /// Moving to another task list or priority (an update while waiting in its task list): from
   /// the withdrawal until the new list answers, a grant is from the old list and is refused.
   bool moving = false;
+  RosterSeat seat;
 
   /// The task as its current attempt runs: the definition's, with what an operator changed.
   const TaskSpec& task() const { return updated ? *updated : spec->tasks[index]; }
@@ -831,6 +834,9 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
   st.wiring = std::move(setup.wiring);
   st.workflow_input = std::move(setup.workflow_input);
   refresh_options(st);
+  if (auto* roster = st.wiring->roster.get()) {
+    st.seat = RosterSeat(roster, {"task", st.workflow_id + "/" + st.model.name, st.wiring->now_us(), self->address()});
+  }
   return {
       [=](persisted_atom, uint64_t ticket, bool ok, const storage::AppendReceipt&, const std::string& error,
           uint8_t code) {
@@ -937,6 +943,15 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
       [=](skip_atom, const std::string& reason) { return skip(self, reason); },
       [=](options_atom, const TaskOptionsPatch& patch) { return update_options(self, patch); },
       [=](describe_atom) { return self->state.model.canonical(); },
+      [=](probe_atom) {
+        const auto& s = self->state;
+        const auto& session = s.spec->tasks[s.index].session;
+        TaskActorFacts facts{s.pipeline.waiting(), s.settling, s.frozen,
+                             session ? s.spec->sessions[*session].name : std::string()};
+        auto probe = std::make_shared<ActorProbe>(probe_task(s.model, s.task(), facts, s.wiring->now_us()));
+        probe->mailbox = mailbox_depth(self);
+        return ProbeAnswer(std::move(probe));
+      },
   };
 }
 

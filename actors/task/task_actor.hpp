@@ -8,13 +8,14 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/system/actor_probe.hpp"
 #include "actors/task/task_model.hpp"
 #include "actors/wiring.hpp"
 #include "schema/definition.hpp"
 
 namespace troupe::actors {
 
-using task_actor = task_port::extend_with<persisted_port>::extend<
+using task_actor = task_port::extend_with<persisted_port, probe_port>::extend<
     // from the workflow: start (or start again after a pause); pause; kill
     caf::reacts_to<start_atom>, caf::reacts_to<pause_atom>, caf::reacts_to<kill_atom, bool /* immediate: no grace */>,
     // from the workflow: a kill of a session's task (its session will run nothing more of it,

@@ -13,6 +13,7 @@
 
 #include "actors/worker/worker_actor_state.hpp"
 #include "actors/worker/worker_book.hpp"
+#include "schema/duration.hpp"
 
 namespace troupe::actors {
 namespace worker_detail {
@@ -414,11 +415,44 @@ void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::st
   resolve_unsure(self);
 }
 
+/// The worker as a probe shows it: its view, and what its health waits for.
+ProbeAnswer probe_of(Self self) {
+  const auto& st = self->state;
+  const WorkerView view = view_of(self);
+  auto probe = std::make_shared<ActorProbe>();
+  probe->kind = "worker";
+  probe->id = view.shard_id;
+  probe->state = view.status;
+  probe->mailbox = mailbox_depth(self);
+  probe->field("health", view.health);
+  probe->field("instance", st.setup.info.describe());
+  probe->field("running", std::to_string(view.running.size()));
+  for (const auto& list : view.task_lists) {
+    probe->field("task list " + list.name, std::to_string(list.used) + " of " + std::to_string(list.slots) + " slots");
+  }
+  if (st.setup.info.max_concurrent_sessions) {
+    probe->field("sessions", std::to_string(st.sessions_held) + " of " +
+                                 std::to_string(st.setup.info.max_concurrent_sessions));
+  }
+  if (view.last_heartbeat_age_us >= 0) {
+    probe->field("last heartbeat", std::to_string(view.last_heartbeat_age_us / 1000) + "ms ago");
+  }
+  if (st.drain.deadline_us) probe->timers.push_back({"drain deadline", st.drain.deadline_us});
+  if (st.quarantined_until_us) probe->timers.push_back({"quarantine ends", st.quarantined_until_us});
+  if (st.health == HealthState::UNHEALTHY || st.health == HealthState::NEW) {
+    probe->waits_for = "a heartbeat from its process (" + std::string(HealthMachineTraits::name(st.health)) + ")";
+  }
+  return probe;
+}
+
 worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
   auto& st = self->state;
   st.setup = std::move(setup);
   if (!st.setup.fences) st.setup.fences = std::make_shared<FenceCounter>();
   st.last_heartbeat = self->clock().now();
+  if (st.setup.roster) {
+    st.seat = RosterSeat(st.setup.roster.get(), {"worker", st.setup.info.shard_id, wall_clock_us(), self->address()});
+  }
   load_standing(self);
   record_status(self);
   // The registration counts as the first heartbeat; NEW asks for the running tasks.
@@ -632,6 +666,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
         self->state.sessions_held = held;
         if (held == 0) check_idle(self);
       },
+      [=](probe_atom) { return probe_of(self); },
   };
 }
 

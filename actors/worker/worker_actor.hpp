@@ -17,6 +17,7 @@
 
 #include "actors/caf_types.hpp"
 #include "actors/matching/matching_actor.hpp"
+#include "actors/system/actor_probe.hpp"
 #include "actors/worker/failure_streak.hpp"
 #include "actors/worker/health_machine.hpp"
 #include "actors/worker/worker_link.hpp"
@@ -155,7 +156,7 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<session_atom, uint64_t, bool, TaskReport, caf::error>,
     // from the dispatcher: how many session slots of the worker sessions hold now (a drained
     // worker keeps none: it is DRAINED once the last one left)
-    caf::reacts_to<session_atom, uint32_t>>;
+    caf::reacts_to<session_atom, uint32_t>>::extend_with<probe_port>;
 
 struct WorkerSetup {
   WorkerInfo info;
@@ -195,6 +196,8 @@ struct WorkerSetup {
   /// The wall clock, microseconds since the epoch: drain deadlines and quarantine ends are
   /// kept in the worker's record and outlive this process. Empty: the system clock.
   std::function<int64_t()> now_us;
+  /// Where the actor takes a seat while it lives, for the admin shell (nullptr: nowhere).
+  std::shared_ptr<ActorRoster> roster;
 };
 
 worker_actor spawn_worker(caf::actor_system& system, WorkerSetup setup);

@@ -15,6 +15,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/system/actor_roster.hpp"
 #include "actors/worker/recorded_answers.hpp"
 #include "actors/worker/standing_machine.hpp"
 #include "actors/worker/worker_actor.hpp"
@@ -90,6 +91,7 @@ struct WorkerActorState {
   uint32_t sessions_held = 0;
   /// What sessions_draining was last told.
   SessionDrain session_drain_told = SessionDrain::NONE;
+  RosterSeat seat;
 };
 
 

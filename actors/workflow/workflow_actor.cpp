@@ -18,6 +18,7 @@
 #include "actors/task/task_actor.hpp"
 #include "actors/task/task_deadlines.hpp"
 #include "actors/workflow/workflow_actor_state.hpp"
+#include "actors/workflow/workflow_probe.hpp"
 
 namespace troupe::actors {
 namespace {
@@ -862,6 +863,10 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
   self->state.model.id = setup.id;
   self->state.setup = std::move(setup);
   self->state.model.definitions = self->state.setup.wiring->definitions.get();
+  if (auto* roster = self->state.setup.wiring->roster.get()) {
+    self->state.seat = RosterSeat(roster, {"workflow", self->state.model.id, self->state.setup.wiring->now_us(),
+                                           self->address()});
+  }
   // Task actors are linked: one that ended normally is no news; one that failed (its history
   // could not be written) fail-stops the workflow; so does the directory going away.
   self->set_exit_handler([self](const caf::exit_msg& exit) {
@@ -1127,6 +1132,14 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
       },
       [=](operate_atom, TaskCommand& command) { return operate(self, std::move(command)); },
       [=](describe_atom) { return self->state.model.canonical(); },
+      [=](probe_atom) {
+        const auto& s = self->state;
+        WorkflowActorFacts facts{s.pipeline.waiting(), s.tasks.size(), s.sessions.size(), s.waiters.size(),
+                                 s.passivating.has_value()};
+        auto probe = std::make_shared<ActorProbe>(probe_workflow(s.model, facts));
+        probe->mailbox = mailbox_depth(self);
+        return ProbeAnswer(std::move(probe));
+      },
       [=](passivate_atom, const task_port& router) { return passivate(self, router); },
       [=](update_atom, TaskReport& report) -> caf::result<bool> {
         call_off_passivation(self);

@@ -63,7 +63,7 @@ typename Inspector::result_type inspect(Inspector& f, TaskCommandOutcome& x) {
   return f(caf::meta::type_name("TaskCommandOutcome"), x.workflow_state, x.task_state);
 }
 
-using workflow_actor = task_owner_port::extend_with<persisted_port, session_owner_port>::extend<
+using workflow_actor = task_owner_port::extend_with<persisted_port, session_owner_port, probe_port>::extend<
     // from the submitter: persist the submission and start; replies the state once durable
     caf::replies_to<start_atom>::with<std::string>,
     // from clients: replies the state the request led to, once durable; NOT_ALLOWED_IN_STATE

@@ -16,6 +16,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "actors/session/session_actor.hpp"
+#include "actors/system/actor_roster.hpp"
 #include "actors/system/replay.hpp"
 #include "actors/task/task_actor.hpp"
 #include "actors/workflow/workflow_actor.hpp"
@@ -77,6 +78,7 @@ struct WorkflowActorState {
   /// The actor has decided to end (its workflow closed, or it passivated): a command that waited
   /// for its pending effects is bounced, so that the directory asks the actor it finds now.
   bool ending = false;
+  RosterSeat seat;
 };
 
 namespace workflow_detail {

@@ -1,0 +1,77 @@
+// Every live actor of a scheduler node, by kind and id, for the admin shell. An actor takes a
+// seat when it starts and leaves it when it ends (RosterSeat); the shell reads the roster and
+// probes the actors it lists (actor_probe.hpp). A mutex and a map: one insert and one erase
+// per actor's life, never per message.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/actor_addr.hpp>
+
+namespace troupe::actors {
+
+class ActorRoster {
+ public:
+  struct Entry {
+    std::string kind;  ///< workflow, task, session, worker, matching, directory, dispatcher
+    std::string id;    ///< workflow id; WORKFLOW/TASK; WORKFLOW/SESSION; worker shard; task list
+    int64_t started_us = 0;
+    caf::actor_addr address;
+  };
+
+  /// Adds a live actor; the returned seat number takes it out again.
+  uint64_t enter(Entry entry);
+  void leave(uint64_t seat);
+
+  /// The live actors of `kind` (empty: every kind), in no particular order.
+  std::vector<Entry> entries(std::string_view kind = {}) const;
+  /// The live actor with this id, of any kind; if ids of two kinds coincide, the first kind in
+  /// alphabetical order.
+  std::optional<Entry> find(std::string_view id) const;
+  /// How many live actors of each kind.
+  std::map<std::string, uint64_t> counts() const;
+
+ private:
+  mutable std::mutex mutex_;
+  uint64_t next_seat_ = 1;
+  std::unordered_map<uint64_t, Entry> entries_;
+};
+
+/// An actor's seat in the roster for as long as the seat lives (a member of its state). No
+/// roster: no seat.
+class RosterSeat {
+ public:
+  RosterSeat() = default;
+  RosterSeat(ActorRoster* roster, ActorRoster::Entry entry)
+      : roster_(roster), seat_(roster ? roster->enter(std::move(entry)) : 0) {}
+  RosterSeat(const RosterSeat&) = delete;
+  RosterSeat& operator=(const RosterSeat&) = delete;
+  RosterSeat(RosterSeat&& other) noexcept : roster_(other.roster_), seat_(other.seat_) { other.roster_ = nullptr; }
+  RosterSeat& operator=(RosterSeat&& other) noexcept {
+    if (this != &other) {
+      release();
+      roster_ = other.roster_;
+      seat_ = other.seat_;
+      other.roster_ = nullptr;
+    }
+    return *this;
+  }
+  ~RosterSeat() { release(); }
+
+ private:
+  void release() {
+    if (roster_) roster_->leave(seat_);
+    roster_ = nullptr;
+  }
+  ActorRoster* roster_ = nullptr;
+  uint64_t seat_ = 0;
+};
+
+}  // namespace troupe::actors
