@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <kj/async.h>
+#include <kj/debug.h>
 
 #include "schema/result.hpp"
 

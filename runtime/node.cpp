@@ -22,6 +22,7 @@
 #include "actors/system/directory.hpp"
 #include "actors/invocation_id.hpp"
 #include "actors/matching/wait_board.hpp"
+#include "actors/system/actor_roster.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "actors/system/history_writer.hpp"
 #include "actors/worker/worker_book.hpp"
@@ -220,6 +221,9 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     }
     scheduler->waits = std::make_shared<actors::WaitBoard>();
     dispatch.waits = scheduler->waits;
+    scheduler->roster = std::make_shared<actors::ActorRoster>();
+    dispatch.roster = scheduler->roster;
+    wiring.roster = scheduler->roster;
     scheduler->system = &system;
     scheduler->store = store;
     scheduler->dispatcher = actors::spawn_dispatcher(system, dispatch);

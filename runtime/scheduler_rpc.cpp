@@ -16,6 +16,7 @@
 #include <caf/send.hpp>
 
 #include "actors/system/replay.hpp"
+#include "runtime/admin/admin_rpc.hpp"
 #include "runtime/auth/task_token.hpp"
 #include "actors/task/task_machine.hpp"
 #include "actors/workflow/workflow_machine.hpp"
@@ -31,6 +32,17 @@
 #include "schema/duration.hpp"
 
 namespace troupe::runtime {
+
+Result<WorkflowStatus> describe_workflow(storage::HistoryStore& store, const std::string& id,
+                                         const actors::WaitBoard* waits) {
+  auto record = store.find_workflow(id);
+  if (!record) return record.error();
+  if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
+  auto replayed = actors::replay(store, id);
+  if (!replayed) return replayed.error();
+  return actors::snapshot(*replayed, waits);
+}
+
 namespace {
 
 using actors::Reply;
@@ -414,18 +426,6 @@ std::string new_workflow_id() {
 struct ClientBridgeState {
   static inline const char* name = "client_bridge";
 };
-
-/// The durable state of workflow `id`, from its replayed history, with why its waiting tasks
-/// wait as `waits` says now. NOT_FOUND for an unknown id.
-Result<WorkflowStatus> describe_workflow(storage::HistoryStore& store, const std::string& id,
-                                         const actors::WaitBoard* waits) {
-  auto record = store.find_workflow(id);
-  if (!record) return record.error();
-  if (!*record) return fail(Errc::NOT_FOUND, "no workflow has id '" + id + "'");
-  auto replayed = actors::replay(store, id);
-  if (!replayed) return replayed.error();
-  return actors::snapshot(*replayed, waits);
-}
 
 /// The error handler of a request made for `reply`: passes the refusal on.
 template <class T>
@@ -1059,6 +1059,16 @@ class GatewayImpl final : public schema::Gateway::Server {
       return kj::READY_NOW;
     }
     context.getResults().setClient(kj::heap<ClientServiceImpl>(services_, timer_));
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> admin(AdminContext context) override {
+    const std::string token = text(context.getParams().getToken());
+    if (!token_matches(services_->cluster_token, token)) {
+      set_error(context.getResults().initError(), wrong_token(token));
+      return kj::READY_NOW;
+    }
+    context.getResults().setAdmin(make_admin_service(services_));
     return kj::READY_NOW;
   }
 

@@ -12,6 +12,7 @@
 #include "runtime/config/cluster_config.hpp"
 #include "runtime/definitions/definition_registry.hpp"
 #include "runtime/rpc_thread.hpp"
+#include "schema/workflow_status.hpp"
 
 namespace kj {
 struct AsyncIoContext;
@@ -43,7 +44,14 @@ struct SchedulerServices {
   /// Why tasks wait in their task lists, as the matching actors post it; read by describe.
   /// nullptr: describe gives no reasons.
   std::shared_ptr<actors::WaitBoard> waits;
+  /// The live actors, for the admin interface (nullptr: it lists none).
+  std::shared_ptr<actors::ActorRoster> roster;
 };
+
+/// The durable state of workflow `id`, from its replayed history, with why its waiting tasks
+/// wait as `waits` says now (nullptr: no reasons). NOT_FOUND for an unknown id.
+Result<WorkflowStatus> describe_workflow(storage::HistoryStore& store, const std::string& id,
+                                         const actors::WaitBoard* waits);
 
 /// Listens on `listen` and serves the Gateway; the returned teardown stops listening and drops
 /// every connection. Called on the RPC thread (RpcThread::Setup). `bound_port` receives the

@@ -20,6 +20,7 @@ $Cxx.namespace("troupe::schema");
 using Common = import "common.capnp";
 using Worker = import "worker.capnp";
 using History = import "history.capnp";
+using Admin = import "admin.capnp";
 
 interface Gateway {
   client @0 (token :Text) -> (client :ClientService, error :Common.Error);
@@ -27,6 +28,8 @@ interface Gateway {
   registerWorker @1 (info :Worker.WorkerInfo, control :Worker.WorkerControl, token :Text)
       -> (registration :Worker.Registration, error :Common.Error);
   # Refused (error set) while another live instance holds the shard id, or for a wrong token.
+  admin @2 (token :Text) -> (admin :Admin.AdminService, error :Common.Error);
+  # The admin interface (admin.capnp), with the same token as `client`.
 }
 
 enum WorkflowState {

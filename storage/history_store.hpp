@@ -247,6 +247,9 @@ class HistoryStore {
   virtual Result<std::vector<WorkerEntry>> list_workers() = 0;
 
   virtual StoreStats stats() const = 0;
+  /// The storage engine's own figures for operators, name and value each (RocksDB's sizes,
+  /// memtables, compactions and write stalls); empty for an engine that has none.
+  virtual std::vector<std::pair<std::string, std::string>> engine_properties() const { return {}; }
 
   /// append() that waits for its outcome. Not for actor threads: it blocks.
   Result<AppendReceipt> append_wait(std::string workflow_id, std::vector<NewEvent> events,

@@ -50,6 +50,7 @@ class RocksHistoryStore final : public HistoryStore {
   Result<std::optional<WorkerRecord>> find_worker(std::string_view shard_id) override;
   Result<std::vector<WorkerEntry>> list_workers() override;
   StoreStats stats() const override;
+  std::vector<std::pair<std::string, std::string>> engine_properties() const override;
 
   /// The directory the store lives in.
   const std::string& directory() const;
