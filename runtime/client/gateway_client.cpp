@@ -11,6 +11,7 @@
 #include <kj/debug.h>
 #include <kj/io.h>
 
+#include "runtime/client/client_rpc.hpp"
 #include "runtime/net/buffered_stream.hpp"
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
@@ -22,50 +23,8 @@ namespace {
 using runtime::message_size;
 using runtime::text;
 
-/// The scheduler's error in a response, if it set one.
-template <class Response>
-bool has_error(Response& response) {
-  return response.hasError() && response.getError().getCode() != schema::ErrorCode::NONE;
-}
-
-template <class Response>
-Error error_of(Response& response) {
-  auto e = response.getError();
-  return fail(static_cast<Errc>(static_cast<uint16_t>(e.getCode())), text(e.getMessage()));
-}
-
-Error lost(const std::string& address, const kj::Exception& e) {
-  return fail(Errc::UNAVAILABLE, "lost the scheduler at " + address + ": " + std::string(e.getDescription().cStr()));
-}
-
 kj::Duration kj_duration(Duration d) { return d.count() * kj::MICROSECONDS; }
 
-WatchedEvent watched_event(schema::HistoryEvent::Reader e) {
-  WatchedEvent out;
-  out.sequence = e.getSequence();
-  out.timestamp_us = e.getTimestampUs();
-  switch (e.getActorKind()) {
-    case schema::ActorKind::WORKFLOW: out.actor_kind = "workflow"; break;
-    case schema::ActorKind::TASK: out.actor_kind = "task"; break;
-    case schema::ActorKind::SESSION: out.actor_kind = "session"; break;
-    case schema::ActorKind::WORKER: out.actor_kind = "worker"; break;
-  }
-  out.actor_id = text(e.getActorId());
-  out.attempt = e.getAttempt();
-  auto body = capnp::toDynamic(e.getBody());
-  KJ_IF_MAYBE(field, body.which()) {
-    out.kind = field->getProto().getName().cStr();
-    out.detail = kj::str(body.get(*field)).cStr();
-    if (out.detail == "void") out.detail.clear();
-  }
-  capnp::MallocMessageBuilder message;
-  message.setRoot(e);
-  kj::VectorOutputStream packed;
-  capnp::writePackedMessage(packed, message);
-  auto bytes = packed.getArray();
-  out.packed.assign(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-  return out;
-}
 
 /// What a watch's sink shares with the watch() call: the callback lives on watch()'s stack,
 /// so a call that arrives after watch() returned finds `open` false and stops the watch.
@@ -113,27 +72,6 @@ Result<void> call_void(Request&& call, const std::string& address, kj::WaitScope
 
 }  // namespace
 
-/// The RPC system over one TCP connection, made once the connection is up.
-struct Connection {
-  kj::Own<kj::AsyncIoStream> stream;
-  capnp::TwoPartyClient rpc;
-  explicit Connection(kj::Own<kj::AsyncIoStream> tcp)
-      : stream(kj::heap<runtime::BufferedStream>(kj::mv(tcp))), rpc(*stream) {}
-};
-
-/// A thread has one KJ event loop at most: the clients made on one thread share it.
-struct ThreadIo {
-  kj::AsyncIoContext io = kj::setupAsyncIo();
-
-  static std::shared_ptr<ThreadIo> of_this_thread() {
-    thread_local std::weak_ptr<ThreadIo> current;
-    if (auto existing = current.lock()) return existing;
-    auto made = std::make_shared<ThreadIo>();
-    current = made;
-    return made;
-  }
-};
-
 struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
   std::string address;
   std::shared_ptr<ThreadIo> thread_io = ThreadIo::of_this_thread();
@@ -162,13 +100,7 @@ struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
         service(handshake.getClient()) {}
 
   kj::Promise<schema::Gateway::Client> connect(const std::string& host, uint16_t port) {
-    return io.provider->getNetwork()
-        .parseAddress(host, port)
-        .then([](kj::Own<kj::NetworkAddress> where) { return where->connect().attach(kj::mv(where)); })
-        .then([this](kj::Own<kj::AsyncIoStream> tcp) {
-          connection = kj::heap<Connection>(kj::mv(tcp));
-          return connection->rpc.bootstrap().castAs<schema::Gateway>();
-        });
+    return connect_gateway(io, host, port, connection);
   }
 
   kj::WaitScope& wait_scope() { return io.waitScope; }
