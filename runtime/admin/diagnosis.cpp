@@ -121,7 +121,10 @@ Diagnosis diagnose(const WorkflowStatus& status, const std::vector<actors::Probe
   d.blockers.push_back(whole);
 
   if (status.state_code == WorkflowStateCode::PAUSED) {
-    d.summary = "it is paused: " + whole.waits_for;
+    d.summary = "it is paused: it waits for " + whole.waits_for;
+  } else if (status.state_code == WorkflowStateCode::READY_PAUSE || status.state_code == WorkflowStateCode::READY_STOP) {
+    const char* what = status.state_code == WorkflowStateCode::READY_PAUSE ? "pausing" : "stopping";
+    d.summary = std::string("it is ") + what + ": it waits for " + whole.waits_for;
   } else if (!tasks.empty()) {
     const Blocker* first = &tasks.front();
     for (const auto& b : tasks) {

@@ -27,6 +27,8 @@ struct OptionSpec {
   /// May be given more than once, every value kept (`--node a --node b`); otherwise the last
   /// one counts.
   bool repeated = false;
+  /// A one-letter alias without the dash (`-c` for "c"); empty: none.
+  std::string short_name{};
 };
 
 struct ArgumentSpec {

@@ -129,7 +129,8 @@ class CommandLine {
       }
     }
     auto add_option = [&](const OptionSpec& o) {
-      CLI::Option* option = o.value.empty() ? app->add_flag("--" + o.name) : app->add_option("--" + o.name);
+      const std::string names = (o.short_name.empty() ? "" : "-" + o.short_name + ",") + "--" + o.name;
+      CLI::Option* option = o.value.empty() ? app->add_flag(names) : app->add_option(names);
       if (!o.value.empty()) {
         option->allow_extra_args(false)->multi_option_policy(o.repeated ? CLI::MultiOptionPolicy::TakeAll
                                                                         : CLI::MultiOptionPolicy::TakeLast);

@@ -4,6 +4,7 @@
 #include "tools/troupe/command.hpp"
 #include "tools/troupe/dev_command.hpp"
 #include "tools/troupe/local_commands.hpp"
+#include "tools/troupe/shell/shell_command.hpp"
 #include "tools/troupe/worker_commands.hpp"
 
 namespace troupe::cli {
@@ -391,6 +392,33 @@ std::vector<CommandSpec> command_table() {
                     usage_exit("or the token is not valid or its invocation is no longer current"),
                     unreachable_exit},
           .run = fail_command,
+      },
+      {
+          .path = "shell",
+          .section = clusters,
+          .summary = "the admin shell: live actors, diagnoses, task lists, the store",
+          .description =
+              "An interactive shell over the scheduler's admin interface, where every workflow, task, session, "
+              "worker and task list is a live actor: `actors [KIND] [--sort mailbox|age]` lists them with state, "
+              "mailbox depth, timers, age and what each waits for; `actor ID` shows one with its model, timers and "
+              "last events; `diagnose WORKFLOW` says why a workflow is not moving; `history WORKFLOW [--from N]`, "
+              "`workflows`, `tasklists` (queues by priority, credits per worker, rate limits), `sessions` and "
+              "`store` (sizes, memtables, compactions, write stalls, group commit). Every other troupe command "
+              "that talks to a scheduler runs in it too, with the shell's connection: status, pause, resume, stop, "
+              "workers, worker drain ...\n\n"
+              "Lines are edited with libedit: history (kept in ~/.troupe_history), Tab completes commands and ids, "
+              "`help COMMAND` explains one. With -c it runs one command and exits with its code, for scripts; with "
+              "its standard input not a terminal, it runs each line of it.",
+          .options = {{"command", "COMMAND", "run this one command and exit with its exit code", false, "c"},
+                      {"json", "", "every command answers in one line of JSON"}},
+          .connects = true,
+          .examples = {"troupe shell", "troupe shell -c 'actors task --sort mailbox'",
+                       "troupe shell -c 'diagnose diamond-1' --json"},
+          .exits = {{exit_ok, "the command (or the last line) succeeded"},
+                    {exit_failed, "the command failed (as the same troupe command would)"},
+                    usage_exit("or an unknown id"),
+                    unreachable_exit},
+          .run = shell_command,
       },
       {
           .path = "workers",

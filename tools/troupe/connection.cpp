@@ -38,16 +38,27 @@ Result<std::string> cluster_token(const Args& args) {
   return std::string();
 }
 
-}  // namespace
 
-Result<std::unique_ptr<client::GatewayClient>> connect(const Args& args) {
+/// Connects with `Client::connect` to the scheduler and token the options name.
+template <class Client>
+Result<std::unique_ptr<Client>> connect_to(const Args& args) {
   auto address = scheduler_address(args);
   if (!address) return address.error();
   auto token = cluster_token(args);
   if (!token) return token.error();
   client::ConnectOptions options;
   options.token = std::move(*token);
-  return client::GatewayClient::connect(address->host, address->port, options);
+  return Client::connect(address->host, address->port, options);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<client::GatewayClient>> connect(const Args& args) {
+  return connect_to<client::GatewayClient>(args);
+}
+
+Result<std::unique_ptr<client::AdminClient>> connect_admin(const Args& args) {
+  return connect_to<client::AdminClient>(args);
 }
 
 }  // namespace troupe::cli

@@ -50,7 +50,7 @@ std::vector<std::string> paragraphs(const std::string& text) {
 
 std::string option_label(const OptionSpec& o) {
   if (o.name == "help") return "-h, --help";
-  return "--" + o.name + (o.value.empty() ? "" : " " + o.value);
+  return (o.short_name.empty() ? "" : "-" + o.short_name + ", ") + "--" + o.name + (o.value.empty() ? "" : " " + o.value);
 }
 
 std::string arguments_text(const CommandSpec& c) {
