@@ -168,7 +168,7 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
   auto& st = self->state;
   st.task_list = std::move(task_list);
   if (roster) {
-    st.seat = RosterSeat(roster.get(), {"matching", st.task_list, wall_clock_us(), self->address()});
+    st.seat = RosterSeat(roster, {"matching", st.task_list, wall_clock_us(), self->address()});
   }
   st.limits = limits;
   st.waits = std::move(waits);

@@ -443,7 +443,7 @@ void on_timer(Self self, uint8_t timer, uint64_t generation) {
 
 session_actor::behavior_type session_behavior(Self self, SessionSetup setup) {
   self->state.setup = std::move(setup);
-  if (auto* roster = self->state.wiring().roster.get()) {
+  if (const auto& roster = self->state.wiring().roster) {
     self->state.seat = RosterSeat(roster, {"session", self->state.setup.workflow_id + "/" + self->state.spec().name,
                                            self->state.wiring().now_us(), self->address()});
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <mutex>
 #include <string>
@@ -44,22 +45,22 @@ class ActorRoster {
   std::unordered_map<uint64_t, Entry> entries_;
 };
 
-/// An actor's seat in the roster for as long as the seat lives (a member of its state). No
+/// An actor's seat in the roster for as long as the seat lives (a member of its state). It
+/// shares the roster: an actor's state may outlive whatever else held it at shutdown. No
 /// roster: no seat.
 class RosterSeat {
  public:
   RosterSeat() = default;
-  RosterSeat(ActorRoster* roster, ActorRoster::Entry entry)
-      : roster_(roster), seat_(roster ? roster->enter(std::move(entry)) : 0) {}
+  RosterSeat(std::shared_ptr<ActorRoster> roster, ActorRoster::Entry entry)
+      : roster_(std::move(roster)), seat_(roster_ ? roster_->enter(std::move(entry)) : 0) {}
   RosterSeat(const RosterSeat&) = delete;
   RosterSeat& operator=(const RosterSeat&) = delete;
-  RosterSeat(RosterSeat&& other) noexcept : roster_(other.roster_), seat_(other.seat_) { other.roster_ = nullptr; }
+  RosterSeat(RosterSeat&& other) noexcept : roster_(std::move(other.roster_)), seat_(other.seat_) {}
   RosterSeat& operator=(RosterSeat&& other) noexcept {
     if (this != &other) {
       release();
-      roster_ = other.roster_;
+      roster_ = std::move(other.roster_);
       seat_ = other.seat_;
-      other.roster_ = nullptr;
     }
     return *this;
   }
@@ -68,9 +69,9 @@ class RosterSeat {
  private:
   void release() {
     if (roster_) roster_->leave(seat_);
-    roster_ = nullptr;
+    roster_.reset();
   }
-  ActorRoster* roster_ = nullptr;
+  std::shared_ptr<ActorRoster> roster_;
   uint64_t seat_ = 0;
 };
 

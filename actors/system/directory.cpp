@@ -317,7 +317,7 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
                                          Wiring wiring) {
   self->state.store = std::move(store);
   self->state.wiring = std::make_shared<const Wiring>(std::move(wiring));
-  if (auto* roster = self->state.wiring->roster.get()) {
+  if (const auto& roster = self->state.wiring->roster) {
     self->state.seat = RosterSeat(roster, {"directory", "directory", self->state.wiring->now_us(), self->address()});
   }
   // Workflows end with the directory (a restarted one revives them from their histories).

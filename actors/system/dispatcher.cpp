@@ -549,7 +549,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
   if (!self->state.options.fences) self->state.options.fences = std::make_shared<FenceCounter>();
   self->state.recovery_ends = self->clock().now() + self->state.options.recovery_window;
   if (auto& roster = self->state.options.roster) {
-    self->state.seat = RosterSeat(roster.get(), {"dispatcher", "dispatcher", wall_clock_us(), self->address()});
+    self->state.seat = RosterSeat(roster, {"dispatcher", "dispatcher", wall_clock_us(), self->address()});
   }
   self->set_down_handler([self](const caf::down_msg& down) {
     if (session_gone(self, down.source)) return;

@@ -834,7 +834,7 @@ task_actor::behavior_type task_behavior(task_actor::stateful_pointer<TaskActorSt
   st.wiring = std::move(setup.wiring);
   st.workflow_input = std::move(setup.workflow_input);
   refresh_options(st);
-  if (auto* roster = st.wiring->roster.get()) {
+  if (const auto& roster = st.wiring->roster) {
     st.seat = RosterSeat(roster, {"task", st.workflow_id + "/" + st.model.name, st.wiring->now_us(), self->address()});
   }
   return {

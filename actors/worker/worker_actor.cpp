@@ -451,7 +451,7 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
   if (!st.setup.fences) st.setup.fences = std::make_shared<FenceCounter>();
   st.last_heartbeat = self->clock().now();
   if (st.setup.roster) {
-    st.seat = RosterSeat(st.setup.roster.get(), {"worker", st.setup.info.shard_id, wall_clock_us(), self->address()});
+    st.seat = RosterSeat(st.setup.roster, {"worker", st.setup.info.shard_id, wall_clock_us(), self->address()});
   }
   load_standing(self);
   record_status(self);

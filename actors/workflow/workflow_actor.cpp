@@ -863,7 +863,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
   self->state.model.id = setup.id;
   self->state.setup = std::move(setup);
   self->state.model.definitions = self->state.setup.wiring->definitions.get();
-  if (auto* roster = self->state.setup.wiring->roster.get()) {
+  if (const auto& roster = self->state.setup.wiring->roster) {
     self->state.seat = RosterSeat(roster, {"workflow", self->state.model.id, self->state.setup.wiring->now_us(),
                                            self->address()});
   }

@@ -9,7 +9,7 @@ import { compileAll } from "capnp-es/compiler";
 
 const dir = process.argv[2] ?? "../../schema";
 // gateway.capnp and every file it imports; /capnp/c++.capnp comes from capnp's include path.
-const files = ["gateway.capnp", "common.capnp", "history.capnp", "worker.capnp"];
+const files = ["gateway.capnp", "common.capnp", "history.capnp", "worker.capnp", "admin.capnp"];
 const request = execFileSync("capnp", ["compile", "-o-", `--src-prefix=${dir}`, ...files.map((f) => join(dir, f))]);
 const { files: generated } = await compileAll(request, { ts: true });
 mkdirSync("src/schema", { recursive: true });

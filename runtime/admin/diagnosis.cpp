@@ -40,12 +40,15 @@ std::string recorded_wait(const TaskStatus& task) {
 /// The blocker most likely to explain the whole workflow: a task that cannot get anywhere
 /// (no slot, a paused workflow) before one that merely runs.
 int weight(const Blocker& b) {
-  if (b.waits_for.find("history store") != std::string::npos) return 0;
-  if (b.state == "DISPATCHING" || b.state == "CREATING" || b.state == "REESTABLISHING") return 1;
-  if (b.state == "PAUSED") return 2;
-  if (b.state == "DELAY_EXECUTION") return 3;
-  if (b.state == "DISPATCHED" || b.state == "FAILOVER") return 4;
-  return 5;
+  auto says = [&](const char* words) { return b.waits_for.find(words) != std::string::npos; };
+  if (says("history store")) return 0;
+  // Nothing will take it until an operator acts: no worker serves its list, or none takes tasks.
+  if (says("no live worker serves") || says("takes tasks now")) return 1;
+  if (b.state == "DISPATCHING" || b.state == "CREATING" || b.state == "REESTABLISHING") return 2;
+  if (b.state == "PAUSED") return 3;
+  if (b.state == "DELAY_EXECUTION") return 4;
+  if (b.state == "DISPATCHED" || b.state == "FAILOVER") return 5;
+  return 6;
 }
 
 }  // namespace
