@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <random>
 
 #include <capnp/rpc-twoparty.h>
@@ -23,6 +25,7 @@
 #include "runtime/caf_kj.hpp"
 #include "runtime/net/buffered_stream.hpp"
 #include "runtime/retention.hpp"
+#include "runtime/task_log_stream.hpp"
 #include "runtime/wire.hpp"
 #include "runtime/worker_admin.hpp"
 #include "schema/gateway.capnp.h"
@@ -82,6 +85,24 @@ void set_fence(schema::Fence::Builder out, const actors::Fence& fence) {
   out.setEpoch(fence.epoch);
   out.setSequence(fence.sequence);
 }
+
+/// The WorkerControl capability of each worker registered with this scheduler, by shard: the
+/// latest accepted registration's. taskLogs reads logs through it; a worker whose connection is
+/// gone keeps its entry, whose calls then fail (it is not connected). RPC thread only.
+class WorkerControls {
+ public:
+  void registered(const std::string& shard, schema::WorkerControl::Client control) {
+    controls_.insert_or_assign(shard, kj::mv(control));
+  }
+  std::optional<schema::WorkerControl::Client> find(const std::string& shard) {
+    auto it = controls_.find(shard);
+    if (it == controls_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, schema::WorkerControl::Client> controls_;
+};
 
 /// One invocation's reporter: the worker can report only through the capability it was given.
 class TaskReporterImpl final : public schema::TaskReporter::Server {
@@ -668,8 +689,19 @@ class HistoryWatch {
 
 class ClientServiceImpl final : public schema::ClientService::Server {
  public:
-  ClientServiceImpl(std::shared_ptr<SchedulerServices> services, kj::Timer& timer)
-      : services_(std::move(services)), timer_(timer) {}
+  ClientServiceImpl(std::shared_ptr<SchedulerServices> services, kj::Timer& timer,
+                    std::shared_ptr<WorkerControls> workers)
+      : services_(std::move(services)), timer_(timer), workers_(std::move(workers)) {}
+
+  kj::Promise<void> taskLogs(TaskLogsContext context) override {
+    auto params = context.getParams();
+    TaskLogRequest request{text(params.getWorkflowId()), text(params.getTask()), params.getAttempt(),
+                           params.getFollow()};
+    auto logs = stream_task_logs(log_ports(), std::move(request), params.getSink(), timer_);
+    return logs.then([context](Result<void> streamed) mutable {
+      if (!streamed) set_error(context.getResults().initError(), streamed.error());
+    });
+  }
 
   kj::Promise<void> completeTask(CompleteTaskContext context) override {
     auto params = context.getParams();
@@ -850,6 +882,9 @@ class ClientServiceImpl final : public schema::ClientService::Server {
         task.setEndedUs(t.ended_us);
         task.setDurationUs(t.duration_us(now_us));
         task.setWaitReason(t.wait_reason);
+        auto depends_on = task.initDependsOn(static_cast<unsigned>(t.depends_on.size()));
+        for (size_t d = 0; d < t.depends_on.size(); ++d) depends_on.set(static_cast<unsigned>(d), t.depends_on[d]);
+        task.setSession(t.session);
       }
       auto sessions = out.initSessions(static_cast<unsigned>(r->sessions.size()));
       for (size_t i = 0; i < r->sessions.size(); ++i) {
@@ -1043,14 +1078,37 @@ class ClientServiceImpl final : public schema::ClientService::Server {
     });
   }
 
+  /// What taskLogs reads: the store, describe and worker views through the client bridge, and
+  /// the workers' capabilities.
+  TaskLogPorts log_ports() const {
+    TaskLogPorts ports;
+    ports.store = services_->store;
+    auto bridge_actor = services_->client_bridge;
+    ports.describe = [bridge_actor](const std::string& id) {
+      auto b = bridge<WorkflowStatus>();
+      caf::anon_send(bridge_actor, actors::describe_atom::value, id, Reply<WorkflowStatus>{b.resolve});
+      return kj::mv(b.promise);
+    };
+    ports.worker = [workers = workers_](const std::string& shard) { return workers->find(shard); };
+    ports.hostname = [bridge_actor](const std::string& shard) {
+      auto b = bridge<std::vector<actors::WorkerView>>();
+      caf::anon_send(bridge_actor, actors::view_atom::value, shard, Reply<std::vector<actors::WorkerView>>{b.resolve});
+      return b.promise.then([](Result<std::vector<actors::WorkerView>> views) {
+        return views && !views->empty() ? views->front().record.hostname : std::string();
+      });
+    };
+    return ports;
+  }
+
   std::shared_ptr<SchedulerServices> services_;
   kj::Timer& timer_;
+  std::shared_ptr<WorkerControls> workers_;
 };
 
 class GatewayImpl final : public schema::Gateway::Server {
  public:
   GatewayImpl(std::shared_ptr<SchedulerServices> services, kj::TaskSet& tasks, kj::Timer& timer)
-      : services_(std::move(services)), tasks_(tasks), timer_(timer) {}
+      : services_(std::move(services)), tasks_(tasks), timer_(timer), workers_(std::make_shared<WorkerControls>()) {}
 
   kj::Promise<void> client(ClientContext context) override {
     const std::string token = text(context.getParams().getToken());
@@ -1058,7 +1116,7 @@ class GatewayImpl final : public schema::Gateway::Server {
       set_error(context.getResults().initError(), wrong_token(token));
       return kj::READY_NOW;
     }
-    context.getResults().setClient(kj::heap<ClientServiceImpl>(services_, timer_));
+    context.getResults().setClient(kj::heap<ClientServiceImpl>(services_, timer_, workers_));
     return kj::READY_NOW;
   }
 
@@ -1099,13 +1157,15 @@ class GatewayImpl final : public schema::Gateway::Server {
     auto b = bridge<actors::RegistrationOutcome>();
     caf::anon_send(services_->dispatcher, actors::register_atom::value, info,
                    std::shared_ptr<actors::WorkerLink>(link), Reply<actors::RegistrationOutcome>{b.resolve});
-    return b.promise.then([context, link](Result<actors::RegistrationOutcome> outcome) mutable {
+    return b.promise.then([context, link, workers = workers_, shard = info.shard_id,
+                           control = params.getControl()](Result<actors::RegistrationOutcome> outcome) mutable {
       auto results = context.getResults();
       if (!outcome) {
         set_error(results.initError(), outcome.error());
         return;
       }
       link->bind(outcome->worker);
+      workers->registered(shard, kj::mv(control));
       auto registration = results.initRegistration();
       registration.setSession(kj::heap<WorkerSessionImpl>(outcome->worker));
       auto t = registration.initTimeouts();
@@ -1125,6 +1185,7 @@ class GatewayImpl final : public schema::Gateway::Server {
   std::shared_ptr<SchedulerServices> services_;
   kj::TaskSet& tasks_;
   kj::Timer& timer_;
+  std::shared_ptr<WorkerControls> workers_;  ///< filled at registration, read by taskLogs
 };
 
 /// Accepts connections and serves each with its own RpcSystem until it disconnects.

@@ -14,21 +14,11 @@
 #include <vector>
 
 #include "actors/caf_types.hpp"
+#include "runtime/logs/log_files.hpp"
 #include "schema/json_syntax.hpp"
 
 namespace troupe::runtime {
 namespace {
-
-std::string safe(std::string_view part) {
-  std::string out;
-  for (char c : part) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '-' || c == '_' || c == '.';
-    out += plain ? c : '_';
-  }
-  if (out.empty() || out == "." || out == "..") out = "_" + out;
-  return out;
-}
 
 /// How often a task's progress file is looked at: often enough that a task writing it more
 /// often than its heartbeat timeout is never timed out (a quarter of the timeout), and about
@@ -101,8 +91,9 @@ Result<void> write_private_file(const std::string& path, const std::string& cont
   return fail(Errc::UNAVAILABLE, "cannot write the task's input to " + path + ": " + std::strerror(error));
 }
 
-/// A name part unique to `invocation_id`: safe() maps many ids to one name, so the input files
-/// of two invocations whose names differ only in bytes it replaces would otherwise collide.
+/// A name part unique to `invocation_id`: safe_file_name() maps many ids to one name, so the
+/// input files of two invocations whose names differ only in bytes it replaces would otherwise
+/// collide.
 std::string invocation_tag(std::string_view invocation_id) {
   uint64_t hash = 0xcbf29ce484222325;  // FNV-1a, 64 bits
   for (unsigned char c : invocation_id) {
@@ -156,17 +147,12 @@ Result<std::vector<std::string>> pass_inputs(const actors::Invocation& invocatio
 }  // namespace
 
 std::string invocation_log_path(const std::string& log_dir, const actors::Invocation& invocation) {
-  // The invocation id ends in ATTEMPT.DISPATCH after the last '/'.
-  const auto slash = invocation.invocation_id.rfind('/');
-  const std::string suffix =
-      slash == std::string::npos ? invocation.invocation_id : invocation.invocation_id.substr(slash + 1);
-  return log_dir + "/" + safe(invocation.workflow_id) + "/" + safe(invocation.task_name) + "." + safe(suffix) +
-         ".log";
+  return invocation_log_path(log_dir, invocation.workflow_id, invocation.task_name, invocation.invocation_id);
 }
 
 std::string session_directory(const std::string& log_dir, const std::string& workflow_id,
                               const std::string& session_name) {
-  return log_dir + "/sessions/" + safe(workflow_id) + "/" + safe(session_name);
+  return log_dir + "/sessions/" + safe_file_name(workflow_id) + "/" + safe_file_name(session_name);
 }
 
 actors::ShellRunner make_shell_runner(std::shared_ptr<ProcessSupervisor> supervisor, ShellRunnerOptions options) {

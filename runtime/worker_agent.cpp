@@ -23,6 +23,7 @@
 #include "actors/worker/fence.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
+#include "runtime/logs/log_files.hpp"
 #include "runtime/net/buffered_stream.hpp"
 #include "runtime/shell_runner.hpp"
 #include "runtime/wire.hpp"
@@ -144,6 +145,7 @@ class WorkerControlImpl final : public schema::WorkerControl::Server {
   kj::Promise<void> requestStop(RequestStopContext context) override;
   kj::Promise<void> openSession(OpenSessionContext context) override;
   kj::Promise<void> closeSession(CloseSessionContext context) override;
+  kj::Promise<void> readLog(ReadLogContext context) override;
 
  private:
   std::shared_ptr<Agent> agent_;
@@ -332,6 +334,32 @@ class Agent : public std::enable_shared_from_this<Agent> {
   /// The outcomes these invocations' answers carried are durable: forget them.
   void acknowledge(const std::vector<std::string>& ids) {
     for (const auto& id : state_.acknowledge(ids)) calls_.erase(id);
+  }
+
+  /// readLog's answer: a range of a log, and whether the log is complete.
+  struct LogRead {
+    LogRange range;
+    bool complete = false;
+  };
+
+  /// Up to `max_bytes` of invocation `id`'s log from `offset`. The log is complete once the
+  /// invocation does not run here (it ended, or this worker does not hold it) and the range
+  /// reaches its end. Errors as read_invocation_log's; NOT_FOUND only for an invocation that
+  /// does not run here.
+  Result<LogRead> read_log(const std::string& id, uint64_t offset, size_t max_bytes) {
+    // Decided before the read: the log of an invocation that ended by then is whole (its
+    // output is written before its end is reported), so a read after it misses nothing.
+    const bool runs = (state_.holds(id) && state_.outcome(id) == nullptr) || sessions_.is_env_action(id);
+    auto range = read_invocation_log(setup_->node.log_dir, id, offset, max_bytes);
+    if (!range && range.error().code == Errc::NOT_FOUND) {
+      // Held but not started yet (queued in its session, or a handler): nothing written so far.
+      if (runs) return LogRead{LogRange{{}, offset, 0}, false};
+      return fail(Errc::NOT_FOUND, "worker " + setup_->node.name + " has no log of " + id +
+                                       " (a handler task writes none; a log removed from its log_dir is gone)");
+    }
+    if (!range) return range.error();
+    const bool complete = !runs && range->next_offset >= range->size;
+    return LogRead{std::move(*range), complete};
   }
 
  private:
@@ -820,6 +848,29 @@ kj::Promise<void> WorkerControlImpl::closeSession(CloseSessionContext context) {
     results.setRan(outcome.has_value());
     fill_session_outcome(results.initOutcome(), outcome);
   });
+}
+
+kj::Promise<void> WorkerControlImpl::readLog(ReadLogContext context) {
+  auto params = context.getParams();
+  if (params.getStream() != schema::LogStream::COMBINED) {
+    set_error(context.getResults().initError(),
+              fail(Errc::UNIMPLEMENTED, "this worker keeps a task's stdout and stderr in one log, interleaved as "
+                                        "written: read the combined stream"));
+    return kj::READY_NOW;
+  }
+  constexpr size_t default_read_bytes = 64 * 1024;
+  const size_t max_bytes = params.getMaxBytes() == 0 ? default_read_bytes : params.getMaxBytes();
+  auto read = agent_->read_log(text(params.getInvocationId()), params.getOffset(), max_bytes);
+  auto results = context.getResults(message_size(read ? read->range.data.size() : 256));
+  if (!read) {
+    set_error(results.initError(), read.error());
+    return kj::READY_NOW;
+  }
+  results.setData(as_data(read->range.data));
+  results.setNextOffset(read->range.next_offset);
+  results.setSize(read->range.size);
+  results.setComplete(read->complete);
+  return kj::READY_NOW;
 }
 
 kj::Promise<void> WorkerControlImpl::requestSuicide(RequestSuicideContext context) {

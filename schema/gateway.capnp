@@ -105,6 +105,9 @@ struct TaskDescription {
                                      # "no live worker serves task list 'gpu'", "all 2 workers of
                                      # 'gpu' are busy", "rate limited: ..."; empty otherwise, or
                                      # when the scheduler cannot tell
+  dependsOn @15 :List(Text);         # the tasks it depends on (its definition's dependsOn), by name:
+                                     # the edges of the workflow's DAG
+  session @16 :Text;                 # the session it runs in (its definition's); empty: none
 }
 
 struct SessionDescription {
@@ -249,6 +252,46 @@ interface ClientService {
 
   forgiveWorker @16 (name :Text) -> (worker :WorkerSummary, error :Common.Error);
   # Ends a quarantine and forgets the worker's failures in a row (and so its doubled backoff).
+
+  taskLogs @17 (workflowId :Text, task :Text, attempt :UInt32, follow :Bool, sink :LogSink)
+      -> (error :Common.Error);
+  # Pushes a task attempt's log (its stdout and stderr, interleaved as written) to `sink`, read
+  # through the scheduler from the worker that ran it (worker.capnp readLog), and returns once
+  # it was all delivered. `task` empty: every task that started, in definition order, one after
+  # the other. `attempt` 0: the task's last attempt. An attempt that moved (its worker was lost
+  # or drained before it ended) has one log per worker it ran on, sent in order. With `follow`
+  # it goes on while the attempt runs, pushing what the task writes as it writes it (looked for
+  # every 100 ms to 1 s, sooner while it writes), and returns once the attempt ended and its log
+  # was delivered; a task that has not started yet is waited for (until it starts, ends without
+  # starting, or its workflow closes). Errors, each saying what to do: notFound for an unknown
+  # workflow; invalidArgument for a task the definition lacks, or an attempt the task has not
+  # reached; notAllowedInState for a task that has not started (without follow), or a handler
+  # task (it writes no log); unavailable when the worker that ran it is not connected now
+  # ("worker W, which ran attempt 2 of 'train', is not connected; its log is at PATH on HOST").
+  # Chunks already pushed stay delivered when an error ends the stream.
+}
+
+struct LogChunk {
+  # A piece of one invocation's log, as taskLogs pushes it.
+  task @0 :Text;                     # the task's name
+  attempt @1 :UInt32;
+  invocationId @2 :Text;             # WORKFLOW/TASK/ATTEMPT.DISPATCH: one attempt on one worker
+  worker @3 :Text;                   # the worker (shard) that ran it
+  offset @4 :UInt64;                 # where `data` starts in the invocation's log
+  data @5 :Data;                     # the log's bytes as the task wrote them (not necessarily UTF-8,
+                                     # nor cut at line ends)
+  first @6 :Bool;                    # the first chunk of this invocation (sent even when its log
+                                     # is empty, so a client can print a header before it)
+  last @7 :Bool;                     # the invocation ended and its whole log has been sent: its
+                                     # last chunk (a log still growing has none)
+  path @8 :Text;                     # the log file on the worker, when the scheduler knows it
+                                     # (from the attempt's outcome); empty otherwise
+}
+
+interface LogSink {
+  write @0 (chunk :LogChunk) -> (stop :Bool);
+  # The next chunk of the logs taskLogs streams. The next call comes once this one returns;
+  # `stop` ends the stream early (taskLogs then returns without an error).
 }
 
 struct WorkerSummary {

@@ -180,6 +180,26 @@ interface WorkerControl {
   # The session's queued tasks end cancelled (never attempted), envExit runs after the action
   # running now, and the answer comes once it ended (ran, outcome); at once, ran false, when
   # there is no envExit or the session was never opened here.
+  readLog @10 (invocationId :Text, stream :LogStream, offset :UInt64, maxBytes :UInt32)
+      -> (error :Common.Error, data :Data, nextOffset :UInt64, size :UInt64, complete :Bool);
+  # Up to maxBytes (at most 1 MiB; 0: 64 KiB) of an invocation's log from byte `offset`, for
+  # `troupe logs`: the log of a shell task or session action, which the worker keeps in its
+  # log_dir (LOG_DIR/WORKFLOW/TASK.ATTEMPT.DISPATCH.log) while it lives and after it restarts.
+  # The invocation is named by its id only, never by a path: the worker finds the file from the
+  # id, and refuses (invalidArgument) an id that is not of the form WORKFLOW/TASK/ATTEMPT.DISPATCH
+  # or a file that would lie outside its log_dir. nextOffset: where the next read starts (offset
+  # plus the bytes in data). size: the log's size when it was read. complete: the invocation has
+  # ended here (or is not held here any more) and data reaches the end of its log, so the log
+  # will not grow. notFound when there is no such log and the worker does not run the invocation
+  # (a handler task writes none; the log was removed; another worker ran it); a log not created
+  # yet of an invocation the worker holds reads as empty, not complete.
+}
+
+enum LogStream {
+  # Which output of an invocation readLog reads.
+  combined @0;                       # stdout and stderr interleaved in the order written: the one
+                                     # log a worker keeps (values for the streams apart may be
+                                     # appended once a worker keeps them apart)
 }
 
 interface WorkerSession {

@@ -102,6 +102,10 @@ struct TaskStatus {
   /// While it waits in its task list (DISPATCHING): why no worker has taken it yet, e.g. "no
   /// live worker serves task list 'gpu'"; empty otherwise, or when the scheduler cannot tell.
   std::string wait_reason;
+  /// The tasks it depends on (its definition's dependsOn), by name: the DAG's edges.
+  std::vector<std::string> depends_on{};
+  /// The session it runs in, by name; empty: none.
+  std::string session{};
 
   /// "SpawnFailed: cannot run 'x': No such file or directory": reason and details; empty if
   /// it never failed.

@@ -87,7 +87,10 @@ WorkflowStatus snapshot(const ReplayedWorkflow& replayed, const WaitBoard* waits
   if (!workflow.spec || !workflow.graph) return view;
   for (uint32_t index = 0; index < workflow.spec->tasks.size(); ++index) {
     TaskStatus task;
-    task.name = workflow.spec->tasks[index].name;
+    const TaskSpec& spec = workflow.spec->tasks[index];
+    task.name = spec.name;
+    for (uint32_t dependency : spec.depends_on) task.depends_on.push_back(workflow.spec->tasks[dependency].name);
+    if (spec.session) task.session = workflow.spec->sessions[*spec.session].name;
     // A task an operator updated before it was scheduled has a model, and no instance yet.
     if (auto it = replayed.tasks.find(task.name); it != replayed.tasks.end() && it->second.scheduled) {
       const auto& model = it->second;

@@ -57,6 +57,41 @@ class HistorySinkImpl final : public schema::HistorySink::Server {
   std::shared_ptr<WatchState> state_;
 };
 
+/// What a log sink shares with the task_logs() call, as WatchState does for a watch.
+struct LogState {
+  const std::function<bool(const LogChunk&)>* on_chunk = nullptr;
+  bool stopped = false;
+  bool open = true;
+};
+
+class LogSinkImpl final : public schema::LogSink::Server {
+ public:
+  explicit LogSinkImpl(std::shared_ptr<LogState> state) : state_(std::move(state)) {}
+
+  kj::Promise<void> write(WriteContext context) override {
+    auto& st = *state_;
+    if (!st.stopped && st.open) {
+      auto in = context.getParams().getChunk();
+      LogChunk chunk;
+      chunk.task = text(in.getTask());
+      chunk.attempt = in.getAttempt();
+      chunk.invocation_id = text(in.getInvocationId());
+      chunk.worker = text(in.getWorker());
+      chunk.offset = in.getOffset();
+      chunk.data = runtime::bytes(in.getData());
+      chunk.first = in.getFirst();
+      chunk.last = in.getLast();
+      chunk.path = text(in.getPath());
+      if (!(*st.on_chunk)(chunk)) st.stopped = true;
+    }
+    context.getResults().setStop(st.stopped || !st.open);
+    return kj::READY_NOW;
+  }
+
+ private:
+  std::shared_ptr<LogState> state_;
+};
+
 /// Sends `call` and waits for a response that has no error.
 template <class Request>
 Result<void> call_void(Request&& call, const std::string& address, kj::WaitScope& wait) {
@@ -243,6 +278,8 @@ Result<WorkflowStatus> GatewayClient::describe(const std::string& workflow_id) {
               task.started_us = t.getStartedUs();
               task.ended_us = t.getEndedUs();
               task.wait_reason = text(t.getWaitReason());
+              for (auto dependency : t.getDependsOn()) task.depends_on.push_back(text(dependency));
+              task.session = text(t.getSession());
               out.tasks.push_back(std::move(task));
             }
             for (auto s : d.getSessions()) {
@@ -522,6 +559,28 @@ Result<uint64_t> GatewayClient::watch(const std::string& workflow_id, uint64_t f
   state->open = false;
   if (!outcome) return outcome.error();
   return state->last;
+}
+
+Result<void> GatewayClient::task_logs(const std::string& workflow_id, const LogRequest& request,
+                                     const std::function<bool(const LogChunk&)>& on_chunk) {
+  auto state = std::make_shared<LogState>();
+  state->on_chunk = &on_chunk;
+  auto call = impl_->service.taskLogsRequest();
+  call.setWorkflowId(workflow_id);
+  call.setTask(request.task);
+  call.setAttempt(request.attempt);
+  call.setFollow(request.follow);
+  call.setSink(kj::heap<LogSinkImpl>(state));
+  auto outcome = call.send()
+                     .then(
+                         [](capnp::Response<schema::ClientService::TaskLogsResults>&& response) -> Result<void> {
+                           if (has_error(response)) return error_of(response);
+                           return ok();
+                         },
+                         [address = impl_->address](kj::Exception&& e) -> Result<void> { return lost(address, e); })
+                     .wait(impl_->wait_scope());
+  state->open = false;
+  return outcome;
 }
 
 Result<void> GatewayClient::complete_task(const std::string& token, const std::string& result) {

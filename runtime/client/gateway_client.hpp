@@ -90,6 +90,26 @@ struct WatchedEvent {
   std::string packed;      ///< the whole schema::HistoryEvent, packed (storage::DecodedEvent reads it)
 };
 
+/// Which logs task_logs streams.
+struct LogRequest {
+  std::string task;      ///< empty: every task that started, in definition order
+  uint32_t attempt = 0;  ///< 0: the task's last attempt
+  bool follow = false;   ///< go on while the attempt runs, until it ended and its log was delivered
+};
+
+/// A piece of one invocation's log (gateway.capnp LogChunk has every field's meaning).
+struct LogChunk {
+  std::string task;
+  uint32_t attempt = 0;
+  std::string invocation_id;  ///< one attempt on one worker
+  std::string worker;
+  uint64_t offset = 0;  ///< where `data` starts in the invocation's log
+  std::string data;     ///< the bytes as the task wrote them
+  bool first = false;   ///< the invocation's first chunk (possibly empty): a header goes before it
+  bool last = false;    ///< the invocation ended and its whole log has been sent
+  std::string path;     ///< the log file on the worker, when known
+};
+
 /// What update_task changes; what is left empty keeps its value.
 struct TaskUpdate {
   std::string task_list;          ///< the task list it is dispatched from
@@ -254,6 +274,15 @@ class GatewayClient {
   Result<uint64_t> watch(const std::string& workflow_id, uint64_t from,
                          const std::function<bool(const WatchedEvent&)>& on_event,
                          const std::function<void()>& on_batch = {});
+
+  /// Calls `on_chunk` with each chunk of the logs `request` names of workflow `workflow_id`'s
+  /// tasks, in order, read through the scheduler from the workers that ran them, until all were
+  /// delivered (with follow: until the attempt ended) or `on_chunk` returns false. NOT_FOUND for
+  /// an unknown workflow; INVALID_ARGUMENT for an unknown task or attempt; NOT_ALLOWED_IN_STATE
+  /// for a task that has not started or runs a handler; DISCONNECTED when the worker that ran it
+  /// is not connected (the message says where its log is).
+  Result<void> task_logs(const std::string& workflow_id, const LogRequest& request,
+                         const std::function<bool(const LogChunk&)>& on_chunk);
 
   /// Ends the asyncCompletion invocation named by `token` ($TROUPE_TASK_TOKEN): with a result,
   /// or a failure (retried per the task's policy). INVALID_ARGUMENT for a forged token,

@@ -46,6 +46,13 @@ int purge_command(const Args& args);
 /// line per event when stdout is not a terminal, a JSON object per event with --json).
 int watch_command(const Args& args);
 
+/// `troupe logs WORKFLOW [TASK] [--attempt N] [--follow]`: a task attempt's log from the worker
+/// that ran it (every task's that started, each after a header, without TASK).
+int logs_command(const Args& args);
+
+/// `troupe describe WORKFLOW [--format dot|svg]`: the workflow's DAG, coloured by task state.
+int describe_workflow_command(const Args& args);
+
 /// `troupe complete TOKEN RESULT [--json]`: RESULT is checked as JSON before it is sent.
 int complete_command(const Args& args);
 

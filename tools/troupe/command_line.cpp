@@ -93,7 +93,11 @@ class CommandLine {
       return usage_error(spec.path, "missing " + spec.arguments.front().name + ": " + names);
     }
     std::vector<std::string> positionals;
-    for (const auto* option : parsed.positionals) {
+    for (size_t i = 0; i < parsed.positionals.size(); ++i) {
+      const CLI::Option* option = parsed.positionals[i];
+      if (option->count() == 0 && !spec.arguments[i].optional) {
+        return usage_error(spec.path, "missing " + spec.arguments[i].name + "\nusage: " + usage_line(spec));
+      }
       for (const auto& value : option->results()) positionals.push_back(value);
     }
     std::map<std::string, std::vector<std::string>> options;
@@ -114,17 +118,23 @@ class CommandLine {
     CLI::App* parent = apps_.at(parent_of(spec.path));
     CLI::App* app = parent->add_subcommand(last_word(spec.path), spec.summary);
     app->allow_extras(true);
-    if (!spec.run) app->require_subcommand(0, 1);
+    // At most one command of a group. A group that runs too ("describe ID") takes a word that is
+    // none of its commands as its argument.
+    app->require_subcommand(0, 1);
     apps_[spec.path] = app;
     Parsed& parsed = parsed_[app];
     parsed.spec = &spec;
     if (spec.run) {
+      // CLI11 fills a required argument before it looks for a command, so a group's argument
+      // is optional to it (or "describe states" would describe a workflow called "states"), and
+      // run() asks for it.
+      const bool group = !subcommands(table_, spec.path).empty();
       for (size_t i = 0; i < spec.arguments.size(); ++i) {
         const auto& argument = spec.arguments[i];
         const std::string name = "argument" + std::to_string(i);
         CLI::Option* option = argument.repeated ? app->add_option(name, lists_.emplace_back())
                                                 : app->add_option(name, words_.emplace_back());
-        option->required(!argument.optional);
+        option->required(!argument.optional && !group);
         parsed.positionals.push_back(option);
       }
     }

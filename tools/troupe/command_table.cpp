@@ -199,6 +199,35 @@ std::vector<CommandSpec> command_table() {
           .run = watch_command,
       },
       {
+          .path = "logs",
+          .section = workflows,
+          .summary = "a task's stdout and stderr, from the worker that ran it, live with --follow",
+          .arguments = {{"ID"}, {"TASK", true}},
+          .description =
+              "Prints the log of TASK of workflow ID: what its last attempt (or --attempt N) wrote to stdout and "
+              "stderr, interleaved as written, read through the scheduler from the worker that ran it, wherever "
+              "that is. Without TASK, the log of every task that started, in definition order, each after a "
+              "header line \"==> TASK (attempt N, worker W) <==\". An attempt that moved to another worker (its "
+              "worker was lost or drained) shows each worker's part after such a header.\n\n"
+              "With --follow it goes on while the attempt runs, printing what the task writes as it writes it, "
+              "and exits once the attempt has ended and its whole log is printed; a task that has not started yet "
+              "is waited for. Logs are kept on the workers (their log_dir), so a worker that is not connected "
+              "cannot send one: the message says where the file is. A handler task writes no log.",
+          .options = {{"attempt", "N", "the task's attempt N (default: its last)"},
+                      {"follow", "", "go on while the attempt runs, until it ends"}},
+          .connects = true,
+          .examples = {"troupe logs diamond-1 left  # left's last attempt",
+                       "troupe logs train-7 train --follow  # live, until the attempt ends",
+                       "troupe logs train-7 train --attempt 2", "troupe logs diamond-1  # every task, each after a header"},
+          .exits = {{exit_ok, "the log was printed (with --follow: the attempt has ended)"},
+                    {exit_failed, "the worker that ran the attempt is not connected (the message says where its log "
+                                  "is), or its worker could not read it"},
+                    usage_exit("no workflow with this id, a task its definition lacks, an attempt it has not run, a "
+                               "task that has not started (without --follow) or runs a handler"),
+                    unreachable_exit},
+          .run = logs_command,
+      },
+      {
           .path = "list",
           .section = workflows,
           .summary = "the scheduler's workflows, a page at a time",
@@ -573,9 +602,26 @@ std::vector<CommandSpec> command_table() {
       {
           .path = "describe",
           .section = tools,
-          .summary = "troupe's state machines, as tables, graphs or JSON",
-          .arguments = {{"WHAT"}},
-          .description = "Describes how troupe works inside: so far, its state machines.",
+          .summary = "draw a workflow's DAG, or troupe's state machines",
+          .arguments = {{"ID"}},
+          .description =
+              "Draws workflow ID's DAG as a Graphviz graph: a box per task with its state (and attempt, after a "
+              "first), filled with its state's colour (SUCCESS palegreen, FORCED_SUCCESS darkseagreen, RUNNING "
+              "lightskyblue, waiting for a worker lightcyan, PAUSED khaki, FAILURE salmon, KILLED orange, "
+              "UPSTREAM_FAILED mistyrose, NEVER_ATTEMPTED lightgray, FAILOVER gold, WAITING white); an arrow from "
+              "each task to the tasks that depend on it; the tasks of each session inside a box named after the "
+              "session and its state. A task's failure or wait reason is its tooltip. --format dot (the default) "
+              "prints the graph; --format svg renders it with Graphviz's dot, which must be installed.\n\n"
+              "'troupe describe states' describes troupe's state machines instead.",
+          .options = {{"format", "F", "dot (the default) or svg"}},
+          .connects = true,
+          .examples = {"troupe describe diamond-1 --format svg > diamond-1.svg",
+                       "troupe describe diamond-1 | dot -Tpng -o diamond-1.png"},
+          .exits = {{exit_ok, "printed"},
+                    {exit_failed, "--format svg, and Graphviz's dot is not installed or failed"},
+                    usage_exit("or no workflow with this id"),
+                    unreachable_exit},
+          .run = describe_workflow_command,
       },
       {
           .path = "describe states",

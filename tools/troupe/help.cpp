@@ -135,10 +135,8 @@ std::string md_exits(const std::vector<ExitStatus>& exits) {
 std::string command_markdown(const CommandSpec& c, const std::vector<CommandSpec>& table) {
   std::string out = "#### `troupe " + c.path + arguments_text(c) + "`\n\n";
   for (const auto& p : paragraphs(c.description)) out += fill(p, "", "", markdown_width) + "\n";
-  if (!c.run) {
-    for (const auto* sub : subcommands(table, c.path)) {
-      out += fill(sub->summary, "- `troupe " + sub->path + "`: ", "  ", markdown_width);
-    }
+  if (const auto subs = subcommands(table, c.path); !subs.empty()) {
+    for (const auto* sub : subs) out += fill(sub->summary, "- `troupe " + sub->path + "`: ", "  ", markdown_width);
     out += "\n";
   }
   std::string options = md_options(c.options);
@@ -225,6 +223,12 @@ std::string command_text(const CommandSpec& c, const std::vector<CommandSpec>& t
     std::vector<OptionSpec> options = c.options;
     options.push_back({"help", "", "print this help"});
     out += "options:\n" + options_text(options) + "\n";
+    // A group that runs too ("describe ID") lists its commands after its own options.
+    if (const auto subs = subcommands(table, c.path); !subs.empty()) {
+      size_t width = 0;
+      for (const auto* s : subs) width = std::max(width, s->path.size());
+      out += "commands:\n" + command_list(subs, "  troupe ", width) + "\n";
+    }
   }
   if (c.connects) out += "connection options:\n" + options_text(connection_options()) + "\n";
   if (!c.examples.empty()) out += "examples:\n" + examples_text(c.examples) + "\n";
