@@ -258,7 +258,7 @@ interface ClientService {
   # Pushes a task attempt's log (its stdout and stderr, interleaved as written) to `sink`, read
   # through the scheduler from the worker that ran it (worker.capnp readLog), and returns once
   # it was all delivered. `task` empty: every task that started, in definition order, one after
-  # the other. `attempt` 0: the task's last attempt. An attempt that moved (its worker was lost
+  # the other (but handler tasks, which write no log). `attempt` 0: the task's last attempt. An attempt that moved (its worker was lost
   # or drained before it ended) has one log per worker it ran on, sent in order. With `follow`
   # it goes on while the attempt runs, pushing what the task writes as it writes it (looked for
   # every 100 ms to 1 s, sooner while it writes), and returns once the attempt ended and its log
@@ -266,8 +266,9 @@ interface ClientService {
   # starting, or its workflow closes). Errors, each saying what to do: notFound for an unknown
   # workflow; invalidArgument for a task the definition lacks, or an attempt the task has not
   # reached; notAllowedInState for a task that has not started (without follow), or a handler
-  # task (it writes no log); unavailable when the worker that ran it is not connected now
-  # ("worker W, which ran attempt 2 of 'train', is not connected; its log is at PATH on HOST").
+  # task (it writes no log); disconnected when the worker that ran it is not connected now
+  # ("worker 'w', which ran attempt 2 of task 'train', is not connected now; its log is at PATH
+  # on HOST"); the worker's own error when it cannot read the log.
   # Chunks already pushed stay delivered when an error ends the stream.
 }
 
