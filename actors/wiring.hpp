@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "actors/ports.hpp"
@@ -17,6 +18,7 @@
 namespace troupe::actors {
 
 class ActorRoster;
+struct SchedulerMeters;
 
 struct Wiring {
   HistoryWriter writer;
@@ -43,6 +45,9 @@ struct Wiring {
   /// The scheduler incarnation's fence: a dispatch records the fence its runTask carries.
   /// nullptr where executors are in process (no fencing needed): fence 0.0.
   std::shared_ptr<FenceCounter> fences;
+  /// Where workflows and tasks count what they do for the node's metrics (actors/meters.hpp);
+  /// nullptr: nowhere.
+  std::shared_ptr<SchedulerMeters> meters;
   /// Called with a task's canonical state when its actor ends, or when its workflow records an
   /// operator's change of it after it ended (tests compare it with replay).
   std::function<void(const std::string& workflow_id, const std::string& canonical)> on_task_end;

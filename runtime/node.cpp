@@ -22,6 +22,7 @@
 #include "actors/system/directory.hpp"
 #include "actors/invocation_id.hpp"
 #include "actors/matching/wait_board.hpp"
+#include "actors/meters.hpp"
 #include "actors/system/actor_roster.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "actors/system/history_writer.hpp"
@@ -29,6 +30,8 @@
 #include "runtime/auth/task_token.hpp"
 #include "runtime/identity/worker_id.hpp"
 #include "runtime/incarnation.hpp"
+#include "runtime/metrics/node_metrics.hpp"
+#include "runtime/metrics/server.hpp"
 #include "runtime/process/process_supervisor.hpp"
 #include "runtime/retention.hpp"
 #include "runtime/rpc_thread.hpp"
@@ -164,6 +167,8 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     cluster_token = std::move(*read);
   }
 
+  // Counted only on a node that serves its metrics: elsewhere the actors skip a null pointer.
+  const bool metered = !node.metrics.empty();
   std::shared_ptr<storage::RocksHistoryStore> store;
   auto scheduler = std::make_shared<SchedulerServices>();
   actors::Wiring wiring;
@@ -224,6 +229,11 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     scheduler->roster = std::make_shared<actors::ActorRoster>();
     dispatch.roster = scheduler->roster;
     wiring.roster = scheduler->roster;
+    if (metered) {
+      wiring.meters = std::make_shared<actors::SchedulerMeters>();
+      dispatch.meters = wiring.meters;
+      scheduler->rpc_meters = std::make_shared<RpcMeters>();
+    }
     scheduler->system = &system;
     scheduler->store = store;
     scheduler->dispatcher = actors::spawn_dispatcher(system, dispatch);
@@ -276,8 +286,14 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     actors::LocalExecutorOptions executor_options;
     executor_options.name = node.name;
     executor_options.shell = make_shell_runner(processes, ShellRunnerOptions{node.log_dir, node.log_cap_bytes});
+    std::shared_ptr<meters::Gauge> running;
+    if (metered) {
+      agent->meters = std::make_shared<actors::WorkerMeters>();
+      // An aliasing pointer: the executor sets the gauge, the agent's meters own it.
+      running = std::shared_ptr<meters::Gauge>(agent->meters, &agent->meters->running_invocations);
+    }
     auto handlers = std::make_shared<const actors::HandlerRegistry>(actors::HandlerRegistry::with_builtins());
-    local_executor = actors::spawn_local_executor(system, handlers, executor_options);
+    local_executor = actors::spawn_local_executor(system, handlers, executor_options, std::move(running));
     agent->system = &system;
     agent->executor = local_executor;
     agent->node = node;
@@ -294,6 +310,29 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     };
   }
 
+  // Started before the RPC side, so that a metrics address in use stops the node before it
+  // serves anything. Scrapes may come at once: the actors and the store they read are up.
+  std::unique_ptr<metrics::Server> metrics_server;
+  if (metered) {
+    NodeMetricsSources sources;
+    sources.node = node;
+    if (node.scheduler) {
+      sources.system = &system;
+      sources.directory = scheduler->directory;
+      sources.dispatcher = scheduler->dispatcher;
+      sources.scheduler = wiring.meters;
+      sources.store = store;
+      sources.rpc = scheduler->rpc_meters;
+    }
+    sources.worker = agent->meters;
+    auto served = metrics::Server::start(node.metrics, node_registry(sources));
+    if (!served) {
+      std::cerr << "troupe-node " << node.name << ": " << served.error().message << "\n";
+      return 3;
+    }
+    metrics_server = std::move(*served);
+    std::cerr << "troupe-node " << node.name << ": metrics on " << metrics_server->bound().to_string() << "\n";
+  }
   uint16_t bound_port = 0;
   auto rpc = RpcThread::start("troupe-node " + node.name, [&](RpcThread& self, kj::AsyncIoContext& io,
                                                               kj::TaskSet& tasks) -> Result<std::function<void()>> {
@@ -345,6 +384,8 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   } else {
     std::cerr << "troupe-node " << node.name << ": stopping: " << why << "\n";
   }
+  // First: a scrape asks the actors stopped below.
+  metrics_server.reset();
   rpc_thread->stop();
   {
     caf::scoped_actor self(system, true);

@@ -1193,19 +1193,36 @@ struct Listener {
   kj::Own<kj::ConnectionReceiver> receiver;
   capnp::Capability::Client gateway;
   kj::TaskSet& tasks;
+  std::shared_ptr<RpcMeters> meters;  ///< nullptr: not counted
 
   kj::Promise<void> accept_loop() {
     return receiver->accept().then([this](kj::Own<kj::AsyncIoStream>&& stream) {
       struct Connection {
+        /// Counts the connection open for as long as it lives, however it ends.
+        struct Counted {
+          std::shared_ptr<RpcMeters> meters;
+          explicit Counted(std::shared_ptr<RpcMeters> m) : meters(std::move(m)) {
+            if (!meters) return;
+            meters->accepted.add();
+            meters->open.add(1);
+          }
+          Counted(const Counted&) = delete;
+          Counted& operator=(const Counted&) = delete;
+          ~Counted() {
+            if (meters) meters->open.add(-1);
+          }
+        };
+        Counted counted;
         kj::Own<kj::AsyncIoStream> stream;
         capnp::TwoPartyVatNetwork network;
         capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
-        Connection(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client bootstrap)
-            : stream(kj::mv(s)),
+        Connection(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client bootstrap, std::shared_ptr<RpcMeters> m)
+            : counted(std::move(m)),
+              stream(kj::mv(s)),
               network(*stream, capnp::rpc::twoparty::Side::SERVER, capnp::ReaderOptions()),
               rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
       };
-      auto connection = kj::heap<Connection>(kj::heap<BufferedStream>(kj::mv(stream)), gateway);
+      auto connection = kj::heap<Connection>(kj::heap<BufferedStream>(kj::mv(stream)), gateway, meters);
       auto& network = connection->network;
       tasks.add(network.onDisconnect().attach(kj::mv(connection)));
       return accept_loop();
@@ -1230,8 +1247,8 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
   services->client_bridge =
       services->system->spawn(client_bridge, services->directory, services->dispatcher, services->store,
                               services->definitions, std::shared_ptr<const actors::WaitBoard>(services->waits));
-  auto listener = std::make_shared<Listener>(
-      Listener{kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()), tasks});
+  auto listener = std::make_shared<Listener>(Listener{
+      kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()), tasks, services->rpc_meters});
   auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(
       [](kj::Exception&& e) { std::cerr << "scheduler: accept failed: " << e.getDescription().cStr() << "\n"; }));
   return std::function<void()>([listener, accepting]() mutable {

@@ -13,6 +13,7 @@
 #include "runtime/definitions/definition_registry.hpp"
 #include "runtime/rpc_thread.hpp"
 #include "schema/workflow_status.hpp"
+#include "schema/meters.hpp"
 
 namespace kj {
 struct AsyncIoContext;
@@ -22,6 +23,13 @@ class TaskSet;
 namespace troupe::runtime {
 
 class Retention;
+
+/// The gateway's connections (clients and workers alike), for the node's metrics. Updated on the
+/// RPC thread, read by a scrape on its own.
+struct RpcMeters {
+  meters::Gauge open;        ///< connections open now
+  meters::Counter accepted;  ///< connections accepted since the node started
+};
 
 struct SchedulerServices {
   caf::actor_system* system = nullptr;
@@ -46,6 +54,8 @@ struct SchedulerServices {
   std::shared_ptr<actors::WaitBoard> waits;
   /// The live actors, for the admin interface (nullptr: it lists none).
   std::shared_ptr<actors::ActorRoster> roster;
+  /// Where the gateway counts its connections; nullptr: nowhere.
+  std::shared_ptr<RpcMeters> rpc_meters;
 };
 
 /// The durable state of workflow `id`, from its replayed history, with why its waiting tasks

@@ -20,6 +20,7 @@
 
 #include "actors/agent/hosted_sessions.hpp"
 #include "actors/agent/worker_state.hpp"
+#include "actors/meters.hpp"
 #include "actors/worker/fence.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
@@ -396,6 +397,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
   /// Does what the sessions said: starts invocations, ends tasks that never ran (cancelled),
   /// answers openSession and closeSession, writes session log lines.
   void carry_out(actors::SessionEffects effects) {
+    // Every change to the sessions held here comes through this: the gauge follows them.
+    if (setup_->meters) setup_->meters->open_sessions.set(static_cast<int64_t>(sessions_.open_count()));
     for (auto& [session, line] : effects.log) log_session(session, line);
     for (const auto& id : effects.never_ran) {
       TaskReport never;

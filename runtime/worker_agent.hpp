@@ -19,6 +19,10 @@ struct AsyncIoContext;
 class TaskSet;
 }  // namespace kj
 
+namespace troupe::actors {
+struct WorkerMeters;
+}  // namespace troupe::actors
+
 namespace troupe::runtime {
 
 struct WorkerAgentSetup {
@@ -43,6 +47,8 @@ struct WorkerAgentSetup {
   /// the scheduler acknowledged, plus the lease): its tasks must be dead by then, even if this
   /// process is frozen. Called on the RPC thread; optional.
   std::function<void(std::chrono::steady_clock::time_point deadline)> extend_lease;
+  /// Where the agent sets the number of sessions open here, for the node's metrics; optional.
+  std::shared_ptr<actors::WorkerMeters> meters;
 };
 
 struct WorkerAgentHandle {

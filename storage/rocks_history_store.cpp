@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -213,6 +214,7 @@ struct RocksHistoryStore::Impl {
   uint64_t bytes_written = 0;
   std::atomic<uint64_t> events_written_shared{0};
   std::atomic<uint64_t> bytes_written_shared{0};
+  CommitMeters meters;
 
   std::unique_ptr<GroupCommitter<WriteOp>> committer;  // last: stopped first
 
@@ -584,7 +586,13 @@ struct RocksHistoryStore::Impl {
     if (batch.Count() > 0) {
       rocksdb::WriteOptions write_options;
       write_options.sync = options.sync;
+      const auto write_start = std::chrono::steady_clock::now();
       auto status = db->Write(write_options, &batch);
+      // Once per batch, on this thread: two clock reads and four relaxed increments.
+      meters.write_us.observe(static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - write_start)
+              .count()));
+      meters.batch_operations.observe(ops.size());
       if (!status.ok()) {
         const Error error = fail_stop(status, "writing to " + where());
         events_written = events_before;
@@ -874,6 +882,21 @@ RocksHistoryStore::RocksHistoryStore(std::unique_ptr<Impl> impl) : impl_(std::mo
 RocksHistoryStore::~RocksHistoryStore() = default;
 
 const std::string& RocksHistoryStore::directory() const { return impl_->directory; }
+
+const CommitMeters& RocksHistoryStore::commit_meters() const { return impl_->meters; }
+
+StoreSizes RocksHistoryStore::sizes() const {
+  // A property RocksDB cannot give leaves its figure 0: a metric, not worth failing a scrape.
+  StoreSizes out;
+  uint64_t value = 0;
+  if (impl_->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &value)) {
+    out.sst_bytes = value;
+  }
+  if (impl_->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &value)) {
+    out.memtable_bytes = value;
+  }
+  return out;
+}
 
 // --- writes ---------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "schema/meters.hpp"
 #include "storage/history_store.hpp"
 #include "storage/store_options.hpp"
 
@@ -13,6 +14,21 @@ class Env;
 }
 
 namespace troupe::storage {
+
+/// How the group commit has gone since the store opened, for the node's metrics. Written by the
+/// store's writer thread once per committed batch; read from any thread.
+struct CommitMeters {
+  /// Operations (appends, closes, worker writes...) per batch that reached the database.
+  meters::Histogram batch_operations{meters::size_bounds()};
+  /// How long each such batch's write took, sync included when StoreOptions::sync is on, in µs.
+  meters::Histogram write_us{meters::sync_bounds_us()};
+};
+
+/// What the store's files and memory hold now, in bytes, summed over its column families.
+struct StoreSizes {
+  uint64_t sst_bytes = 0;       ///< table files on disk (what flushes and compactions left)
+  uint64_t memtable_bytes = 0;  ///< memtables not yet flushed (their data is also in the log)
+};
 
 /// The on-disk format this build writes and the newest it reads. 2 added the `created` index
 /// (a store of format 1 gets it when first opened, see open()).
@@ -54,6 +70,11 @@ class RocksHistoryStore final : public HistoryStore {
 
   /// The directory the store lives in.
   const std::string& directory() const;
+
+  /// The group commit's batch sizes and write latencies since open. Lives as long as the store.
+  const CommitMeters& commit_meters() const;
+  /// RocksDB's own figures of the store's size now (cheap: no file is read). Any thread.
+  StoreSizes sizes() const;
 
   struct Impl;
 

@@ -284,6 +284,11 @@ std::vector<std::string> HostedSessions::open_ids() const {
   return ids;
 }
 
+size_t HostedSessions::open_count() const {
+  return static_cast<size_t>(
+      std::count_if(sessions_.begin(), sessions_.end(), [](const auto& entry) { return !entry.second.closed; }));
+}
+
 std::vector<std::string> HostedSessions::queued_tasks() const {
   std::vector<std::string> ids;
   for (const auto& [id, hosted] : sessions_) {

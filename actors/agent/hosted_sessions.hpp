@@ -78,6 +78,8 @@ class HostedSessions {
   std::string directory(const std::string& session) const;
   /// The ids of the sessions open here (not closed), sorted.
   std::vector<std::string> open_ids() const;
+  /// How many sessions are open here (not closed): open_ids().size(), without the copies.
+  size_t open_count() const;
   /// The env actions running, to interrupt when the worker shuts down.
   std::vector<std::string> running_env_actions() const;
   /// The tasks waiting for their turn in some session, sorted.

@@ -13,6 +13,8 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "schema/meters.hpp"
+
 namespace troupe::actors {
 namespace {
 
@@ -159,11 +161,17 @@ struct LocalExecutorState {
   uint64_t next_order = 0;
   size_t in_use = 0;
   std::map<std::string, Running> running;
+  /// Where the size of `running` goes (nullptr: nowhere).
+  std::shared_ptr<meters::Gauge> running_gauge;
   /// Tasks waiting for a running invocation to end before their next attempt (settled_atom).
   std::map<std::string, std::vector<caf::response_promise>> settle_waiters;
 };
 
 using Self = executor_actor::stateful_pointer<LocalExecutorState>;
+
+void count_running(const LocalExecutorState& st) {
+  if (st.running_gauge) st.running_gauge->set(static_cast<int64_t>(st.running.size()));
+}
 
 void release_slot(Self self);
 
@@ -189,9 +197,10 @@ void release_slot(Self self) {
 }
 
 executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const HandlerRegistry> handlers,
-                                             LocalExecutorOptions options) {
+                                             LocalExecutorOptions options, std::shared_ptr<meters::Gauge> running) {
   self->state.handlers = std::move(handlers);
   self->state.options = std::move(options);
+  self->state.running_gauge = std::move(running);
   return {
       // One executor: a retry has no other to go to, so `avoid` changes nothing here, and a
       // session's tasks run here like any others.
@@ -233,6 +242,7 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         auto context = std::make_shared<LocalContext>(
             std::move(invocation), caf::actor_cast<executor_actor>(self), self->state.timers);
         self->state.running[id] = Running{context, task};
+        count_running(self->state);
         // Its start is news only if the invocation outlives this call: one that ends at once
         // goes from dispatched straight to its outcome (as Temporal records an activity's start
         // only with its end). Sent directly, the start overtakes any report the handler made
@@ -302,7 +312,10 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
         if (it == self->state.running.end()) return;  // ended already
         auto task = it->second.task;
         const bool ends = report.kind != TaskReport::HEARTBEAT && report.kind != TaskReport::STARTED;
-        if (ends) self->state.running.erase(it);
+        if (ends) {
+          self->state.running.erase(it);
+          count_running(self->state);
+        }
         const std::string id = report.invocation_id;
         self->send(task, report_atom::value, std::move(report));
         if (ends) {
@@ -331,8 +344,8 @@ executor_actor::behavior_type local_executor(Self self, std::shared_ptr<const Ha
 
 executor_actor spawn_local_executor(caf::actor_system& system,
                                     std::shared_ptr<const HandlerRegistry> handlers,
-                                    LocalExecutorOptions options) {
-  return system.spawn(local_executor, std::move(handlers), std::move(options));
+                                    LocalExecutorOptions options, std::shared_ptr<meters::Gauge> running) {
+  return system.spawn(local_executor, std::move(handlers), std::move(options), std::move(running));
 }
 
 }  // namespace troupe::actors

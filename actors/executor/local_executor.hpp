@@ -13,6 +13,10 @@
 #include "actors/executor/handler.hpp"
 #include "actors/ports.hpp"
 
+namespace troupe::meters {
+class Gauge;
+}  // namespace troupe::meters
+
 namespace troupe::actors {
 
 /// Starts a shell invocation (argv, env, cwd in `invocation`) and reports through `context`.
@@ -29,9 +33,11 @@ struct LocalExecutorOptions {
 };
 
 /// Spawns the executor. Handlers run on the executor actor itself: they must only start work
-/// (a thread, an `after` timer, I/O) and return.
+/// (a thread, an `after` timer, I/O) and return. `running`, if given, is set to the number of
+/// invocations running whenever it changes, for the node's metrics.
 executor_actor spawn_local_executor(caf::actor_system& system,
                                     std::shared_ptr<const HandlerRegistry> handlers,
-                                    LocalExecutorOptions options = {});
+                                    LocalExecutorOptions options = {},
+                                    std::shared_ptr<meters::Gauge> running = nullptr);
 
 }  // namespace troupe::actors

@@ -13,6 +13,7 @@
 #include "actors/matching/wait_board.hpp"
 #include "actors/system/actor_roster.hpp"
 #include "schema/duration.hpp"
+#include "schema/meters.hpp"
 
 namespace troupe::actors {
 namespace {
@@ -45,6 +46,8 @@ struct MatchingState {
   std::shared_ptr<WaitBoard> waits;
   ListWait posted;
   RosterSeat seat;
+  /// Where the number of waiting tasks goes (nullptr: nowhere).
+  std::shared_ptr<meters::Gauge> depth;
 };
 
 using Self = matching_actor::stateful_pointer<MatchingState>;
@@ -82,9 +85,11 @@ TaskListView view_of(Self self) {
 }
 
 /// Posts why the list's tasks wait if that changed since the last post: a few comparisons
-/// otherwise, so every handler that may change it calls this.
+/// otherwise, so every handler that may change it calls this. So does every handler that may
+/// change how many wait, so it also sets the depth gauge (one relaxed store).
 void post_wait(Self self) {
   auto& st = self->state;
+  if (st.depth) st.depth->set(static_cast<int64_t>(st.tasks.size()));
   if (!st.waits) return;
   ListWait now = list_wait(self);
   if (now == st.posted) return;
@@ -164,7 +169,8 @@ bool from_holder(Self self, const std::string& shard) {
 }
 
 matching_actor::behavior_type matching(Self self, std::string task_list, MatchingLimits limits,
-                                       std::shared_ptr<WaitBoard> waits, std::shared_ptr<ActorRoster> roster) {
+                                       std::shared_ptr<WaitBoard> waits, std::shared_ptr<ActorRoster> roster,
+                                       std::shared_ptr<meters::Gauge> depth) {
   auto& st = self->state;
   st.task_list = std::move(task_list);
   if (roster) {
@@ -172,6 +178,7 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
   }
   st.limits = limits;
   st.waits = std::move(waits);
+  st.depth = std::move(depth);
   if (limits.rate > 0) {
     auto bucket = TokenBucket::create(limits.rate, std::max<uint32_t>(1, limits.burst));
     if (bucket) st.credit = CreditPool(*bucket);
@@ -285,8 +292,9 @@ matching_actor::behavior_type matching(Self self, std::string task_list, Matchin
 }  // namespace
 
 matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits,
-                              std::shared_ptr<WaitBoard> waits, std::shared_ptr<ActorRoster> roster) {
-  return system.spawn(matching, std::move(task_list), limits, std::move(waits), std::move(roster));
+                              std::shared_ptr<WaitBoard> waits, std::shared_ptr<ActorRoster> roster,
+                              std::shared_ptr<meters::Gauge> depth) {
+  return system.spawn(matching, std::move(task_list), limits, std::move(waits), std::move(roster), std::move(depth));
 }
 
 }  // namespace troupe::actors

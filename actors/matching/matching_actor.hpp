@@ -15,6 +15,10 @@
 #include "actors/ports.hpp"
 #include "actors/system/actor_probe.hpp"
 
+namespace troupe::meters {
+class Gauge;
+}  // namespace troupe::meters
+
 namespace troupe::actors {
 
 using matching_actor = caf::typed_actor<
@@ -52,8 +56,10 @@ class WaitBoard;
 class ActorRoster;
 
 /// `waits`, if given, is where the actor posts why the list's waiting tasks wait (a ListWait),
-/// each time that changes; `roster`, if given, where it takes a seat while it lives.
+/// each time that changes; `roster`, if given, where it takes a seat while it lives; `depth`, if
+/// given, where it sets the number of tasks waiting, for the metrics.
 matching_actor spawn_matching(caf::actor_system& system, std::string task_list, MatchingLimits limits,
-                              std::shared_ptr<WaitBoard> waits = nullptr, std::shared_ptr<ActorRoster> roster = nullptr);
+                              std::shared_ptr<WaitBoard> waits = nullptr, std::shared_ptr<ActorRoster> roster = nullptr,
+                              std::shared_ptr<meters::Gauge> depth = nullptr);
 
 }  // namespace troupe::actors

@@ -11,6 +11,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/matching/wait_board.hpp"
+#include "actors/meters.hpp"
 #include "actors/session/session_placement.hpp"
 #include "actors/system/actor_roster.hpp"
 #include "actors/worker/recorded_answers.hpp"
@@ -97,7 +98,9 @@ matching_actor matcher_of(Self self, const std::string& task_list) {
   if (it != st.matchers.end()) return it->second;
   MatchingLimits limits;
   if (auto l = st.options.task_lists.find(task_list); l != st.options.task_lists.end()) limits = l->second;
-  auto matcher = spawn_matching(self->system(), task_list, limits, st.options.waits, st.options.roster);
+  auto depth = st.options.meters ? st.options.meters->queue_depths.gauge(task_list) : nullptr;
+  auto matcher =
+      spawn_matching(self->system(), task_list, limits, st.options.waits, st.options.roster, std::move(depth));
   self->link_to(matcher);
   st.matchers.emplace(task_list, matcher);
   return matcher;

@@ -20,6 +20,7 @@
 namespace troupe::actors {
 
 class WorkerBook;
+struct SchedulerMeters;
 
 struct RegistrationOutcome {
   worker_actor worker;      ///< where the worker's session sends heartbeats and reports
@@ -96,6 +97,9 @@ struct DispatcherOptions {
   /// Where it, its matching actors and its worker actors take seats while they live, for the
   /// admin shell (nullptr: nowhere).
   std::shared_ptr<ActorRoster> roster;
+  /// Where the matching actors set their queue depths (SchedulerMeters::queue_depths); nullptr:
+  /// nowhere.
+  std::shared_ptr<SchedulerMeters> meters;
 };
 
 dispatcher_actor spawn_dispatcher(caf::actor_system& system, DispatcherOptions options);

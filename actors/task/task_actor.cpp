@@ -11,6 +11,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/invocation_id.hpp"
+#include "actors/meters.hpp"
 #include "actors/task/retry_policy.hpp"
 #include "actors/system/actor_roster.hpp"
 #include "actors/task/task_deadlines.hpp"
@@ -30,6 +31,9 @@ struct TaskActorState {
   EffectPipeline pipeline;
   std::array<uint64_t, timer_kinds> generation{};
   bool ended = false;
+  /// When the current attempt last asked to join its task list, for the schedule-to-start
+  /// metric; 0: not since this actor began (a revived or woken task is not measured).
+  int64_t queued_us = 0;
   /// Agreed to passivate: the workflow either ends it (passivated) or thaws it. Until then a
   /// timer that fires is kept, not acted on (the workflow wakes for it once passivated).
   bool frozen = false;
@@ -231,6 +235,7 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
     }
     if (TaskMachine::is_terminal(to) && !st.ended) {
       st.ended = true;
+      if (st.wiring->meters) st.wiring->meters->task_ended(to);
       if (st.wiring->on_task_end) st.wiring->on_task_end(st.workflow_id, st.model.canonical());
       self->quit();
     }
@@ -280,6 +285,19 @@ uint32_t attempt_of(const TaskModel& model, TaskEvent event) {
   return starts ? model.starting_attempt() : std::max<uint32_t>(model.attempt, 1);
 }
 
+/// The latencies `event` ends, for the node's metrics (persisted or not: the node stops if it
+/// is not). `before` and `dispatched_us` are the model's before the event.
+void measure(TaskActorState& st, TaskEvent event, TaskState before, int64_t dispatched_us, int64_t now) {
+  auto since = [now](int64_t then) { return static_cast<uint64_t>(std::max<int64_t>(0, now - then)); };
+  if (event == TaskEvent::DISPATCHED && st.queued_us > 0) {
+    st.wiring->meters->schedule_to_start_us.observe(since(st.queued_us));
+    st.queued_us = 0;
+  }
+  if (TaskMachine::is_on_executor(before) && !TaskMachine::is_on_executor(st.model.state) && dispatched_us > 0) {
+    st.wiring->meters->start_to_close_us.observe(since(dispatched_us));
+  }
+}
+
 /// Decides `event` with a history body made by `fill`. Returns false when the table refuses
 /// it (the caller decides whether that matters).
 template <class Fill>
@@ -291,8 +309,11 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   const std::string held_invocation = st.model.invocation_id;
   const std::string held_executor = st.model.executor;
   const std::string held_list = st.task().task_list;
-  auto new_event = make_event(storage::ActorKind::TASK, st.model.name, attempt_of(st.model, event),
-                              st.wiring->now_us(), std::forward<Fill>(fill));
+  const TaskState before = st.model.state;
+  const int64_t dispatched_us = st.model.dispatched_us;
+  const int64_t now = st.wiring->now_us();
+  auto new_event = make_event(storage::ActorKind::TASK, st.model.name, attempt_of(st.model, event), now,
+                              std::forward<Fill>(fill));
   NewEventReader reader(new_event);
   if (auto applied = st.model.apply(reader.view()); !applied) {
     // The table allowed it, so the model must accept it: anything else is a bug.
@@ -300,6 +321,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
     return false;
   }
   refresh_options(st);
+  if (st.wiring->meters) measure(st, event, before, dispatched_us, now);
   const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation, held_executor));
   EventBatch batch;
   batch.events.push_back(std::move(new_event));
@@ -355,6 +377,8 @@ void enqueue(Self self, Then then) {
 void join_task_list(Self self, TaskEvent event) {
   auto t = TaskMachine::transition(self->state.model.state, event);
   if (!t || t->ignored) return;
+  // A rejoin after an update keeps this: the task has waited since.
+  if (self->state.wiring->meters) self->state.queued_us = self->state.wiring->now_us();
   enqueue(self, [self, event](const std::string& granted) {
     if (granted.empty()) {
       decide(self, event, dispatching(self));

@@ -14,6 +14,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "actors/invocation_id.hpp"
+#include "actors/meters.hpp"
 #include "actors/system/replay.hpp"
 #include "actors/task/task_actor.hpp"
 #include "actors/task/task_deadlines.hpp"
@@ -26,6 +27,9 @@ namespace {
 using namespace workflow_detail;
 using Body = schema::EventBody::Builder;
 using Reply = std::shared_ptr<caf::typed_response_promise<std::string>>;
+
+/// Where the workflow counts for the node's metrics; nullptr: nowhere.
+SchedulerMeters* meters_of(const WorkflowActorState& st) { return st.setup.wiring->meters.get(); }
 
 /// A client request's promise, kept among the replies until it is answered.
 Reply new_reply(Self self) {
@@ -172,6 +176,10 @@ bool force_at_schedule(Self self, Batch& batch, uint32_t index, TaskModel model,
   }
   // It may have been its session's last task: the session closes then.
   if (!st.sessions.empty()) tell_sessions(self, index, TaskState::FORCED_SUCCESS, nullptr, false);
+  // It ended without ever having an actor to count its end.
+  batch.effects.push_back([self] {
+    if (auto* meters = meters_of(self->state)) meters->task_ended(TaskState::FORCED_SUCCESS);
+  });
   return true;
 }
 
@@ -346,8 +354,9 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
         batch.events.record = storage::WorkflowRecord{storage::WorkflowStatus::CLOSED, st.model.spec->name,
                                                       "", st.model.submitted_us, st.setup.wiring->now_us(),
                                                       std::string(WorkflowMachineTraits::name(st.model.state)), ""};
-        batch.effects.push_back([self, outcome = outcome_of(st)] {
+        batch.effects.push_back([self, outcome = outcome_of(st), closed_in = t->to] {
           auto& s = self->state;
+          if (auto* meters = meters_of(s)) meters->workflow_closed(closed_in);
           for (auto& waiter : s.waiters) waiter.deliver(outcome);
           s.waiters.clear();
           for (auto& kill : s.kills) kill->deliver(outcome.state);
@@ -919,6 +928,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         decide(self, batch, WorkflowEvent::START, [](Body b) { b.setWorkflowStarted(); });
         // Acknowledged once the submission is durable, with the state it reached.
         batch.effects.insert(batch.effects.begin(), [self, promise] {
+          if (auto* meters = meters_of(self->state)) meters->workflows_started.add();
           promise->deliver(std::string(WorkflowMachineTraits::name(self->state.model.state)));
         });
         commit(self, std::move(batch));
@@ -1115,6 +1125,10 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
                    reply)) {
           batch.events.has_record = true;
           batch.events.record = open_record(st.model);
+          // A new run of the workflow: started as a submission is, once durable.
+          batch.effects.insert(batch.effects.begin(), [self] {
+            if (auto* meters = meters_of(self->state)) meters->workflows_started.add();
+          });
           commit(self, std::move(batch));
         }
         return *reply;

@@ -49,7 +49,8 @@ constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
                                           "task_lists", "resource_id", "max_concurrent_sessions",
                                           "rate",       "log_dir",     "log_cap",
-                                          "actor_threads", "definitions", "workflow_cache"};
+                                          "actor_threads", "definitions", "workflow_cache",
+                                          "metrics"};
 /// Keys that only mean something on a node with the scheduler role, resp. the worker role.
 constexpr std::string_view scheduler_only_keys[] = {"listen", "sync", "definitions", "workflow_cache"};
 constexpr std::string_view worker_only_keys[] = {
@@ -351,10 +352,11 @@ class Checker {
     return *d;
   }
 
-  std::optional<Address> address_value(const Field& f) {
+  /// A HOST:PORT; `bind`: one to serve on, where port 0 picks a free port.
+  std::optional<Address> address_value(const Field& f, bool bind = false) {
     auto s = string_value(f);
     if (!s) return std::nullopt;
-    auto a = parse_address(*s);
+    auto a = bind ? parse_bind_address(*s) : parse_address(*s);
     if (!a) {
       problem(f.line, f.path, a.error().message);
       return std::nullopt;
@@ -674,6 +676,7 @@ class Checker {
     if (auto n = integer_value(field(t, "actor_threads", path, line), 1, 1024)) {
       node.actor_threads = static_cast<uint32_t>(*n);
     }
+    if (auto a = address_value(field(t, "metrics", path, line), true)) node.metrics = *a;
 
     const Field log_dir = field(t, "log_dir", path, line);
     if (auto p = path_value(log_dir)) {
@@ -773,10 +776,14 @@ std::string Address::to_string() const {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-Result<Address> parse_address(std::string_view text) {
+namespace {
+
+/// parse_address and parse_bind_address: the port from `min_port` (0 or 1) to 65535.
+Result<Address> parse_host_port(std::string_view text, int min_port) {
+  const std::string expected = min_port == 0 ? " (expected HOST:PORT, port 0-65535; 0 picks a free port)"
+                                             : " (expected HOST:PORT, port 1-65535)";
   auto bad = [&](const std::string& why) {
-    return fail(Errc::INVALID_ARGUMENT,
-                "bad address " + quote(text) + ": " + why + " (expected HOST:PORT, port 1-65535)");
+    return fail(Errc::INVALID_ARGUMENT, "bad address " + quote(text) + ": " + why + expected);
   };
   if (text.empty()) return bad("it is empty");
   std::string_view host;
@@ -814,11 +821,18 @@ Result<Address> parse_address(std::string_view text) {
   const bool digits = port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) {
                         return std::isdigit(static_cast<unsigned char>(c));
                       });
-  const int value = digits ? std::stoi(std::string(port)) : 0;
-  if (value < 1 || value > 65535)
-    return bad("port " + quote(port) + " is not a number from 1 to 65535");
+  const int value = digits ? std::stoi(std::string(port)) : -1;
+  if (value < min_port || value > 65535) {
+    return bad("port " + quote(port) + " is not a number from " + std::to_string(min_port) + " to 65535");
+  }
   return Address{std::string(host), static_cast<uint16_t>(value)};
 }
+
+}  // namespace
+
+Result<Address> parse_address(std::string_view text) { return parse_host_port(text, 1); }
+
+Result<Address> parse_bind_address(std::string_view text) { return parse_host_port(text, 0); }
 
 Result<uint64_t> parse_byte_size(std::string_view text) {
   auto bad = [&](const std::string& why) {

@@ -20,7 +20,8 @@ namespace troupe::runtime {
 struct Address {
   /// IPv4 literal, hostname (incl. "localhost"), or IPv6 literal without brackets.
   std::string host;
-  /// 1..65535 once parsed; 0 in a default-constructed (absent) address.
+  /// 1..65535 once parsed (0..65535 from parse_bind_address, 0: any free port); 0 in a
+  /// default-constructed (absent) address.
   uint16_t port = 0;
 
   /// "HOST:PORT", with brackets around an IPv6 host; parse_address reads it back.
@@ -36,6 +37,11 @@ struct Address {
 /// `bad address "x": <why> (expected HOST:PORT, port 1-65535)` otherwise. Used by the config and
 /// by CLI flags that take an address.
 Result<Address> parse_address(std::string_view text);
+
+/// Parses an address to serve on, as parse_address does, except that port 0 is allowed: it asks
+/// for any free port, which the server reports once bound. INVALID_ARGUMENT with a message of
+/// the form `bad address "x": <why> (expected HOST:PORT, port 0-65535; 0 picks a free port)`.
+Result<Address> parse_bind_address(std::string_view text);
 
 /// Parses a size: a whole number of bytes, optionally followed by B, KiB, MiB or GiB
 /// ("16MiB", "512KiB", "1048576"). INVALID_ARGUMENT saying what is wrong otherwise.
@@ -89,6 +95,10 @@ struct NodeConfig {
   std::string log_dir;
   /// Cap of one invocation's task log, in bytes, >= 1024. Default: 16 MiB.
   uint64_t log_cap_bytes = uint64_t{16} << 20;
+
+  /// Where the node serves its Prometheus metrics over HTTP (GET /metrics); port 0 picks a free
+  /// port, which the node prints. Empty (the default): no metrics server, and nothing counted.
+  Address metrics;
 
   /// Threads that run the node's actors; 0 (absent): one per core but one, at least one (the
   /// RPC thread and the history store's commit thread need a core too).
