@@ -81,7 +81,8 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
   out << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = " << address
       << "\ndata_dir = \"data\"\n" << (spec.sync ? "" : "sync = false\n")
       << (spec.definitions.empty() ? "" : "definitions = \"" + spec.definitions + "\"\n")
-      << (spec.workflow_cache ? "workflow_cache = " + std::to_string(*spec.workflow_cache) + "\n" : "") << "\n";
+      << (spec.workflow_cache ? "workflow_cache = " + std::to_string(*spec.workflow_cache) + "\n" : "")
+      << (spec.metrics ? "metrics = \"127.0.0.1:0\"\n" : "") << "\n";
   for (const auto& worker : spec.workers) {
     out << "[[node]]\nname = " << quoted(worker.name) << "\nroles = [\"worker\"]\nscheduler = " << address
         << "\ntask_lists = {";
@@ -94,6 +95,7 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
     if (worker.rate) out << "rate = " << *worker.rate << "\n";
     if (!worker.resource_id.empty()) out << "resource_id = " << quoted(worker.resource_id) << "\n";
     if (worker.max_sessions) out << "max_concurrent_sessions = " << *worker.max_sessions << "\n";
+    if (spec.metrics) out << "metrics = \"127.0.0.1:0\"\n";
     out << "log_dir = " << quoted("logs/" + worker.name) << "\n\n";
   }
   return out.str();

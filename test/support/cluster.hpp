@@ -81,6 +81,8 @@ struct ClusterSpec {
   std::string definitions;
   /// The scheduler's `workflow_cache`; empty: the default.
   std::optional<size_t> workflow_cache;
+  /// Every node serves its metrics (`metrics = "127.0.0.1:0"`, a free port each node prints).
+  bool metrics = false;
 };
 
 /// The TOML text of `spec` with the scheduler listening on 127.0.0.1:`port`. Relative paths

@@ -105,12 +105,13 @@ class BenchCluster {
   std::string log_path(const std::string& node) const { return options_.directory + "/" + node + ".log"; }
 
   Result<void> write_config() const {
+    const std::string metrics = options_.metrics ? "metrics = \"127.0.0.1:0\"\n" : "";
     std::ofstream out(config_path());
     out << "# Written by troupe bench.\n[cluster]\nname = \"bench\"\n\n"
         << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = \"127.0.0.1:" << port_ << "\"\n"
-        << "data_dir = \"data\"\nsync = " << (options_.sync ? "true" : "false") << "\n\n"
+        << "data_dir = \"data\"\nsync = " << (options_.sync ? "true" : "false") << "\n" << metrics << "\n"
         << "[[node]]\nname = \"worker\"\nroles = [\"worker\"]\nscheduler = \"127.0.0.1:" << port_ << "\"\n"
-        << "task_lists = { default = " << options_.worker_slots << " }\nlog_dir = \"logs\"\n";
+        << "task_lists = { default = " << options_.worker_slots << " }\nlog_dir = \"logs\"\n" << metrics;
     out.close();
     if (!out) return fail(Errc::UNAVAILABLE, "cannot write '" + config_path() + "'");
     return ok();
@@ -177,6 +178,7 @@ struct CpuMeter {
 
 void add_cluster_facts(Json& report, const BenchClusterOptions& options, BenchCluster& cluster) {
   report.set("worker_slots", options.worker_slots);
+  report.set("metrics", options.metrics);
   report.set("scheduler_peak_rss_bytes", cluster.scheduler().peak_rss_bytes());
   report.set("worker_peak_rss_bytes", cluster.worker().peak_rss_bytes());
   report.set("history_disk_bytes", disk_bytes(cluster.data_dir()));
@@ -187,7 +189,8 @@ void add_cluster_facts(Json& report, const BenchClusterOptions& options, BenchCl
 Result<Json> run_cluster_chain_bench(const BenchClusterOptions& setup, const ClusterChainOptions& options,
                                      std::ostream& progress) {
   progress << "CHAIN (cluster): " << options.workflows << " workflows of " << options.tasks << " noop tasks, "
-           << options.in_flight << " in flight, sync " << (setup.sync ? "on" : "off") << "\n";
+           << options.in_flight << " in flight, sync " << (setup.sync ? "on" : "off")
+           << (setup.metrics ? ", metrics on" : "") << "\n";
   auto cluster = BenchCluster::start(setup, progress);
   if (!cluster) return cluster.error();
   auto& client = (*cluster)->client();
@@ -253,7 +256,8 @@ Result<Json> run_cluster_chain_bench(const BenchClusterOptions& setup, const Clu
 Result<Json> run_cluster_fanout_bench(const BenchClusterOptions& setup, const ClusterFanoutOptions& options,
                                       std::ostream& progress) {
   progress << "FANOUT (cluster): " << options.runs << " runs of root -> " << options.width
-           << " parallel noop tasks -> join, sync " << (setup.sync ? "on" : "off") << "\n";
+           << " parallel noop tasks -> join, sync " << (setup.sync ? "on" : "off")
+           << (setup.metrics ? ", metrics on" : "") << "\n";
   auto cluster = BenchCluster::start(setup, progress);
   if (!cluster) return cluster.error();
   auto& client = (*cluster)->client();

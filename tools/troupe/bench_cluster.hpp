@@ -17,6 +17,7 @@ struct BenchClusterOptions {
   std::string node_binary;  ///< troupe-node
   bool sync = true;         ///< storage.sync of the scheduler
   int worker_slots = 256;   ///< slots of the worker's default task list
+  bool metrics = false;     ///< both nodes serve /metrics (127.0.0.1, a free port), so they count
 };
 
 struct ClusterChainOptions {

@@ -548,7 +548,9 @@ std::vector<CommandSpec> command_table() {
                        "the task lists served and their slots (default default=8,io=2: the lists the examples use)"},
                       {"sync", "BOOL", "sync the history before acknowledging (default true)"},
                       {"token-file", "F", "require clients and workers to present this file's secret"},
-                      {"definitions", "DIR", "definitions (*.json) that clients may submit by name"}},
+                      {"definitions", "DIR", "definitions (*.json) that clients may submit by name"},
+                      {"metrics", "HOST:PORT",
+                       "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: a free port, printed)"}},
           .examples = {"troupe dev  # on 127.0.0.1:7700, data in ./.troupe",
                        "troupe dev --listen 127.0.0.1:7800 --dir /tmp/t --task-lists default=4,gpu=1 --sync false",
                        "troupe dev --definitions examples/workflows  # then 'troupe submit diamond'"},
@@ -673,7 +675,9 @@ std::vector<CommandSpec> command_table() {
                       {"sync", "BOOL", "sync every commit (default true)"},
                       {"node-binary", "F", "the troupe-node to run (default: the one beside troupe)"},
                       {"in-process", "", "run on the actor core in this process instead (local executor, durable "
-                                         "history, no RPC)"}},
+                                         "history, no RPC)"},
+                      {"metrics", "", "both nodes serve Prometheus metrics (and so count what they do), to measure "
+                                      "what that costs"}},
           .examples = {"troupe bench chain", "troupe bench chain --workflows 1000 --tasks 5 --in-flight 16 --sync false",
                        "troupe bench chain --in-process"},
           .exits = bench_exits(),
@@ -689,7 +693,9 @@ std::vector<CommandSpec> command_table() {
                       {"slots", "N", "the worker's slots (default 256)"},
                       {"dir", "DIR", "where the nodes' data goes (default ./.troupe/bench-PID, removed after)"},
                       {"sync", "BOOL", "sync every commit (default true)"},
-                      {"node-binary", "F", "the troupe-node to run (default: the one beside troupe)"}},
+                      {"node-binary", "F", "the troupe-node to run (default: the one beside troupe)"},
+                      {"metrics", "", "both nodes serve Prometheus metrics (and so count what they do), to measure "
+                                      "what that costs"}},
           .examples = {"troupe bench fanout", "troupe bench fanout --width 100 --runs 3"},
           .exits = bench_exits(),
           .run = bench_fanout_command,

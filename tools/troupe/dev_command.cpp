@@ -17,7 +17,7 @@ int dev_command(const Args& args) {
     std::cerr << "troupe dev: " << message << "\n";
     return 2;
   };
-  if (auto known = args.only({"listen", "dir", "task-lists", "sync", "token-file", "definitions"}); !known) {
+  if (auto known = args.only({"listen", "dir", "task-lists", "sync", "token-file", "definitions", "metrics"}); !known) {
     return complain(known.error().message);
   }
   if (!args.positionals().empty()) return complain("dev takes no arguments");
@@ -33,6 +33,7 @@ int dev_command(const Args& args) {
   if (!lists) return complain(lists.error().message);
   config.task_lists = std::move(*lists);
   if (auto f = args.get("token-file")) config.token_file = std::filesystem::absolute(*f, ec).string();
+  config.metrics = args.get("metrics").value_or("");
   if (auto d = args.get("definitions")) {
     config.definitions = std::filesystem::absolute(*d, ec).lexically_normal().string();
   }

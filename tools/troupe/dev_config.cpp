@@ -45,6 +45,7 @@ std::string dev_config_toml(const DevConfig& config) {
                    {"sync", config.sync},
                    {"task_lists", std::move(lists)}};
   if (!config.definitions.empty()) node.insert("definitions", config.definitions);
+  if (!config.metrics.empty()) node.insert("metrics", config.metrics);
 
   toml::table root{{"cluster", std::move(cluster)}, {"node", toml::array{std::move(node)}}};
   std::ostringstream out;

@@ -19,6 +19,7 @@ struct DevConfig {
   bool sync = true;
   std::string token_file;   ///< absolute; empty: none
   std::string definitions;  ///< absolute; empty: none
+  std::string metrics;      ///< HOST:PORT as given; empty: no metrics server
 };
 
 /// "default=8,io=2" as (name, slots) pairs; INVALID_ARGUMENT naming the entry that is not

@@ -70,12 +70,15 @@ int report_or_fail(Result<Json> report, bool sync) {
   return exit_ok;
 }
 
-/// Where a cluster benchmark's nodes come from: --slots, --node-binary, --sync, the directory.
+/// Where a cluster benchmark's nodes come from: --slots, --node-binary, --sync, --metrics, the
+/// directory.
 Result<BenchClusterOptions> cluster_options(const Args& args, const std::string& directory) {
   BenchClusterOptions options;
   auto slots = args.number("slots", options.worker_slots);
   auto sync = args.boolean("sync", options.sync);
-  if (const Error* error = first_error(slots, sync)) return *error;
+  auto metrics = args.boolean("metrics", options.metrics);
+  if (const Error* error = first_error(slots, sync, metrics)) return *error;
+  options.metrics = *metrics;
   if (*slots < 1) return fail(Errc::INVALID_ARGUMENT, "--slots must be at least 1");
   options.worker_slots = static_cast<int>(*slots);
   options.sync = *sync;
@@ -174,7 +177,10 @@ int bench_chain_command(const Args& args) {
   }
   BenchDirectory dir(args);
   options.directory = dir.path;
-  if (*in_process) return report_or_fail(run_chain_bench(options, std::cerr), options.sync);
+  if (*in_process) {
+    if (args.get("metrics")) return usage_error(args, "--metrics is for the nodes of a cluster run, not --in-process");
+    return report_or_fail(run_chain_bench(options, std::cerr), options.sync);
+  }
   auto cluster = cluster_options(args, dir.path + "/cluster");
   if (!cluster) return usage_error(args, cluster.error().message);
   ClusterChainOptions chain{options.workflows, options.tasks, options.in_flight};

@@ -231,6 +231,7 @@ task_lists = { default = 2 }
     CHECK(both.resource_id.empty());
     CHECK(both.log_cap_bytes == 16u << 20);
     CHECK(both.log_dir == d + "/data/both/both");  // "<data_dir>/<name>"
+    CHECK(both.metrics.empty());                     // no metrics server
 
     const NodeConfig& w2 = config->nodes[1];
     CHECK(w2.data_dir.empty());
@@ -404,6 +405,33 @@ listen = "127.0.0.1:1"
     CHECK_MESSAGE(
         has_problem(config, f.path, 13, "node[1].scheduler", "bad address \"127.0.0.1:70000\""),
         message_of(config));
+  }
+
+  TEST_CASE("metrics takes an address to serve on, on a node of either role, port 0 picking a free one") {
+    ConfigFile f;
+    auto config = f.load(with("data_dir = \"data/s1\"\n", "data_dir = \"data/s1\"\nmetrics = \"127.0.0.1:9464\"\n") +
+                         "metrics = \"0.0.0.0:0\"\n");
+    REQUIRE_MESSAGE(config, test::why(config));
+    CHECK(config->nodes[0].metrics == Address{"127.0.0.1", 9464});
+    CHECK(config->nodes[1].metrics == Address{"0.0.0.0", 0});
+  }
+
+  TEST_CASE("a bad metrics address names the key, its line and what HOST:PORT means") {
+    ConfigFile f;
+    auto config = f.load(with("data_dir = \"data/s1\"\n", "data_dir = \"data/s1\"\nmetrics = \"127.0.0.1\"\n"));
+    CHECK_MESSAGE(has_problem(config, f.path, 9, "node[0].metrics",
+                              "bad address \"127.0.0.1\": no port (expected HOST:PORT, port 0-65535; 0 picks a "
+                              "free port)"),
+                  message_of(config));
+    config = f.load(std::string(two_nodes) + "metrics = \"localhost:65536\"\n");
+    CHECK_MESSAGE(has_problem(config, f.path, 15, "node[1].metrics", "port \"65536\" is not a number from 0 to 65535"),
+                  message_of(config));
+    config = f.load(std::string(two_nodes) + "metrics = 9464\n");
+    CHECK_MESSAGE(has_problem(config, f.path, 15, "node[1].metrics", "must be a string, not an integer"),
+                  message_of(config));
+    config = f.load(std::string(two_nodes) + "metric = \"127.0.0.1:9464\"\n");
+    CHECK_MESSAGE(has_problem(config, f.path, 15, "node[1].metric", "unknown key (did you mean \"metrics\"?)"),
+                  message_of(config));
   }
 
   TEST_CASE("a duplicate node name points at the first one") {
@@ -778,6 +806,22 @@ log_cap = "1XB"
       CHECK(a.error().code == Errc::INVALID_ARGUMENT);
       CHECK(a.error().message.find(c.why) != std::string::npos);
       CHECK(a.error().message.find("(expected HOST:PORT, port 1-65535)") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("parse_bind_address reads HOST:PORT as parse_address does, and allows port 0") {
+    auto any = parse_bind_address("127.0.0.1:0");
+    REQUIRE_MESSAGE(any, test::why(any));
+    CHECK(*any == Address{"127.0.0.1", 0});
+    auto fixed = parse_bind_address("[::1]:9464");
+    REQUIRE_MESSAGE(fixed, test::why(fixed));
+    CHECK(*fixed == Address{"::1", 9464});
+    for (const char* text : {"127.0.0.1", "127.0.0.1:-1", "127.0.0.1:65536", "bad_host:0", ""}) {
+      CAPTURE(text);
+      auto a = parse_bind_address(text);
+      REQUIRE_FALSE(a);
+      CHECK(a.error().code == Errc::INVALID_ARGUMENT);
+      CHECK(a.error().message.find("(expected HOST:PORT, port 0-65535; 0 picks a free port)") != std::string::npos);
     }
   }
 
