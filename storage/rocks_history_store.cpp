@@ -1092,37 +1092,31 @@ StoreStats RocksHistoryStore::stats() const {
 }
 
 std::vector<std::pair<std::string, std::string>> RocksHistoryStore::engine_properties() const {
-  // Summed over the column families: what an operator asks is the store's, not one family's.
-  static const std::vector<std::pair<const char*, const char*>> properties = {
-      {"live data bytes (estimate)", "rocksdb.estimate-live-data-size"},
-      {"SST file bytes", "rocksdb.total-sst-files-size"},
-      {"keys (estimate)", "rocksdb.estimate-num-keys"},
-      {"memtable bytes", "rocksdb.cur-size-all-mem-tables"},
-      {"immutable memtables", "rocksdb.num-immutable-mem-table"},
-      {"pending compaction bytes", "rocksdb.estimate-pending-compaction-bytes"},
-      {"compactions running", "rocksdb.num-running-compactions"},
-      {"flushes running", "rocksdb.num-running-flushes"},
-      {"write stopped (1: yes)", "rocksdb.is-write-stopped"},
-      {"delayed write rate (bytes/s, 0: none)", "rocksdb.actual-delayed-write-rate"},
+  // Sizes are the store's, summed over its column families; stalls and rates are the
+  // database's, the same whichever family is asked.
+  struct Property {
+    const char* label;
+    const char* name;
+    bool per_family;
+  };
+  static const std::vector<Property> properties = {
+      {"live data bytes (estimate)", "rocksdb.estimate-live-data-size", true},
+      {"SST file bytes", "rocksdb.total-sst-files-size", true},
+      {"keys (estimate)", "rocksdb.estimate-num-keys", true},
+      {"memtable bytes", "rocksdb.cur-size-all-mem-tables", true},
+      {"immutable memtables", "rocksdb.num-immutable-mem-table", true},
+      {"pending compaction bytes", "rocksdb.estimate-pending-compaction-bytes", true},
+      {"compactions running", "rocksdb.num-running-compactions", false},
+      {"flushes running", "rocksdb.num-running-flushes", false},
+      {"write stopped (1: yes)", "rocksdb.is-write-stopped", false},
+      {"delayed write rate (bytes/s, 0: none)", "rocksdb.actual-delayed-write-rate", false},
   };
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [label, property] : properties) {
-    uint64_t total = 0;
-    bool any = false;
-    for (auto* family : impl_->handles) {
-      uint64_t value = 0;
-      if (impl_->db->GetIntProperty(family, property, &value)) {
-        any = true;
-        // Stalls and rates are the database's, the same in every family: not summed.
-        if (std::string_view(property) == "rocksdb.is-write-stopped" ||
-            std::string_view(property) == "rocksdb.actual-delayed-write-rate") {
-          total = std::max(total, value);
-        } else {
-          total += value;
-        }
-      }
-    }
-    if (any) out.emplace_back(label, std::to_string(total));
+  for (const auto& p : properties) {
+    uint64_t value = 0;
+    const bool known = p.per_family ? impl_->db->GetAggregatedIntProperty(p.name, &value)
+                                    : impl_->db->GetIntProperty(p.name, &value);
+    if (known) out.emplace_back(p.label, std::to_string(value));
   }
   return out;
 }

@@ -57,6 +57,8 @@ struct ActorProbe {
   std::string waits_for;
   /// A matching actor's task list.
   std::optional<TaskListView> task_list;
+  /// The directory's open workflows that have no actor now (passivated).
+  uint64_t passivated_workflows = 0;
 
   void field(std::string name, std::string value) { fields.emplace_back(std::move(name), std::move(value)); }
 };

@@ -473,6 +473,7 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
         probe->state = "RUNNING";
         probe->mailbox = mailbox_depth(self);
         probe->field("live workflows", std::to_string(st.live.size()));
+        probe->passivated_workflows = st.passivated.size();
         probe->field("passivated workflows", std::to_string(st.passivated.size()));
         probe->field("workflow cache", std::to_string(st.wiring->workflow_cache));
         probe->field("passivations asked", std::to_string(st.asking));

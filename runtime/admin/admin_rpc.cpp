@@ -50,10 +50,7 @@ void fill_summary(schema::ActorSummary::Builder out, const actors::ProbedActor& 
 /// The passivated workflows the directory's probe counted; 0 if it did not answer.
 uint64_t passivated_of(const std::vector<actors::ProbedActor>& probed) {
   for (const auto& a : probed) {
-    if (a.entry.kind != "directory" || !a.probe) continue;
-    for (const auto& [name, value] : a.probe->fields) {
-      if (name == "passivated workflows") return std::stoull(value);
-    }
+    if (a.entry.kind == "directory" && a.probe) return a.probe->passivated_workflows;
   }
   return 0;
 }

@@ -227,11 +227,13 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
     err << "error: " << why << "\n";
     return exit_usage;
   };
+  // The shell's --json, or the command's own.
+  auto wants_json = [&](const Words& w) { return json_ || w.options.count("json") > 0; };
 
   if (name == "actors" || name == "sessions") {
     auto w = parse_words(words, {"sort", "limit"}, {"json"});
     if (!w) return usage(w.error().message);
-    const bool json = json_ || w->options.count("json");
+    const bool json = wants_json(*w);
     auto limit = number_option(*w, "limit", 0);
     if (!limit) return usage(limit.error().message);
     std::string kind = name == "sessions" ? "session" : (w->positionals.empty() ? "" : w->positionals[0]);
@@ -273,7 +275,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
     if (w->positionals.size() != 1) return usage("actor takes one ID");
     auto a = admin_->actor(w->positionals[0]);
     if (!a) return complain(err, a.error());
-    if (json_ || w->options.count("json")) {
+    if (wants_json(*w)) {
       Json j = actor_json(a->summary);
       Json fields = Json::object();
       for (const auto& [k, v] : a->fields) fields.set(k, v);
@@ -311,7 +313,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
     if (w->positionals.size() != 1) return usage("diagnose takes one WORKFLOW");
     auto d = admin_->diagnose(w->positionals[0]);
     if (!d) return complain(err, d.error());
-    if (json_ || w->options.count("json")) {
+    if (wants_json(*w)) {
       Json j = Json::object();
       j.set("workflowId", d->workflow_id);
       j.set("state", d->state);
@@ -342,7 +344,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
     if (!limit) return usage(limit.error().message);
     auto page = admin_->history(w->positionals[0], *from, static_cast<uint32_t>(*limit));
     if (!page) return complain(err, page.error());
-    if (json_ || w->options.count("json")) {
+    if (wants_json(*w)) {
       Json events = Json::array();
       for (const auto& e : page->events) events.push(event_json(e));
       out << Json::object().set("events", std::move(events)).set("lastSequence", page->last_sequence).dump() << "\n";
@@ -358,7 +360,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
     if (!w) return usage(w.error().message);
     auto lists = admin_->task_lists();
     if (!lists) return complain(err, lists.error());
-    if (json_ || w->options.count("json")) {
+    if (wants_json(*w)) {
       Json all = Json::array();
       for (const auto& l : *lists) {
         Json queued = Json::array();
@@ -403,7 +405,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
     if (!w) return usage(w.error().message);
     auto s = admin_->store();
     if (!s) return complain(err, s.error());
-    if (json_ || w->options.count("json")) {
+    if (wants_json(*w)) {
       Json engine = Json::object();
       for (const auto& [k, v] : s->engine) engine.set(k, v);
       out << Json::object()
