@@ -15,6 +15,10 @@
 #include "schema/definition_cache.hpp"
 #include "schema/duration.hpp"
 
+namespace troupe {
+class NodeLog;
+}  // namespace troupe
+
 namespace troupe::actors {
 
 class ActorRoster;
@@ -58,6 +62,8 @@ struct Wiring {
   /// Where workflow, task, session and directory actors take a seat while they live, for the
   /// admin shell (nullptr: nowhere).
   std::shared_ptr<ActorRoster> roster;
+  /// The node's log: workflows started and closed, failovers (nullptr: nowhere).
+  std::shared_ptr<NodeLog> log;
 };
 
 /// Persist, then act: effects of an event wait until its batch is durable, and run in the

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <iostream>
 #include <mutex>
 #include <thread>
 
@@ -117,6 +116,7 @@ uint32_t actor_threads(const NodeConfig& node) {
 }  // namespace
 
 int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
+  auto log = std::make_shared<NodeLog>(node.name, node.log_level, node.log_format);
   // Every thread started below inherits this mask, so SIGINT and SIGTERM reach only sigwait.
   sigset_t signals;
   sigemptyset(&signals);
@@ -161,7 +161,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   if (cluster.token_file) {
     auto read = read_token_file(*cluster.token_file);
     if (!read) {
-      std::cerr << "troupe-node " << node.name << ": " << read.error().message << "\n";
+      log->error("cannot start", {{"error", read.error().message}});
       return 3;
     }
     cluster_token = std::move(*read);
@@ -181,21 +181,21 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     };
     auto opened = storage::RocksHistoryStore::open(node.data_dir + "/history", store_options);
     if (!opened) {
-      std::cerr << "troupe-node " << node.name << ": " << opened.error().message << "\n";
+      log->error("cannot start", {{"error", opened.error().message}});
       return 3;
     }
     store = std::move(*opened);
     // Before anything is served: every fence this incarnation sends outranks the last one's.
     auto incarnation = next_incarnation(node.data_dir);
     if (!incarnation) {
-      std::cerr << "troupe-node " << node.name << ": " << incarnation.error().message << "\n";
+      log->error("cannot start", {{"error", incarnation.error().message}});
       return 3;
     }
     auto fences = std::make_shared<actors::FenceCounter>(*incarnation);
     scheduler->cluster_token = cluster_token;
     auto key = cluster_token.empty() ? read_or_create_key_file(node.data_dir + "/task-token.key") : Result<std::string>(cluster_token);
     if (!key) {
-      std::cerr << "troupe-node " << node.name << ": " << key.error().message << "\n";
+      log->error("cannot start", {{"error", key.error().message}});
       return 3;
     }
     scheduler->task_token_key = std::move(*key);
@@ -205,7 +205,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     wiring.now_us = wall_clock_us;
     actors::DispatcherOptions dispatch;
     dispatch.timeouts = timeouts;
-    dispatch.book = std::make_shared<actors::WorkerBook>(store, wiring.now_us);
+    dispatch.book = std::make_shared<actors::WorkerBook>(store, wiring.now_us, log);
     dispatch.quarantine = {cluster.quarantine_failures, cluster.quarantine_backoff, cluster.quarantine_max_backoff};
     dispatch.kill_grace = cluster.kill_grace;
     dispatch.fences = fences;
@@ -229,12 +229,15 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     scheduler->roster = std::make_shared<actors::ActorRoster>();
     dispatch.roster = scheduler->roster;
     wiring.roster = scheduler->roster;
+    wiring.log = log;
+    dispatch.log = log;
     if (metered) {
       wiring.meters = std::make_shared<actors::SchedulerMeters>();
       dispatch.meters = wiring.meters;
       scheduler->rpc_meters = std::make_shared<RpcMeters>();
     }
     scheduler->system = &system;
+    scheduler->log = log;
     scheduler->store = store;
     scheduler->dispatcher = actors::spawn_dispatcher(system, dispatch);
     wiring.definitions = std::make_shared<DefinitionCache>();
@@ -249,8 +252,8 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     RetentionOptions retention;
     retention.retention = cluster.retention;
     retention.now_us = wiring.now_us;
-    retention.on_purged = [name = node.name](uint64_t purged, int64_t) {
-      std::cerr << "troupe-node " << name << ": purged " << purged << " closed workflows past the retention\n";
+    retention.on_purged = [log, retention_period = format_duration(*cluster.retention)](uint64_t purged, int64_t) {
+      log->info("purged closed workflows past the retention", {{"workflows", purged}, {"retention", retention_period}});
     };
     scheduler->retention = std::make_shared<Retention>(store, std::move(retention));
   }
@@ -265,23 +268,22 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     // give it a new identity.
     auto worker_id = load_or_create_worker_id(node.log_dir);
     if (!worker_id) {
-      std::cerr << "troupe-node " << node.name << ": " << worker_id.error().message << "\n";
+      log->error("cannot start", {{"error", worker_id.error().message}});
       return 3;
     }
-    std::cerr << "troupe-node " << node.name << ": worker id " << *worker_id << "\n";
+    log->info("worker identity", {{"worker_id", *worker_id}, {"log_dir", node.log_dir}});
     // Starting kills what a previous instance left running, before this one registers and is
     // given tasks.
     SupervisorOptions supervisor_options;
     supervisor_options.record_dir = node.log_dir + "/.running";
     auto supervisor = ProcessSupervisor::start(supervisor_options);
     if (!supervisor) {
-      std::cerr << "troupe-node " << node.name << ": " << supervisor.error().message << "\n";
+      log->error("cannot start", {{"error", supervisor.error().message}});
       return 3;
     }
     processes = std::move(*supervisor);
     if (const size_t killed = processes->leftovers_killed(); killed > 0) {
-      std::cerr << "troupe-node " << node.name << ": killed " << killed
-                << " processes that tasks of a previous instance left running\n";
+      log->warn("killed processes that tasks of a previous instance left running", {{"processes", killed}});
     }
     actors::LocalExecutorOptions executor_options;
     executor_options.name = node.name;
@@ -303,6 +305,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     agent->exit = [stop](const std::string& reason) { stop->stop(1, reason); };
     agent->stopped = [stop](const std::string& how) { stop->stop(0, how); };
     agent->shutdown_grace = cluster.shutdown_grace;
+    agent->log = log;
     agent->may_stop_on_request = !node.scheduler;
     // The keepers enforce the lease on their own, even while this process is frozen.
     agent->extend_lease = [weak = std::weak_ptr<ProcessSupervisor>(processes)](auto deadline) {
@@ -327,14 +330,14 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     sources.worker = agent->meters;
     auto served = metrics::Server::start(node.metrics, node_registry(sources));
     if (!served) {
-      std::cerr << "troupe-node " << node.name << ": " << served.error().message << "\n";
+      log->error("cannot start", {{"error", served.error().message}});
       return 3;
     }
     metrics_server = std::move(*served);
-    std::cerr << "troupe-node " << node.name << ": metrics on " << metrics_server->bound().to_string() << "\n";
+    log->lifecycle("serving metrics", {{"address", metrics_server->bound().to_string()}});
   }
   uint16_t bound_port = 0;
-  auto rpc = RpcThread::start("troupe-node " + node.name, [&](RpcThread& self, kj::AsyncIoContext& io,
+  auto rpc = RpcThread::start(log, [&](RpcThread& self, kj::AsyncIoContext& io,
                                                               kj::TaskSet& tasks) -> Result<std::function<void()>> {
     // Before anything is served: a worker may register (and its link post) at once.
     scheduler->rpc = &self;
@@ -357,32 +360,35 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     });
   });
   if (!rpc) {
-    std::cerr << "troupe-node " << node.name << ": " << rpc_start_failure(node, rpc.error()) << "\n";
+    log->error("cannot start", {{"error", rpc_start_failure(node, rpc.error())}});
     return 3;
   }
   rpc_thread = std::move(*rpc);
 
   if (node.scheduler) {
-    std::cerr << "troupe-node " << node.name << ": scheduler listening on " << node.listen.host << ":"
-              << bound_port << "\n";
+    log->lifecycle("scheduler listening", {{"address", Address{node.listen.host, bound_port}.to_string()}});
+    // The scheduler's failover: every open workflow comes back from its history, page by page.
+    const int64_t recovery_started_us = wall_clock_us();
     caf::scoped_actor self(system);
     self->request(scheduler->directory, caf::infinite, actors::revive_atom::value)
-        .receive([&](uint64_t revived) {
-                   if (revived > 0) std::cerr << "troupe-node " << node.name << ": resumed " << revived << " open workflows\n";
-                   self->send(scheduler->dispatcher, actors::recovered_atom::value, revived);
-                 },
-                 [&](const caf::error& e) {
-                   std::cerr << "troupe-node " << node.name << ": recovery failed: " << actors::from_caf(e).message << "\n";
-                 });
+        .receive(
+            [&](uint64_t revived) {
+              if (revived > 0) {
+                log->info("resumed open workflows",
+                          {{"workflows", revived}, {"duration_ms", (wall_clock_us() - recovery_started_us) / 1000}});
+              }
+              self->send(scheduler->dispatcher, actors::recovered_atom::value, revived);
+            },
+            [&](const caf::error& e) { log->error("recovery failed", {{"error", actors::from_caf(e).message}}); });
   }
-  std::cerr << "troupe-node " << node.name << ": ready\n";
+  log->lifecycle("ready", {{"roles", node.scheduler && node.worker ? "scheduler,worker" : node.scheduler ? "scheduler" : "worker"}});
 
   std::string why;
   const int code = stop->wait(why);
   if (code == 0) {
-    std::cerr << "troupe-node " << node.name << ": stopping (" << why << ")\n";
+    log->lifecycle("stopping", {{"reason", why}, {"exit_code", code}});
   } else {
-    std::cerr << "troupe-node " << node.name << ": stopping: " << why << "\n";
+    log->error("stopping", {{"reason", why}, {"exit_code", code}});
   }
   // First: a scrape asks the actors stopped below.
   metrics_server.reset();

@@ -10,13 +10,14 @@
 #include <cstring>
 #include <deque>
 #include <future>
-#include <iostream>
 #include <mutex>
 #include <thread>
 
 #include <kj/async-io.h>
 #include <kj/async-unix.h>
 #include <kj/debug.h>
+
+#include "schema/node_log.hpp"
 
 namespace troupe::runtime {
 
@@ -25,20 +26,20 @@ namespace {
 /// Errors of detached tasks: logged, never fatal to the node.
 class LogTaskErrors final : public kj::TaskSet::ErrorHandler {
  public:
-  explicit LogTaskErrors(std::string name) : name_(std::move(name)) {}
+  explicit LogTaskErrors(std::shared_ptr<NodeLog> log) : log_(std::move(log)) {}
   void taskFailed(kj::Exception&& exception) override {
     if (exception.getType() == kj::Exception::Type::DISCONNECTED) return;  // a peer went away
-    std::cerr << name_ << ": " << exception.getDescription().cStr() << "\n";
+    log_or_none(log_).error("an RPC task failed", {{"error", exception.getDescription().cStr()}});
   }
 
  private:
-  std::string name_;
+  std::shared_ptr<NodeLog> log_;
 };
 
 }  // namespace
 
 struct RpcThread::Impl {
-  std::string name;
+  std::shared_ptr<NodeLog> log;
   int wake_fd = -1;
   std::mutex mutex;
   std::deque<std::function<void()>> queue;
@@ -68,7 +69,7 @@ struct RpcThread::Impl {
       }
       for (auto& work : batch) {
         KJ_IF_MAYBE(exception, kj::runCatchingExceptions([&] { work(); })) {
-          std::cerr << name << ": " << exception->getDescription().cStr() << "\n";
+          log_or_none(log).error("work posted to the RPC thread failed", {{"error", exception->getDescription().cStr()}});
         }
       }
     }
@@ -78,7 +79,7 @@ struct RpcThread::Impl {
     thread_id = std::this_thread::get_id();
     KJ_IF_MAYBE(exception, kj::runCatchingExceptions([&] {
       auto io = kj::setupAsyncIo();
-      LogTaskErrors errors(name);
+      LogTaskErrors errors(log);
       auto tasks = kj::heap<kj::TaskSet>(errors);
       auto ready = setup(self, io, *tasks);
       if (ready) {
@@ -90,7 +91,7 @@ struct RpcThread::Impl {
       tasks = nullptr;
       settle(io);
     })) {
-      std::cerr << name << ": RPC thread failed: " << exception->getDescription().cStr() << "\n";
+      log_or_none(log).error("the RPC thread failed", {{"error", exception->getDescription().cStr()}});
       try {
         started.set_value(fail(Errc::INTERNAL, exception->getDescription().cStr()));
       } catch (const std::future_error&) {
@@ -125,9 +126,9 @@ struct RpcThread::Impl {
   }
 };
 
-Result<std::unique_ptr<RpcThread>> RpcThread::start(std::string name, Setup setup) {
+Result<std::unique_ptr<RpcThread>> RpcThread::start(std::shared_ptr<NodeLog> log, Setup setup) {
   auto impl = std::make_unique<Impl>();
-  impl->name = std::move(name);
+  impl->log = std::move(log);
   impl->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (impl->wake_fd < 0) {
     return fail(Errc::INTERNAL, std::string("cannot create an eventfd: ") + std::strerror(errno));

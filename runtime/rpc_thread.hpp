@@ -13,6 +13,10 @@ struct AsyncIoContext;
 class TaskSet;
 }  // namespace kj
 
+namespace troupe {
+class NodeLog;
+}  // namespace troupe
+
 namespace troupe::runtime {
 
 class RpcThread {
@@ -24,8 +28,9 @@ class RpcThread {
   using Setup =
       std::function<Result<std::function<void()>>(RpcThread& self, kj::AsyncIoContext& io, kj::TaskSet& tasks)>;
 
-  /// Starts the thread and waits for `setup`; its error is start()'s error.
-  static Result<std::unique_ptr<RpcThread>> start(std::string name, Setup setup);
+  /// Starts the thread and waits for `setup`; its error is start()'s error. Failures of the
+  /// loop's detached work go to `log` (nullptr: nowhere).
+  static Result<std::unique_ptr<RpcThread>> start(std::shared_ptr<NodeLog> log, Setup setup);
   ~RpcThread();
 
   RpcThread(const RpcThread&) = delete;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <map>
 #include <optional>
 #include <random>
@@ -1250,7 +1249,9 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
   auto listener = std::make_shared<Listener>(Listener{
       kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()), tasks, services->rpc_meters});
   auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(
-      [](kj::Exception&& e) { std::cerr << "scheduler: accept failed: " << e.getDescription().cStr() << "\n"; }));
+      [log = services->log](kj::Exception&& e) {
+        log_or_none(log).error("the scheduler stopped accepting connections", {{"error", e.getDescription().cStr()}});
+      }));
   return std::function<void()>([listener, accepting]() mutable {
     accepting.reset();
     listener.reset();

@@ -36,6 +36,7 @@ struct SchedulerServices {
   actors::directory_actor directory;
   actors::dispatcher_actor dispatcher;
   RpcThread* rpc = nullptr;  ///< set before the first call arrives
+  std::shared_ptr<NodeLog> log;  ///< the node's log (nullptr: nowhere)
   caf::actor client_bridge;  ///< set by serve_scheduler: client calls reach the directory through it
   std::shared_ptr<storage::HistoryStore> store;  ///< read for describe, list and watch
   /// The cluster's secret (its token file): clients and workers must present it. Empty: the

@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <optional>
 #include <random>
@@ -28,6 +27,7 @@
 #include "runtime/net/buffered_stream.hpp"
 #include "runtime/shell_runner.hpp"
 #include "runtime/wire.hpp"
+#include "schema/node_log.hpp"
 
 namespace troupe::runtime {
 namespace {
@@ -187,14 +187,14 @@ class Agent : public std::enable_shared_from_this<Agent> {
   void shut_down(const std::string& why) {
     if (stopped_ || state_.dying()) return;
     if (!state_.begin_stopping()) {
-      std::cerr << "worker " << setup_->node.name << ": " << why << " again: interrupting what still runs\n";
+      log().warn("shutting down: asked again, interrupting what still runs", {{"why", why}});
       interrupt_remaining();
       return;
     }
     shutdown_reason_ = why;
     const auto running = state_.unended_ids();
-    std::cerr << "worker " << setup_->node.name << ": shutting down (" << why << "): no new tasks; "
-              << running.size() << " running get " << format_duration(setup_->shutdown_grace) << " to finish\n";
+    log().info("shutting down: no new tasks; what runs gets its grace to finish",
+               {{"why", why}, {"running", running.size()}, {"grace", format_duration(setup_->shutdown_grace)}});
     tell_stopping();
     close_sessions();
     auto self = shared_from_this();
@@ -318,8 +318,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
   /// scheduler too.
   void stop_on_request(const std::string& reason) {
     if (!setup_->may_stop_on_request) {
-      std::cerr << "worker " << setup_->node.name << ": " << reason
-                << ": this node runs the scheduler too, so it stays up, taking no tasks\n";
+      log().info("asked to stop, but this node runs the scheduler too: it stays up, taking no tasks",
+                 {{"why", reason}});
       return;
     }
     shut_down("the scheduler asked: " + reason);
@@ -364,6 +364,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
   }
 
  private:
+  const NodeLog& log() const { return log_or_none(setup_->log); }
+
   /// The capabilities of an invocation the state holds.
   struct Calls {
     schema::TaskReporter::Client reporter = nullptr;
@@ -457,7 +459,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
                                  " outcomes did not reach the scheduler; it fails them over when this worker's lease runs out";
     auto self = shared_from_this();
     auto exit = [self, how] {
-      std::cerr << "worker " << self->setup_->node.name << ": stopped: " << how << "\n";
+      self->log().info("worker stopped", {{"how", how}});
       if (self->setup_->stopped) self->setup_->stopped(self->shutdown_reason_ + ": " + how);
     };
     if (!idle || connection_.get() == nullptr) {
@@ -478,7 +480,7 @@ class Agent : public std::enable_shared_from_this<Agent> {
   void die(const std::string& reason) {
     auto cancels = state_.die();
     if (!cancels) return;
-    std::cerr << "worker " << setup_->node.name << ": " << reason << "\n";
+    log().error("worker must die", {{"why", reason}, {"cancelled", cancels->size()}});
     for (const auto& id : *cancels) cancel(id);
     if (setup_->exit) setup_->exit(reason);
   }
@@ -500,9 +502,9 @@ class Agent : public std::enable_shared_from_this<Agent> {
                    .catch_([self](kj::Exception&& e) {
                      self->drop_connection();
                      if (!self->reported_unreachable_) {
-                       std::cerr << "worker " << self->setup_->node.name << ": cannot reach the scheduler at "
-                                 << self->setup_->node.scheduler_address.to_string() << ": "
-                                 << e.getDescription().cStr() << " (retrying)\n";
+                       self->log().warn("cannot reach the scheduler; retrying",
+                                        {{"scheduler", self->setup_->node.scheduler_address.to_string()},
+                                         {"error", e.getDescription().cStr()}});
                        self->reported_unreachable_ = true;
                      }
                      return self->io_.provider->getTimer().afterDelay(to_kj(self->state_.timeouts().heartbeat_interval))
@@ -545,8 +547,9 @@ class Agent : public std::enable_shared_from_this<Agent> {
         // (it takes over once the other instance is declared dead) and would flood its log.
         std::string refusal = text(response.getError().getMessage());
         if (refusal != self->last_refusal_) {
-          std::cerr << "worker " << self->setup_->node.name << ": registration refused: " << refusal
-                    << " (retrying every " << format_duration(self->state_.timeouts().heartbeat_interval) << ")\n";
+          self->log().warn("registration refused; retrying",
+                           {{"error", refusal},
+                            {"every", format_duration(self->state_.timeouts().heartbeat_interval)}});
           self->last_refusal_ = std::move(refusal);
         }
         self->drop_connection();
@@ -567,14 +570,15 @@ class Agent : public std::enable_shared_from_this<Agent> {
       if (self->setup_->extend_lease) self->setup_->extend_lease(self->state_.lease_ends());
       self->reported_unreachable_ = false;
       self->last_refusal_.clear();
-      std::cerr << "worker " << self->setup_->node.name << ": registered with the scheduler at "
-                << self->setup_->node.scheduler_address.to_string()
-                << (registration.getStartClean() ? " (replacing an earlier instance)" : "") << "\n";
+      self->log().info("registered with the scheduler",
+                       {{"scheduler", self->setup_->node.scheduler_address.to_string()},
+                        {"start_clean", registration.getStartClean()}});
       self->tasks_.add(self->heartbeat_loop(++self->heartbeat_generation_));
       if (self->state_.stopping()) self->tell_stopping();
       for (const auto& id : undelivered) self->deliver(id);
       return self->connection_->client.onDisconnect().then([self] {
-        std::cerr << "worker " << self->setup_->node.name << ": lost the connection to the scheduler\n";
+        self->log().warn("lost the connection to the scheduler",
+                         {{"scheduler", self->setup_->node.scheduler_address.to_string()}});
         self->drop_connection();
         self->connect();
       });
@@ -738,8 +742,8 @@ class Agent : public std::enable_shared_from_this<Agent> {
               again();  // the scheduler is recovering and has not taken the invocation back yet
               return;
             }
-            std::cerr << "worker " << self->setup_->node.name << ": the scheduler refused the outcome of " << id
-                      << ": " << response.getError().getMessage().cStr() << "\n";
+            self->log().error("the scheduler refused an outcome",
+                              {{"invocation", id}, {"error", response.getError().getMessage().cStr()}});
             self->calls_.erase(id);
           },
           [again](kj::Exception&&) { again(); }));

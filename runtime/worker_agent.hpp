@@ -49,6 +49,8 @@ struct WorkerAgentSetup {
   std::function<void(std::chrono::steady_clock::time_point deadline)> extend_lease;
   /// Where the agent sets the number of sessions open here, for the node's metrics; optional.
   std::shared_ptr<actors::WorkerMeters> meters;
+  /// The node's log: registrations, lost connections, shutdowns (nullptr: nowhere).
+  std::shared_ptr<NodeLog> log;
 };
 
 struct WorkerAgentHandle {

@@ -1,7 +1,6 @@
 // The dispatcher: routing by task list and by shard, and worker registration.
 #include "actors/system/dispatcher.hpp"
 
-#include <iostream>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -19,6 +18,7 @@
 #include "actors/worker/worker_book.hpp"
 #include "actors/worker/worker_orders.hpp"
 #include "schema/duration.hpp"
+#include "schema/node_log.hpp"
 
 namespace troupe::actors {
 namespace {
@@ -108,8 +108,23 @@ matching_actor matcher_of(Self self, const std::string& task_list) {
 
 /// A registration was accepted (whichever of Bistro's rules let it in): its record and journal
 /// say so, durably, before its worker actor can journal a health change.
-void record_registration(Self self, const WorkerInfo& info) {
+/// How a registration was taken, for the node's log.
+enum class Registration { NEW, RECONNECTED, REPLACING };
+
+void record_registration(Self self, const WorkerInfo& info, Registration how) {
   if (auto& book = self->state.options.book) book->registered(info);
+  std::string slots;
+  for (const auto& [list, n] : info.task_lists) slots += (slots.empty() ? "" : ",") + list + ":" + std::to_string(n);
+  log_or_none(self->state.options.log)
+      .info(how == Registration::NEW           ? "worker registered"
+            : how == Registration::RECONNECTED ? "worker reconnected"
+                                               : "worker registered, replacing an earlier instance",
+            {{"worker", info.shard_id},
+             {"host", info.hostname},
+             {"pid", info.pid},
+             {"worker_id", info.worker_id},
+             {"instance", info.instance_id},
+             {"task_lists", slots}});
 }
 
 /// A worker whose shard has no live instance, as its record says.
@@ -300,7 +315,7 @@ void close_orphan(Self self, const std::string& key, const std::string& shard, b
   auto& st = self->state;
   auto worker = st.workers.find(shard);
   if (worker == st.workers.end()) return;
-  std::cerr << "worker " << shard << " holds session " << key << ", which no workflow claimed: closing it there\n";
+  log_or_none(st.options.log).warn("closing a session no workflow claimed", {{"worker", shard}, {"session", key}});
   st.orphans_closed[shard].insert(key);
   const caf::actor_addr instance = worker->second.address();
   auto give_back = [self, key, shard, instance, holds_slot] {
@@ -432,9 +447,9 @@ void sessions_lost(Self self, const caf::actor_addr& gone) {
   });
 }
 
-worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink> link) {
+worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink> link, Registration how) {
   auto& st = self->state;
-  record_registration(self, info);
+  record_registration(self, info, how);
   // What an earlier instance of the shard said or was told is not this one's.
   forget_shard_sessions(st, info.shard_id);
   {
@@ -461,6 +476,7 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
   setup.kill_grace = st.options.kill_grace;
   setup.now_us = st.options.now_us;
   setup.roster = st.options.roster;
+  setup.log = st.options.log;
   setup.sessions_accepting = [me = caf::actor_cast<caf::actor>(self), shard = setup.info.shard_id,
                               instance = setup.info.instance_id](bool accepts) {
     caf::anon_send(me, accept_atom::value, shard, instance, accepts);
@@ -818,7 +834,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
         auto existing = st.workers.find(info.shard_id);
         if (existing == st.workers.end()) {
           const bool known = !st.known_shards.insert(info.shard_id).second;
-          auto worker = start_worker(self, std::move(info), std::move(link));
+          auto worker = start_worker(self, std::move(info), std::move(link), Registration::NEW);
           reply.deliver(registered(self, worker, known));
           return;
         }
@@ -833,7 +849,7 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
                   const auto state = static_cast<HealthState>(health);
                   if (instance == info.instance_id) {
                     // The same process on a new connection.
-                    record_registration(self, info);
+                    record_registration(self, info, Registration::RECONNECTED);
                     self->send(current, register_atom::value, std::move(link));
                     shared_reply->deliver(registered(self, current, false));
                     return;
@@ -842,6 +858,10 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
                   const bool replaceable = state == HealthState::MUST_DIE || state == HealthState::STOPPING ||
                                            (state == HealthState::UNHEALTHY && s.options.replace_unhealthy);
                   if (!replaceable) {
+                    log_or_none(s.options.log)
+                        .warn("worker registration refused: its shard is held by a live instance",
+                              {{"worker", info.shard_id}, {"host", info.hostname}, {"pid", info.pid},
+                               {"held_by", instance}, {"health", health_name(health)}});
                     shared_reply->deliver(fail(
                         Errc::ALREADY_EXISTS,
                         "shard '" + info.shard_id + "' is held by another live worker instance (" +
@@ -850,14 +870,13 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
                     return;
                   }
                   self->send(current, kill_atom::value, std::string("replaced by a new instance"), true);
-                  std::cerr << "worker " << info.describe() << " replaces an earlier instance\n";
-                  auto worker = start_worker(self, std::move(info), std::move(link));
+                  auto worker = start_worker(self, std::move(info), std::move(link), Registration::REPLACING);
                   shared_reply->deliver(registered(self, worker, true));
                 },
                 [=](const caf::error&) {
                   auto& [info, link] = *pending;
                   // The old instance's actor ended (MUST_DIE) before answering.
-                  auto worker = start_worker(self, std::move(info), std::move(link));
+                  auto worker = start_worker(self, std::move(info), std::move(link), Registration::REPLACING);
                   shared_reply->deliver(registered(self, worker, true));
                 });
       },

@@ -100,6 +100,9 @@ struct DispatcherOptions {
   /// Where the matching actors set their queue depths (SchedulerMeters::queue_depths); nullptr:
   /// nowhere.
   std::shared_ptr<SchedulerMeters> meters;
+  /// The node's log, which it and its worker actors tell of registrations, workers' status
+  /// changes and failovers (nullptr: nowhere).
+  std::shared_ptr<NodeLog> log;
 };
 
 dispatcher_actor spawn_dispatcher(caf::actor_system& system, DispatcherOptions options);

@@ -16,6 +16,7 @@
 #include "actors/system/actor_roster.hpp"
 #include "actors/task/task_deadlines.hpp"
 #include "actors/task/task_probe.hpp"
+#include "schema/node_log.hpp"
 
 namespace troupe::actors {
 
@@ -298,6 +299,39 @@ void measure(TaskActorState& st, TaskEvent event, TaskState before, int64_t disp
   }
 }
 
+/// What the node's log says of a transition: a failover as a warning, a retry and an end without
+/// success as news, every other change only at debug level. `executor` is where the invocation
+/// was before the event (a dispatch names its new one in the model).
+void log_transition(const TaskActorState& st, TaskEvent event, TaskState before, const std::string& executor) {
+  const NodeLog& log = log_or_none(st.wiring->log);
+  const TaskState to = st.model.state;
+  const bool failed = TaskMachine::is_terminal(to) && !TaskMachine::is_success(to);
+  const LogLevel level = event == TaskEvent::FAILOVER                   ? LogLevel::WARN
+                         : event == TaskEvent::RETRY || failed          ? LogLevel::INFO
+                                                                        : LogLevel::DEBUG;
+  // A heartbeat changes nothing worth a line, even at debug level.
+  if (!log.enabled(level) || (level == LogLevel::DEBUG && before == to)) return;
+  const std::string_view message = event == TaskEvent::FAILOVER ? "task failed over"
+                                   : event == TaskEvent::RETRY  ? "task to be retried"
+                                   : failed                     ? "task ended without success"
+                                                                : "task state changed";
+  std::vector<LogField> fields = {{"workflow", st.workflow_id},
+                                  {"task", st.model.name},
+                                  {"attempt", st.model.attempt},
+                                  {"from", TaskMachineTraits::name(before)},
+                                  {"to", TaskMachineTraits::name(to)},
+                                  {"event", TaskMachineTraits::name(event)}};
+  const std::string& worker = executor.empty() ? st.model.executor : executor;
+  if (!worker.empty()) fields.emplace_back("worker", worker);
+  // The model keeps an earlier attempt's failure: a kill or a stop has no reason of its own.
+  std::string reason;
+  if (event == TaskEvent::FAILOVER || event == TaskEvent::RETRY || to == TaskState::FAILURE) {
+    reason = st.model.failure_message();
+    if (!reason.empty()) fields.emplace_back("reason", reason);
+  }
+  log.write(level, message, fields);
+}
+
 /// Decides `event` with a history body made by `fill`. Returns false when the table refuses
 /// it (the caller decides whether that matters).
 template <class Fill>
@@ -322,6 +356,7 @@ bool decide(Self self, TaskEvent event, Fill&& fill) {
   }
   refresh_options(st);
   if (st.wiring->meters) measure(st, event, before, dispatched_us, now);
+  log_transition(st, event, before, held_executor);
   const uint64_t ticket = st.pipeline.open(effects_of(self, *t, held_invocation, held_executor));
   EventBatch batch;
   batch.events.push_back(std::move(new_event));

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <iostream>
 #include <utility>
 
 #include <caf/actor_system.hpp>
@@ -14,6 +13,7 @@
 #include "actors/worker/worker_actor_state.hpp"
 #include "actors/worker/worker_book.hpp"
 #include "schema/duration.hpp"
+#include "schema/node_log.hpp"
 
 namespace troupe::actors {
 namespace worker_detail {
@@ -163,9 +163,16 @@ void handle(Self self, HealthEvent event) {
   const HealthState from = std::exchange(st.health, t->to);
   if (event == HealthEvent::STOPPED) st.said_stopped = true;
   if (event == HealthEvent::REPLACED) st.replaced = true;
-  if (st.setup.book && from != st.health) {
-    st.setup.book->health_changed(st.setup.info.shard_id, from, st.health);
-    record_status(self);
+  if (from != st.health) {
+    log_of(st).debug("worker health changed", {{"worker", st.setup.info.shard_id},
+                                               {"from", HealthMachineTraits::name(from)},
+                                               {"to", HealthMachineTraits::name(st.health)},
+                                               {"event", HealthMachineTraits::name(event)}});
+    if (st.setup.book) {
+      st.setup.book->health_changed(st.setup.info.shard_id, from, st.health);
+      record_status(self);
+    }
+    log_status(self, HealthMachineTraits::name(event));
   }
   for (HealthAction action : t->actions) {
     switch (action) {
@@ -186,6 +193,12 @@ void handle(Self self, HealthEvent event) {
                                                                  : " was lost and its lease ran out");
         std::vector<std::pair<std::string, Loss>> lost;
         for (const auto& [id, given] : st.given) lost.emplace_back(id, loss_of(given));
+        if (!lost.empty() || !st.orphans.empty()) {
+          log_of(st).warn("failing over a worker's invocations", {{"worker", st.setup.info.shard_id},
+                                                                   {"invocations", lost.size()},
+                                                                   {"unclaimed", st.orphans.size()},
+                                                                   {"why", why}});
+        }
         for (const auto& [id, loss] : lost) lose(self, id, why, loss);
         // What it ran that nobody claimed died with it too.
         for (const auto& id : std::exchange(st.orphans, {})) settled(self, id);
@@ -198,16 +211,25 @@ void handle(Self self, HealthEvent event) {
           self->send(matcher, leave_atom::value, st.setup.info.shard_id);
         }
         if (event == HealthEvent::STOPPED) {
-          std::cerr << "worker " << st.setup.info.describe() << " stopped\n";
+          log_of(st).info("worker stopped", {{"worker", st.setup.info.shard_id},
+                                             {"host", st.setup.info.hostname},
+                                             {"pid", st.setup.info.pid}});
           break;
         }
-        std::cerr << "worker " << st.setup.info.describe() << " is MUST_DIE ("
-                  << HealthMachineTraits::name(event) << ")";
         if (!st.given.empty() && event != HealthEvent::REPLACED) {
-          std::cerr << "; its " << st.given.size() << " invocations fail over when its lease of "
-                    << format_duration(st.setup.timeouts.lease) << " runs out, unless it reports first";
+          log_of(st).warn("worker lost: its invocations fail over when its lease runs out, unless it reports first",
+                          {{"worker", st.setup.info.shard_id},
+                           {"host", st.setup.info.hostname},
+                           {"pid", st.setup.info.pid},
+                           {"event", HealthMachineTraits::name(event)},
+                           {"invocations", st.given.size()},
+                           {"lease", format_duration(st.setup.timeouts.lease)}});
+        } else {
+          log_of(st).warn("worker lost", {{"worker", st.setup.info.shard_id},
+                                          {"host", st.setup.info.hostname},
+                                          {"pid", st.setup.info.pid},
+                                          {"event", HealthMachineTraits::name(event)}});
         }
-        std::cerr << "\n";
         break;
     }
   }
@@ -364,7 +386,8 @@ void on_associated(Self self, uint64_t epoch, bool ok, const std::vector<std::st
   if (epoch != s.link_epoch) return;
   s.querying = false;
   if (!ok) {
-    std::cerr << "worker " << s.setup.info.shard_id << ": getRunningTasks failed: " << error << "\n";
+    log_of(s).warn("could not ask a worker what it runs; asking again on its next heartbeat",
+                   {{"worker", s.setup.info.shard_id}, {"error", error}});
     return;  // asked again on the next heartbeat while NEW
   }
   // Reconcile: what it runs that it was not given is not the scheduler's (it was told
@@ -544,8 +567,11 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
       [=](stop_atom, const std::string& why, int64_t grace_us) {
         auto& s = self->state;
         if (auto t = HealthMachine::transition(s.health, HealthEvent::STOP_REQUESTED); t && !t->ignored) {
-          std::cerr << "worker " << s.setup.info.describe() << " is shutting down (" << why << "): no new tasks; "
-                    << s.given.size() << " running get " << format_duration(Duration(grace_us)) << " to finish\n";
+          log_of(s).info("worker shutting down: no new tasks; what runs gets its grace to finish",
+                         {{"worker", s.setup.info.shard_id},
+                          {"why", why},
+                          {"running", s.given.size()},
+                          {"grace", format_duration(Duration(grace_us))}});
         }
         handle(self, HealthEvent::STOP_REQUESTED);
       },
@@ -582,8 +608,8 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
             reply.deliver(fail(Errc::UNAVAILABLE, "the scheduler is recovering; invocation '" + id +
                                                       "' is not known yet, retry"));
           } else {
-            std::cerr << "worker " << s.setup.info.shard_id << " reported on invocation '" << id
-                      << "', which it was not given (a late report from a lost worker?): ignored\n";
+            log_of(s).warn("ignored a worker's report on an invocation it was not given (a late report from a lost worker?)",
+                           {{"worker", s.setup.info.shard_id}, {"invocation", id}});
             reply.deliver(fail(Errc::NOT_FOUND, "invocation '" + id + "' was not given to worker " +
                                                     s.setup.info.shard_id));
           }

@@ -24,6 +24,10 @@
 #include "actors/worker/worker_orders.hpp"
 #include "actors/worker/worker_view.hpp"
 
+namespace troupe {
+class NodeLog;
+}  // namespace troupe
+
 namespace troupe::actors {
 
 class WorkerBook;
@@ -198,6 +202,8 @@ struct WorkerSetup {
   std::function<int64_t()> now_us;
   /// Where the actor takes a seat while it lives, for the admin shell (nullptr: nowhere).
   std::shared_ptr<ActorRoster> roster;
+  /// The node's log: the worker's status changes, quarantines, failovers (nullptr: nowhere).
+  std::shared_ptr<NodeLog> log;
 };
 
 worker_actor spawn_worker(caf::actor_system& system, WorkerSetup setup);

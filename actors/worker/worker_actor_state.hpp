@@ -76,6 +76,8 @@ struct WorkerActorState {
   bool said_stopped = false;
   /// The status last written to the record, so that it is written when it changes.
   std::string recorded_status;
+  /// The status the node's log last said it has (a registration logs it as STARTED).
+  std::string logged_status = "STARTED";
   /// A new instance holds the shard now: its actor keeps the record, not this one.
   bool replaced = false;
   std::deque<RecentInvocation> recent;  ///< newest last
@@ -114,6 +116,11 @@ int64_t now_us(Self self);
 std::string status_of(Self self);
 /// Writes the worker's status to its record when it changed.
 void record_status(Self self);
+/// The node's log (a log that says nothing when the setup has none).
+const NodeLog& log_of(const WorkerActorState& st);
+/// Says in the node's log that the worker's status changed, when it did since it last said so;
+/// `why` is the event that changed it.
+void log_status(Self self, std::string_view why);
 /// An invocation it ran ended: the recent list takes it.
 void remember_recent(Self self, const std::string& id, const Given& given, std::string outcome);
 /// An outcome of a given invocation arrived: it counts in the worker's failure streak (a

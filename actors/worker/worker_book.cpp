@@ -1,10 +1,10 @@
 // WorkerBook: a worker's record read once, kept, updated and written back; journal entries built.
 #include "actors/worker/worker_book.hpp"
 
-#include <iostream>
 #include <utility>
 
 #include "actors/history_events.hpp"
+#include "schema/node_log.hpp"
 
 namespace troupe::actors {
 namespace {
@@ -20,16 +20,17 @@ schema::WorkerHealth to_schema(HealthState health) { return static_cast<schema::
 
 /// What a failed write leaves: a line in the node's log. The store fail-stops on a failed
 /// write, and the node stops with it, so there is nothing to retry here.
-storage::DoneCallback log_failure(std::string what) {
-  return [what = std::move(what)](Result<void> done) {
-    if (!done) std::cerr << "troupe: could not record " << what << ": " << done.error().message << "\n";
+storage::DoneCallback log_failure(std::shared_ptr<NodeLog> log, std::string shard_id) {
+  return [log = std::move(log), shard_id = std::move(shard_id)](Result<void> done) {
+    if (!done) log_or_none(log).error("could not record a worker", {{"worker", shard_id}, {"error", done.error().message}});
   };
 }
 
 }  // namespace
 
-WorkerBook::WorkerBook(std::shared_ptr<storage::HistoryStore> store, std::function<int64_t()> now_us)
-    : store_(std::move(store)), now_us_(std::move(now_us)) {}
+WorkerBook::WorkerBook(std::shared_ptr<storage::HistoryStore> store, std::function<int64_t()> now_us,
+                       std::shared_ptr<NodeLog> log)
+    : store_(std::move(store)), now_us_(std::move(now_us)), log_(std::move(log)) {}
 
 void WorkerBook::registered(const WorkerInfo& info) {
   const int64_t now = now_us_();
@@ -40,8 +41,12 @@ void WorkerBook::registered(const WorkerInfo& info) {
     if (!record.worker_id.empty() && !info.worker_id.empty() && record.worker_id != info.worker_id) {
       // Not refused: Bistro's rules decide who holds a shard. But worth a line: a worker whose
       // identity changes lost its data directory, or another machine took its name.
-      std::cerr << "troupe: worker " << info.describe() << " presents worker id " << info.worker_id
-                << ", where it had " << record.worker_id << ": its data directory is new\n";
+      log_or_none(log_).warn("worker presents a new worker id: its data directory is new, or another machine took its name",
+                             {{"worker", info.shard_id},
+                              {"host", info.hostname},
+                              {"pid", info.pid},
+                              {"worker_id", info.worker_id},
+                              {"previous_worker_id", record.worker_id}});
     }
   } else {
     record.first_registered_us = now;
@@ -127,8 +132,8 @@ std::optional<storage::WorkerRecord> WorkerBook::current(const std::string& shar
   // A point lookup, once per shard and scheduler start.
   auto stored = store_->find_worker(shard_id);
   if (!stored) {
-    std::cerr << "troupe: the record of worker " << shard_id << " is unreadable (" << stored.error().message
-              << "); a new one replaces it\n";
+    log_or_none(log_).error("the record of a worker is unreadable: a new one replaces it",
+                            {{"worker", shard_id}, {"error", stored.error().message}});
     return std::nullopt;
   }
   return std::move(*stored);
@@ -136,7 +141,7 @@ std::optional<storage::WorkerRecord> WorkerBook::current(const std::string& shar
 
 void WorkerBook::put(const std::string& shard_id, storage::WorkerRecord record, storage::DoneCallback written) {
   records_[shard_id] = record;
-  auto logged = log_failure("worker " + shard_id);
+  auto logged = log_failure(log_, shard_id);
   store_->put_worker(shard_id, std::move(record), [logged, written = std::move(written)](Result<void> done) {
     if (written) written(done);
     logged(std::move(done));
@@ -144,10 +149,8 @@ void WorkerBook::put(const std::string& shard_id, storage::WorkerRecord record, 
 }
 
 void WorkerBook::journal(const std::string& shard_id, storage::NewEvent event) {
-  store_->append_worker_journal(shard_id, std::move(event), [shard_id](Result<storage::AppendReceipt> done) {
-    if (!done) {
-      std::cerr << "troupe: could not journal worker " << shard_id << ": " << done.error().message << "\n";
-    }
+  store_->append_worker_journal(shard_id, std::move(event), [shard_id, log = log_](Result<storage::AppendReceipt> done) {
+    if (!done) log_or_none(log).error("could not journal a worker", {{"worker", shard_id}, {"error", done.error().message}});
   });
 }
 

@@ -15,6 +15,10 @@
 #include "actors/worker/worker_link.hpp"
 #include "storage/history_store.hpp"
 
+namespace troupe {
+class NodeLog;
+}  // namespace troupe
+
 namespace troupe::actors {
 
 /// The status a worker's record holds after an accepted registration.
@@ -23,8 +27,10 @@ inline constexpr const char* worker_status_started = "STARTED";
 class WorkerBook {
  public:
   /// `store` must take writes until the actor system stops; `now_us` is the wall clock in
-  /// microseconds since the Unix epoch (a test passes its own).
-  WorkerBook(std::shared_ptr<storage::HistoryStore> store, std::function<int64_t()> now_us);
+  /// microseconds since the Unix epoch (a test passes its own); `log` hears of records that
+  /// could not be read or written, and of workers whose identity changed (nullptr: nowhere).
+  WorkerBook(std::shared_ptr<storage::HistoryStore> store, std::function<int64_t()> now_us,
+             std::shared_ptr<NodeLog> log = nullptr);
 
   /// The dispatcher accepted a registration of `info` (a new instance, a replacement or a
   /// reconnection): the shard's record counts it, takes the instance's details, and becomes
@@ -66,6 +72,7 @@ class WorkerBook {
 
   std::shared_ptr<storage::HistoryStore> store_;
   std::function<int64_t()> now_us_;
+  std::shared_ptr<NodeLog> log_;
   std::mutex mutex_;
   /// The records this book wrote, by shard: the store's value may not be durable yet, so a
   /// record is read from the store only the first time a shard comes up.

@@ -3,13 +3,13 @@
 // and orders. The health half and the worker protocol are in worker_actor.cpp.
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 #include <utility>
 
 #include "actors/worker/worker_actor_state.hpp"
 #include "actors/worker/worker_book.hpp"
 #include "actors/worker/worker_orders.hpp"
 #include "schema/duration.hpp"
+#include "schema/node_log.hpp"
 
 namespace troupe::actors::worker_detail {
 namespace {
@@ -99,6 +99,24 @@ int64_t now_us(Self self) {
 std::string status_of(Self self) {
   auto& st = self->state;
   return std::string(worker_status(st.health, st.standing, st.said_stopped));
+}
+
+const NodeLog& log_of(const WorkerActorState& st) { return log_or_none(st.setup.log); }
+
+void log_status(Self self, std::string_view why) {
+  auto& st = self->state;
+  if (st.replaced) return;  // the shard's new instance speaks for it
+  std::string status = status_of(self);
+  if (status == st.logged_status) return;
+  const bool bad = status == "NOT_RESPONDING";
+  log_of(st).write(bad ? LogLevel::WARN : LogLevel::INFO, "worker status changed",
+                   {{"worker", st.setup.info.shard_id},
+                    {"from", st.logged_status},
+                    {"to", status},
+                    {"health", HealthMachineTraits::name(st.health)},
+                    {"standing", StandingMachineTraits::name(st.standing)},
+                    {"why", why}});
+  st.logged_status = std::move(status);
 }
 
 void record_status(Self self) {
@@ -196,19 +214,18 @@ void handle(Self self, StandingEvent event) {
         const Duration backoff = st.streak.start_quarantine(st.setup.quarantine);
         st.quarantined_until_us = now_us(self) + std::chrono::duration_cast<std::chrono::microseconds>(backoff).count();
         arm_standing_timer(self, WorkerTimer::QUARANTINE_OVER, st.quarantined_until_us);
-        std::cerr << "worker " << st.setup.info.describe() << " is QUARANTINED for " << format_duration(backoff)
-                  << ": " << st.streak.failures().size() << " attempts of " << st.streak.distinct_tasks()
-                  << " tasks failed there in a row\n";
+        log_of(st).warn("worker quarantined: attempts of different tasks failed there in a row",
+                        {{"worker", st.setup.info.shard_id},
+                         {"for", format_duration(backoff)},
+                         {"failed_attempts", st.streak.failures().size()},
+                         {"tasks", st.streak.distinct_tasks()}});
         break;
       }
       case StandingAction::CLEAR_FAILURES: st.streak.clear(); break;
     }
   }
-  if (from != st.standing) {
-    std::cerr << "worker " << st.setup.info.shard_id << ": " << StandingMachineTraits::name(from) << " -> "
-              << StandingMachineTraits::name(st.standing) << " (" << StandingMachineTraits::name(event) << ")\n";
-  }
   record_standing(self);
+  if (from != st.standing) log_status(self, StandingMachineTraits::name(event));
   tell_session_drain(self);
   if (idle_now) handle(self, StandingEvent::IDLE);
 }
@@ -262,15 +279,15 @@ void on_standing_timer(Self self, uint8_t timer, uint64_t generation) {
   switch (static_cast<WorkerTimer>(timer)) {
     case WorkerTimer::DRAIN_DEADLINE:
       if (s.standing == Standing::DRAINING) {
-        std::cerr << "worker " << s.setup.info.shard_id << ": the drain's deadline passed; interrupting "
-                  << s.given.size() + s.orphans.size() << " invocations\n";
+        log_of(s).warn("a worker's drain deadline passed: interrupting what it runs",
+                       {{"worker", s.setup.info.shard_id}, {"invocations", s.given.size() + s.orphans.size()}});
       }
       handle(self, StandingEvent::DRAIN_NOW);
       return;
     case WorkerTimer::QUARANTINE_OVER: handle(self, StandingEvent::QUARANTINE_OVER); return;
   }
-  std::cerr << "worker " << s.setup.info.shard_id << ": ignored a standing timer of unknown kind "
-            << static_cast<int>(timer) << "\n";
+  log_of(s).error("ignored a worker's standing timer of unknown kind",
+                  {{"worker", s.setup.info.shard_id}, {"kind", static_cast<int>(timer)}});
 }
 
 caf::result<WorkerView> answer_order(Self self, const WorkerOrder& order) {

@@ -20,6 +20,7 @@
 #include "actors/task/task_deadlines.hpp"
 #include "actors/workflow/workflow_actor_state.hpp"
 #include "actors/workflow/workflow_probe.hpp"
+#include "schema/node_log.hpp"
 
 namespace troupe::actors {
 namespace {
@@ -30,6 +31,20 @@ using Reply = std::shared_ptr<caf::typed_response_promise<std::string>>;
 
 /// Where the workflow counts for the node's metrics; nullptr: nowhere.
 SchedulerMeters* meters_of(const WorkflowActorState& st) { return st.setup.wiring->meters.get(); }
+
+const NodeLog& log_of(const WorkflowActorState& st) { return log_or_none(st.setup.wiring->log); }
+
+/// The node's log line of a workflow's start (a submission's, once durable) or rerun.
+void log_started(const WorkflowActorState& st, std::string_view how) {
+  const NodeLog& log = log_of(st);
+  if (!log.enabled(LogLevel::INFO)) return;
+  const std::string& run_from = st.setup.run_from;
+  log.info(how, {{"workflow", st.model.id},
+                 {"definition", st.model.spec->name},
+                 {"tasks", st.model.spec->tasks.size()},
+                 {"sessions", st.model.spec->sessions.size()},
+                 {"run_from", run_from.empty() ? std::string_view("start") : std::string_view(run_from)}});
+}
 
 /// A client request's promise, kept among the replies until it is answered.
 Reply new_reply(Self self) {
@@ -302,6 +317,13 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
     // terminal state is written by CLOSE).
     batch.events.has_record = true;
     batch.events.record = open_record(st.model);
+    // A start, a rerun and a close have lines of their own, once durable.
+    if (event != WorkflowEvent::START && event != WorkflowEvent::RERUN) {
+      log_of(st).info("workflow state changed", {{"workflow", st.model.id},
+                                                 {"from", WorkflowMachineTraits::name(before)},
+                                                 {"to", WorkflowMachineTraits::name(st.model.state)},
+                                                 {"event", WorkflowMachineTraits::name(event)}});
+    }
   }
   for (WorkflowAction action : t->actions) {
     switch (action) {
@@ -357,6 +379,15 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
         batch.effects.push_back([self, outcome = outcome_of(st), closed_in = t->to] {
           auto& s = self->state;
           if (auto* meters = meters_of(s)) meters->workflow_closed(closed_in);
+          if (log_of(s).enabled(LogLevel::INFO)) {
+            std::vector<LogField> fields = {
+                {"workflow", s.model.id},
+                {"definition", s.model.spec->name},
+                {"state", WorkflowMachineTraits::name(closed_in)},
+                {"duration_ms", (s.setup.wiring->now_us() - s.model.submitted_us) / 1000}};
+            if (!outcome.failure_reason.empty()) fields.emplace_back("reason", outcome.failure_reason);
+            log_of(s).write(LogLevel::INFO, "workflow closed", fields);
+          }
           for (auto& waiter : s.waiters) waiter.deliver(outcome);
           s.waiters.clear();
           for (auto& kill : s.kills) kill->deliver(outcome.state);
@@ -929,6 +960,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         // Acknowledged once the submission is durable, with the state it reached.
         batch.effects.insert(batch.effects.begin(), [self, promise] {
           if (auto* meters = meters_of(self->state)) meters->workflows_started.add();
+          log_started(self->state, "workflow started");
           promise->deliver(std::string(WorkflowMachineTraits::name(self->state.model.state)));
         });
         commit(self, std::move(batch));
@@ -1126,8 +1158,11 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
           batch.events.has_record = true;
           batch.events.record = open_record(st.model);
           // A new run of the workflow: started as a submission is, once durable.
-          batch.effects.insert(batch.effects.begin(), [self] {
+          batch.effects.insert(batch.effects.begin(), [self, from] {
             if (auto* meters = meters_of(self->state)) meters->workflows_started.add();
+            log_of(self->state).info("workflow rerun", {{"workflow", self->state.model.id},
+                                                        {"definition", self->state.model.spec->name},
+                                                        {"rerun", from.empty() ? std::string_view("what did not succeed") : std::string_view(from)}});
           });
           commit(self, std::move(batch));
         }

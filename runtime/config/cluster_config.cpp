@@ -50,7 +50,7 @@ constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "task_lists", "resource_id", "max_concurrent_sessions",
                                           "rate",       "log_dir",     "log_cap",
                                           "actor_threads", "definitions", "workflow_cache",
-                                          "metrics"};
+                                          "metrics",    "log_level",   "log_format"};
 /// Keys that only mean something on a node with the scheduler role, resp. the worker role.
 constexpr std::string_view scheduler_only_keys[] = {"listen", "sync", "definitions", "workflow_cache"};
 constexpr std::string_view worker_only_keys[] = {
@@ -677,6 +677,7 @@ class Checker {
       node.actor_threads = static_cast<uint32_t>(*n);
     }
     if (auto a = address_value(field(t, "metrics", path, line), true)) node.metrics = *a;
+    node_log_settings(t, path, line, node);
 
     const Field log_dir = field(t, "log_dir", path, line);
     if (auto p = path_value(log_dir)) {
@@ -695,6 +696,26 @@ class Checker {
       }
     }
     return node;
+  }
+
+  /// Reads `log_level` and `log_format`: how much the node says on stderr, and in what form.
+  void node_log_settings(const toml::table& t, const std::string& path, int line, NodeConfig& node) {
+    const Field level = field(t, "log_level", path, line);
+    if (auto s = string_value(level)) {
+      if (auto parsed = parse_log_level(*s)) {
+        node.log_level = *parsed;
+      } else {
+        problem(level.line, level.path, parsed.error().message);
+      }
+    }
+    const Field format = field(t, "log_format", path, line);
+    if (auto s = string_value(format)) {
+      if (auto parsed = parse_log_format(*s)) {
+        node.log_format = *parsed;
+      } else {
+        problem(format.line, format.path, parsed.error().message);
+      }
+    }
   }
 
   /// Reads `roles` into node.scheduler/worker; true when they are valid.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "schema/duration.hpp"
+#include "schema/node_log.hpp"
 #include "schema/result.hpp"
 
 namespace troupe::runtime {
@@ -99,6 +100,11 @@ struct NodeConfig {
   /// Where the node serves its Prometheus metrics over HTTP (GET /metrics); port 0 picks a free
   /// port, which the node prints. Empty (the default): no metrics server, and nothing counted.
   Address metrics;
+
+  /// How much the node says on stderr about what happens in it (workflows started and closed,
+  /// workers' status, failovers), and in what form. Default: info, text.
+  LogLevel log_level = LogLevel::INFO;
+  LogFormat log_format = LogFormat::TEXT;
 
   /// Threads that run the node's actors; 0 (absent): one per core but one, at least one (the
   /// RPC thread and the history store's commit thread need a core too).

@@ -149,8 +149,7 @@ TEST_SUITE("integration.cluster") {
       const auto deadline = std::chrono::steady_clock::now() + 20s;
       while (!told_clean && std::chrono::steady_clock::now() < deadline) {
         auto line = restarted->read_line(1s);
-        if (line) told_clean = line->find("registered") != std::string::npos &&
-                               line->find("replacing an earlier instance") != std::string::npos;
+        if (line) told_clean = troupe::test::has_log_line(*line, "registered with the scheduler", {{"start_clean", "true"}});
       }
       CHECK(told_clean);
       cluster.nodes[victim] = std::move(restarted);

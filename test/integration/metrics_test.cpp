@@ -44,18 +44,16 @@ std::string chain_definition() {
 }
 
 /// Starts node `name` of the cluster with its output captured, and returns the port it serves
-/// its metrics on, from its "metrics on 127.0.0.1:PORT" line; 0 if it does not say so in 20 s.
+/// its metrics on, from its "serving metrics address=127.0.0.1:PORT" line; 0 if it does not say
+/// so in 20 s.
 uint16_t start_metered(Cluster& cluster, const std::string& name) {
   cluster.nodes[name] = troupe::test::start_node_with_output(cluster.config, name);
-  const std::string marker = "troupe-node " + name + ": metrics on 127.0.0.1:";
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    auto line = cluster.nodes[name]->read_line(left);
-    if (!line) return 0;
-    if (line->starts_with(marker)) return static_cast<uint16_t>(std::stoi(line->substr(marker.size())));
-  }
-  return 0;
+  auto said = troupe::test::await_log_line(*cluster.nodes[name], "serving metrics", 20s);
+  if (!said || said->node != name) return 0;
+  const std::string prefix = "127.0.0.1:";
+  const std::string address = said->field("address").value_or("");
+  if (!address.starts_with(prefix)) return 0;
+  return static_cast<uint16_t>(std::stoi(address.substr(prefix.size())));
 }
 
 /// A scrape of `port`'s /metrics; empty if it did not answer 200.
@@ -213,8 +211,17 @@ TEST_SUITE("integration.metrics") {
     const int status = node->wait();
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 3);
-    CHECK_MESSAGE(output.find("troupe-node scheduler: cannot serve metrics on 127.0.0.1:" + std::to_string(taken.port) +
-                              ": the address is in use") != std::string::npos,
+    std::optional<troupe::ParsedLogLine> refusal;
+    std::istringstream lines(output);
+    for (std::string line; std::getline(lines, line) && !refusal;) {
+      auto said = troupe::parse_log_line(line);
+      if (said && said->message == "cannot start") refusal = said;
+    }
+    REQUIRE_MESSAGE(refusal, output);
+    CHECK(refusal->level == "ERROR");
+    CHECK(refusal->node == "scheduler");
+    CHECK_MESSAGE(refusal->field("error").value_or("").starts_with("cannot serve metrics on 127.0.0.1:" +
+                                                                   std::to_string(taken.port) + ": the address is in use"),
                   output);
     CHECK_MESSAGE(output.find("`metrics` key") != std::string::npos, output);
   }
@@ -223,12 +230,7 @@ TEST_SUITE("integration.metrics") {
     Cluster cluster;  // no metrics
     cluster.nodes["scheduler"] = troupe::test::start_node_with_output(cluster.config, "scheduler");
     std::string said;
-    const bool ready = eventually([&] {
-      auto line = cluster.nodes["scheduler"]->read_line(100ms);
-      if (line) said += *line + "\n";
-      return said.find("troupe-node scheduler: ready") != std::string::npos;
-    }, 20s);
-    REQUIRE_MESSAGE(ready, said);
+    REQUIRE_MESSAGE(troupe::test::await_log_line(*cluster.nodes["scheduler"], "ready", 20s, &said), said);
     CHECK_MESSAGE(said.find("metrics") == std::string::npos, said);
   }
 }

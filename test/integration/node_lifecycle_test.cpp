@@ -85,7 +85,8 @@ TEST_SUITE("integration.lifecycle") {
     // The client stays connected too: no connection may hold the scheduler up.
     auto stopped = troupe::test::stop_with(*cluster.nodes["scheduler"], signal.number, 2s);
     CHECK_MESSAGE(stopped.exited_with(0), stopped.describe());
-    CHECK_MESSAGE(contains(stopped.output, "stopping (" + signal.name + ")"), stopped.describe());
+    CHECK_MESSAGE(troupe::test::has_log_line(stopped.output, "stopping", {{"reason", signal.name}, {"exit_code", "0"}}),
+                  stopped.describe());
     check_clean(stopped);
     MESSAGE("the scheduler exited " << stopped.took.count() << " ms after " << signal.name);
 
@@ -113,7 +114,10 @@ TEST_SUITE("integration.lifecycle") {
 
     auto stopped = troupe::test::stop_with(*cluster.nodes["worker-a"], signal.number, 5s);
     CHECK_MESSAGE(stopped.exited_with(0), stopped.describe());
-    CHECK_MESSAGE(contains(stopped.output, "shutting down (" + signal.name + ")"), stopped.describe());
+    CHECK_MESSAGE(troupe::test::has_log_line(stopped.output,
+                                             "shutting down: no new tasks; what runs gets its grace to finish",
+                                             {{"why", signal.name}}),
+                  stopped.describe());
     CHECK_MESSAGE(stopped.took >= 1s, stopped.describe());  // the task had its grace
     check_clean(stopped);
     CHECK_MESSAGE(eventually([&] { return !alive(task.pid); }, 5s), "the task outlived its worker");

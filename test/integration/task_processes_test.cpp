@@ -122,8 +122,11 @@ TEST_SUITE("integration.task_processes") {
       auto line = restarted->read_line(1s);
       if (!line) continue;
       said += *line + "\n";
-      told |= line->find("killed 2 processes that tasks of a previous instance left running") != std::string::npos;
-      registered = line->find("registered with the scheduler") != std::string::npos;
+      auto logged = troupe::parse_log_line(*line);
+      if (!logged) continue;
+      told |= logged->message == "killed processes that tasks of a previous instance left running" &&
+              logged->field("processes") == "2";
+      registered = logged->message == "registered with the scheduler";
     }
     CHECK_MESSAGE(told, said);
     CHECK_MESSAGE(registered, said);

@@ -71,8 +71,10 @@ TEST_SUITE("integration.worker_shutdown") {
     const auto signalled = std::chrono::steady_clock::now();
     worker_a.kill(SIGTERM);
     std::string output;
-    REQUIRE_MESSAGE(wait_for_line(worker_a, "shutting down (SIGTERM)", 5s, output), output);
-    CHECK_MESSAGE(contains(output, "2 running get 3s to finish"), output);
+    REQUIRE_MESSAGE(wait_for_line(worker_a, "shutting down", 5s, output), output);
+    CHECK_MESSAGE(troupe::test::has_log_line(output, "shutting down: no new tasks; what runs gets its grace to finish",
+                                             {{"why", "SIGTERM"}, {"running", "2"}, {"grace", "3s"}}),
+                  output);
 
     // From now on worker-a takes nothing: a workflow submitted now waits for worker-b.
     REQUIRE(client->start("after", workflow_of("after", shell_task("one", "true"))) == "after");
@@ -84,7 +86,10 @@ TEST_SUITE("integration.worker_shutdown") {
     const auto took = std::chrono::steady_clock::now() - signalled;
     CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), output);
     CHECK_MESSAGE(took >= 3s, output);  // slow had its grace
-    CHECK_MESSAGE(contains(output, "stopped: every task finished or was interrupted"), output);
+    CHECK_MESSAGE(troupe::test::has_log_line(
+                      output, "worker stopped",
+                      {{"how", "every task finished or was interrupted, and the scheduler has every outcome"}}),
+                  output);
 
     CHECK(client->result("two", 30s) == "SUCCESS");
     CHECK(client->result("after", 30s) == "SUCCESS");
@@ -111,14 +116,16 @@ TEST_SUITE("integration.worker_shutdown") {
     auto& worker_a = *cluster.nodes["worker-a"];
     worker_a.kill(SIGINT);
     std::string output;
-    REQUIRE_MESSAGE(wait_for_line(worker_a, "shutting down (SIGINT)", 5s, output), output);
+    REQUIRE_MESSAGE(wait_for_line(worker_a, "why=SIGINT", 5s, output), output);
     const auto second = std::chrono::steady_clock::now();
     worker_a.kill(SIGINT);
     output += troupe::test::read_output(worker_a, 20s);
     const int status = worker_a.wait();
     CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), output);
     CHECK_MESSAGE(std::chrono::steady_clock::now() - second < 10s, output);
-    CHECK_MESSAGE(contains(output, "interrupting what still runs"), output);
+    CHECK_MESSAGE(troupe::test::has_log_line(output, "shutting down: asked again, interrupting what still runs",
+                                             {{"why", "SIGINT"}}),
+                  output);
     // The task waits, not failed, for a worker: its attempt was kept.
     auto status_out = troupe::test::troupe_cli({"status", "long", "--address", "127.0.0.1:" + std::to_string(cluster.port)});
     CHECK_MESSAGE(contains(status_out.output, "RUNNING"), status_out.output);

@@ -58,6 +58,14 @@ std::string node_binary() {
   return path;
 }
 
+/// The `log_level` and `log_format` lines of a node of `spec`, if it sets them.
+std::string log_keys(const ClusterSpec& spec) {
+  std::string keys;
+  if (!spec.log_level.empty()) keys += "log_level = " + quoted(spec.log_level) + "\n";
+  if (!spec.log_format.empty()) keys += "log_format = " + quoted(spec.log_format) + "\n";
+  return keys;
+}
+
 std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
   const std::string address = quoted("127.0.0.1:" + std::to_string(port));
   std::ostringstream out;
@@ -82,7 +90,7 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
       << "\ndata_dir = \"data\"\n" << (spec.sync ? "" : "sync = false\n")
       << (spec.definitions.empty() ? "" : "definitions = \"" + spec.definitions + "\"\n")
       << (spec.workflow_cache ? "workflow_cache = " + std::to_string(*spec.workflow_cache) + "\n" : "")
-      << (spec.metrics ? "metrics = \"127.0.0.1:0\"\n" : "") << "\n";
+      << (spec.metrics ? "metrics = \"127.0.0.1:0\"\n" : "") << log_keys(spec) << "\n";
   for (const auto& worker : spec.workers) {
     out << "[[node]]\nname = " << quoted(worker.name) << "\nroles = [\"worker\"]\nscheduler = " << address
         << "\ntask_lists = {";
@@ -96,6 +104,7 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
     if (!worker.resource_id.empty()) out << "resource_id = " << quoted(worker.resource_id) << "\n";
     if (worker.max_sessions) out << "max_concurrent_sessions = " << *worker.max_sessions << "\n";
     if (spec.metrics) out << "metrics = \"127.0.0.1:0\"\n";
+    out << log_keys(spec);
     out << "log_dir = " << quoted("logs/" + worker.name) << "\n\n";
   }
   return out.str();
@@ -128,6 +137,36 @@ std::string read_output(ChildProcess& child, std::chrono::milliseconds timeout) 
     if (!line) return all;
     all += *line + "\n";
   }
+}
+
+std::optional<ParsedLogLine> await_log_line(ChildProcess& child, std::string_view message,
+                                            std::chrono::milliseconds timeout, std::string* seen) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    auto line = child.read_line(left);
+    if (!line) return std::nullopt;
+    if (seen) *seen += *line + "\n";
+    auto parsed = parse_log_line(*line);
+    if (parsed && parsed->message == message) return parsed;
+  }
+}
+
+bool has_log_line(const std::string& output, std::string_view message,
+                  std::initializer_list<std::pair<std::string_view, std::string_view>> fields) {
+  size_t start = 0;
+  while (start < output.size()) {
+    size_t end = output.find('\n', start);
+    if (end == std::string::npos) end = output.size();
+    auto said = parse_log_line(std::string_view(output).substr(start, end - start));
+    start = end + 1;
+    if (!said || said->message != message) continue;
+    bool all = true;
+    for (const auto& [key, value] : fields) all = all && said->field(key) == value;
+    if (all) return true;
+  }
+  return false;
 }
 
 bool still_running(const ChildProcess& child) {

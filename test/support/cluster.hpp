@@ -15,6 +15,7 @@
 #include <capnp/ez-rpc.h>
 
 #include "schema/gateway.capnp.h"
+#include "schema/node_log.hpp"
 #include "test/support/child_process.hpp"
 #include "test/support/temp_dir.hpp"
 
@@ -83,6 +84,9 @@ struct ClusterSpec {
   std::optional<size_t> workflow_cache;
   /// Every node serves its metrics (`metrics = "127.0.0.1:0"`, a free port each node prints).
   bool metrics = false;
+  /// Every node's `log_level` and `log_format`; empty: the defaults (info, text).
+  std::string log_level;
+  std::string log_format;
 };
 
 /// The TOML text of `spec` with the scheduler listening on 127.0.0.1:`port`. Relative paths
@@ -113,6 +117,17 @@ std::unique_ptr<ChildProcess> start_node_with_output(const std::string& config, 
 
 /// Everything `child` writes until it closes its output or `timeout` passes.
 std::string read_output(ChildProcess& child, std::chrono::milliseconds timeout);
+
+/// Reads `child`'s output (started with start_node_with_output) until it logs a line with
+/// `message` (schema/node_log.hpp, either format) and returns it; nullopt if it does not within
+/// `timeout`. Every line read on the way is appended to `seen` when given.
+std::optional<ParsedLogLine> await_log_line(ChildProcess& child, std::string_view message,
+                                            std::chrono::milliseconds timeout, std::string* seen = nullptr);
+
+/// Whether `output` (lines a node wrote) has a log line saying `message` with each of `fields`
+/// (key, value), among others.
+bool has_log_line(const std::string& output, std::string_view message,
+                  std::initializer_list<std::pair<std::string_view, std::string_view>> fields = {});
 
 /// True while `child` has not exited; does not reap it, so ChildProcess::wait still works.
 bool still_running(const ChildProcess& child);

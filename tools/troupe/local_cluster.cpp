@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "schema/node_log.hpp"
 #include "tools/troupe/node_process.hpp"
 
 namespace troupe::cli {
@@ -186,9 +187,14 @@ std::string log_since(const std::string& log, uint64_t offset) {
 }
 
 /// True once the node has logged, since `offset`, the line troupe-node writes when it has
-/// started ("troupe-node NAME: ready", runtime/node.cpp).
+/// started (message "ready", in the text or JSON format its config chose; runtime/node.cpp).
 bool logged_ready(const std::string& log, uint64_t offset, const std::string& node) {
-  return log_since(log, offset).find("troupe-node " + node + ": ready\n") != std::string::npos;
+  std::istringstream in(log_since(log, offset));
+  for (std::string line; std::getline(in, line);) {
+    auto said = parse_log_line(line);
+    if (said && said->node == node && said->message == "ready") return true;
+  }
+  return false;
 }
 
 /// The last lines the node logged since `offset`, each indented.

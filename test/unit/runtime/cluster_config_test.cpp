@@ -232,6 +232,8 @@ task_lists = { default = 2 }
     CHECK(both.log_cap_bytes == 16u << 20);
     CHECK(both.log_dir == d + "/data/both/both");  // "<data_dir>/<name>"
     CHECK(both.metrics.empty());                     // no metrics server
+    CHECK(both.log_level == LogLevel::INFO);
+    CHECK(both.log_format == LogFormat::TEXT);
 
     const NodeConfig& w2 = config->nodes[1];
     CHECK(w2.data_dir.empty());
@@ -414,6 +416,31 @@ listen = "127.0.0.1:1"
     REQUIRE_MESSAGE(config, test::why(config));
     CHECK(config->nodes[0].metrics == Address{"127.0.0.1", 9464});
     CHECK(config->nodes[1].metrics == Address{"0.0.0.0", 0});
+  }
+
+  TEST_CASE("log_level and log_format set how much a node of either role logs, and in what form") {
+    ConfigFile f;
+    auto config = f.load(with("data_dir = \"data/s1\"\n", "data_dir = \"data/s1\"\nlog_level = \"debug\"\n") +
+                         "log_level = \"warn\"\nlog_format = \"json\"\n");
+    REQUIRE_MESSAGE(config, test::why(config));
+    CHECK(config->nodes[0].log_level == LogLevel::DEBUG);
+    CHECK(config->nodes[0].log_format == LogFormat::TEXT);
+    CHECK(config->nodes[1].log_level == LogLevel::WARN);
+    CHECK(config->nodes[1].log_format == LogFormat::JSON);
+  }
+
+  TEST_CASE("a bad log_level or log_format names the key, its line and the values it takes") {
+    ConfigFile f;
+    auto config = f.load(std::string(two_nodes) + "log_level = \"verbose\"\n");
+    CHECK_MESSAGE(has_problem(config, f.path, 15, "node[1].log_level",
+                              "bad log level \"verbose\" (expected debug, info, warn or error)"),
+                  message_of(config));
+    config = f.load(std::string(two_nodes) + "log_format = \"xml\"\n");
+    CHECK_MESSAGE(has_problem(config, f.path, 15, "node[1].log_format", "bad log format \"xml\" (expected text or json)"),
+                  message_of(config));
+    config = f.load(std::string(two_nodes) + "log_level = 3\n");
+    CHECK_MESSAGE(has_problem(config, f.path, 15, "node[1].log_level", "must be a string, not an integer"),
+                  message_of(config));
   }
 
   TEST_CASE("a bad metrics address names the key, its line and what HOST:PORT means") {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/rpc_thread.hpp"
+#include "schema/node_log.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -16,7 +17,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<runtime::RpcThread> start_idle_loop() {
-  auto rpc = runtime::RpcThread::start("test-rpc", [](runtime::RpcThread&, kj::AsyncIoContext&, kj::TaskSet&) -> Result<std::function<void()>> {
+  auto rpc = runtime::RpcThread::start(std::make_shared<NodeLog>("test-rpc", LogLevel::INFO, LogFormat::TEXT), [](runtime::RpcThread&, kj::AsyncIoContext&, kj::TaskSet&) -> Result<std::function<void()>> {
     return std::function<void()>([] {});
   });
   REQUIRE_MESSAGE(rpc, (rpc ? "" : rpc.error().message));

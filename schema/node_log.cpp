@@ -1,0 +1,359 @@
+#include "schema/node_log.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+#include "schema/duration.hpp"
+
+namespace troupe {
+
+Result<LogLevel> parse_log_level(std::string_view text) {
+  if (text == "debug") return LogLevel::DEBUG;
+  if (text == "info") return LogLevel::INFO;
+  if (text == "warn") return LogLevel::WARN;
+  if (text == "error") return LogLevel::ERROR;
+  return fail(Errc::INVALID_ARGUMENT,
+              "bad log level \"" + std::string(text) + "\" (expected debug, info, warn or error)");
+}
+
+Result<LogFormat> parse_log_format(std::string_view text) {
+  if (text == "text") return LogFormat::TEXT;
+  if (text == "json") return LogFormat::JSON;
+  return fail(Errc::INVALID_ARGUMENT, "bad log format \"" + std::string(text) + "\" (expected text or json)");
+}
+
+std::string_view log_level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::DEBUG: return "DEBUG";
+    case LogLevel::INFO: return "INFO";
+    case LogLevel::WARN: return "WARN";
+    case LogLevel::ERROR: return "ERROR";
+    case LogLevel::OFF: return "OFF";
+  }
+  return "?";
+}
+
+namespace {
+
+/// RFC 3339 in UTC with milliseconds: "2026-11-24T10:15:03.120Z".
+void append_time(std::string& out, int64_t time_us) {
+  const std::time_t seconds = static_cast<std::time_t>(time_us / 1'000'000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char buffer[32];
+  const int n = std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
+                              utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                              static_cast<int>((time_us % 1'000'000) / 1000));
+  out.append(buffer, static_cast<size_t>(n));
+}
+
+template <typename Number>
+void append_number(std::string& out, Number n) {
+  char buffer[32];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, n);
+  out.append(buffer, end);
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+bool needs_quotes(std::string_view s) {
+  if (s.empty()) return true;
+  for (char c : s) {
+    if (c == ' ' || c == '=' || c == '"' || static_cast<unsigned char>(c) < 0x20) return true;
+  }
+  return false;
+}
+
+void append_text_value(std::string& out, std::string_view s) {
+  if (!needs_quotes(s)) {
+    out += s;
+    return;
+  }
+  // The same escapes as JSON's, so one reader serves both.
+  append_json_string(out, s);
+}
+
+void append_value(std::string& out, const LogField::Value& value, LogFormat format) {
+  std::visit(
+      [&](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::string_view>) {
+          format == LogFormat::JSON ? append_json_string(out, v) : append_text_value(out, v);
+        } else if constexpr (std::is_same_v<V, bool>) {
+          out += v ? "true" : "false";
+        } else {
+          append_number(out, v);
+        }
+      },
+      value);
+}
+
+}  // namespace
+
+std::string format_log_line(const LogRecord& record, LogFormat format) {
+  std::string out;
+  out.reserve(160);
+  if (format == LogFormat::JSON) {
+    out += "{\"time\":\"";
+    append_time(out, record.time_us);
+    out += "\",\"level\":\"";
+    out += log_level_name(record.level);
+    out += "\",\"node\":";
+    append_json_string(out, record.node);
+    out += ",\"msg\":";
+    append_json_string(out, record.message);
+    for (const auto& field : record.fields) {
+      out += ',';
+      append_json_string(out, field.key);
+      out += ':';
+      append_value(out, field.value, format);
+    }
+    out += "}\n";
+    return out;
+  }
+  append_time(out, record.time_us);
+  out += ' ';
+  out += log_level_name(record.level);
+  out += ' ';
+  out += record.node;
+  out += ": ";
+  out += record.message;
+  for (const auto& field : record.fields) {
+    out += ' ';
+    out += field.key;
+    out += '=';
+    append_value(out, field.value, format);
+  }
+  out += '\n';
+  return out;
+}
+
+// --- reading lines back ----------------------------------------------------------------------
+
+std::optional<std::string> ParsedLogLine::field(std::string_view key) const {
+  for (const auto& [k, v] : fields) {
+    if (k == key) return v;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// Reads a JSON string starting at `s[i] == '"'`; leaves `i` after its closing quote.
+std::optional<std::string> read_quoted(std::string_view s, size_t& i) {
+  if (i >= s.size() || s[i] != '"') return std::nullopt;
+  std::string out;
+  for (++i; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '"') {
+      ++i;
+      return out;
+    }
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (++i >= s.size()) return std::nullopt;
+    switch (s[i]) {
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'u': {
+        if (i + 4 >= s.size()) return std::nullopt;
+        unsigned code = 0;
+        auto [end, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 5, code, 16);
+        if (ec != std::errc() || end != s.data() + i + 5) return std::nullopt;
+        // Lines escape only control characters this way; others pass through as UTF-8.
+        if (code < 0x80) out += static_cast<char>(code);
+        i += 4;
+        break;
+      }
+      default: out += s[i];
+    }
+  }
+  return std::nullopt;
+}
+
+bool is_key(std::string_view k) {
+  if (k.empty()) return false;
+  for (char c : k) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return !(k[0] >= '0' && k[0] <= '9');
+}
+
+std::optional<ParsedLogLine> parse_json_line(std::string_view s) {
+  ParsedLogLine line;
+  size_t i = 1;
+  auto skip_space = [&] {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  };
+  while (true) {
+    skip_space();
+    if (i < s.size() && s[i] == '}') break;
+    auto key = read_quoted(s, i);
+    if (!key) return std::nullopt;
+    skip_space();
+    if (i >= s.size() || s[i] != ':') return std::nullopt;
+    ++i;
+    skip_space();
+    std::string value;
+    if (i < s.size() && s[i] == '"') {
+      auto text = read_quoted(s, i);
+      if (!text) return std::nullopt;
+      value = std::move(*text);
+    } else {
+      const size_t start = i;
+      while (i < s.size() && s[i] != ',' && s[i] != '}') ++i;
+      value = std::string(s.substr(start, i - start));
+      while (!value.empty() && value.back() == ' ') value.pop_back();
+    }
+    if (*key == "time") {
+      line.time = std::move(value);
+    } else if (*key == "level") {
+      line.level = std::move(value);
+    } else if (*key == "node") {
+      line.node = std::move(value);
+    } else if (*key == "msg") {
+      line.message = std::move(value);
+    } else {
+      line.fields.emplace_back(std::move(*key), std::move(value));
+    }
+    skip_space();
+    if (i < s.size() && s[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < s.size() && s[i] == '}') break;
+    return std::nullopt;
+  }
+  if (line.time.empty() || line.level.empty()) return std::nullopt;
+  return line;
+}
+
+std::optional<ParsedLogLine> parse_text_line(std::string_view s) {
+  ParsedLogLine line;
+  const size_t time_end = s.find(' ');
+  if (time_end == std::string_view::npos || time_end < 20 || s[time_end - 1] != 'Z') return std::nullopt;
+  line.time = std::string(s.substr(0, time_end));
+  const size_t level_end = s.find(' ', time_end + 1);
+  if (level_end == std::string_view::npos) return std::nullopt;
+  line.level = std::string(s.substr(time_end + 1, level_end - time_end - 1));
+  const size_t node_end = s.find(": ", level_end + 1);
+  if (node_end == std::string_view::npos) return std::nullopt;
+  line.node = std::string(s.substr(level_end + 1, node_end - level_end - 1));
+  // The message runs up to the first " key=": messages never hold '='.
+  size_t i = node_end + 2;
+  size_t fields_start = s.size();
+  for (size_t at = s.find('=', i); at != std::string_view::npos; at = s.find('=', at + 1)) {
+    const size_t space = s.rfind(' ', at);
+    if (space != std::string_view::npos && space >= i && is_key(s.substr(space + 1, at - space - 1))) {
+      fields_start = space + 1;
+      break;
+    }
+  }
+  line.message = std::string(s.substr(i, fields_start - i));
+  while (!line.message.empty() && line.message.back() == ' ') line.message.pop_back();
+  i = fields_start;
+  while (i < s.size()) {
+    const size_t eq = s.find('=', i);
+    if (eq == std::string_view::npos) return std::nullopt;
+    std::string key(s.substr(i, eq - i));
+    i = eq + 1;
+    std::string value;
+    if (i < s.size() && s[i] == '"') {
+      auto text = read_quoted(s, i);
+      if (!text) return std::nullopt;
+      value = std::move(*text);
+    } else {
+      const size_t end = std::min(s.find(' ', i), s.size());
+      value = std::string(s.substr(i, end - i));
+      i = end;
+    }
+    line.fields.emplace_back(std::move(key), std::move(value));
+    while (i < s.size() && s[i] == ' ') ++i;
+  }
+  return line;
+}
+
+}  // namespace
+
+std::optional<ParsedLogLine> parse_log_line(std::string_view line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (line.empty()) return std::nullopt;
+  return line.front() == '{' ? parse_json_line(line) : parse_text_line(line);
+}
+
+// --- the log ---------------------------------------------------------------------------------
+
+struct NodeLog::Lock {
+  std::mutex mutex;
+};
+
+namespace {
+
+void write_to_stderr(std::string_view line) {
+  while (!line.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nowhere to say it
+    line.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+NodeLog::NodeLog(std::string node, LogLevel level, LogFormat format)
+    : NodeLog(std::move(node), level, format, write_to_stderr) {}
+
+NodeLog::NodeLog(std::string node, LogLevel level, LogFormat format, Sink sink)
+    : node_(std::move(node)), level_(level), format_(format), sink_(std::move(sink)), lock_(std::make_unique<Lock>()) {}
+
+NodeLog::~NodeLog() = default;
+
+std::shared_ptr<NodeLog> NodeLog::none() {
+  return std::make_shared<NodeLog>("", LogLevel::OFF, LogFormat::TEXT, [](std::string_view) {});
+}
+
+void NodeLog::write(LogLevel level, std::string_view message, std::span<const LogField> fields) const {
+  if (!enabled(level) || level == LogLevel::OFF) return;
+  emit(level, message, fields);
+}
+
+void NodeLog::lifecycle(std::string_view message, LogFields fields) const {
+  if (level_ == LogLevel::OFF) return;
+  emit(LogLevel::INFO, message, std::span<const LogField>(fields.begin(), fields.size()));
+}
+
+void NodeLog::emit(LogLevel level, std::string_view message, std::span<const LogField> fields) const {
+  const std::string line = format_log_line(LogRecord{wall_clock_us(), level, node_, message, fields}, format_);
+  std::lock_guard guard(lock_->mutex);
+  sink_(line);
+}
+
+}  // namespace troupe
