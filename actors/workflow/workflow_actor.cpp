@@ -34,12 +34,12 @@ SchedulerMeters* meters_of(const WorkflowActorState& st) { return st.setup.wirin
 
 const NodeLog& log_of(const WorkflowActorState& st) { return log_or_none(st.setup.wiring->log); }
 
-/// The node's log line of a workflow's start (a submission's, once durable) or rerun.
-void log_started(const WorkflowActorState& st, std::string_view how) {
+/// The node's log line of a workflow's start, once its submission is durable.
+void log_started(const WorkflowActorState& st) {
   const NodeLog& log = log_of(st);
   if (!log.enabled(LogLevel::INFO)) return;
   const std::string& run_from = st.setup.run_from;
-  log.info(how, {{"workflow", st.model.id},
+  log.info("workflow started", {{"workflow", st.model.id},
                  {"definition", st.model.spec->name},
                  {"tasks", st.model.spec->tasks.size()},
                  {"sessions", st.model.spec->sessions.size()},
@@ -960,7 +960,7 @@ workflow_actor::behavior_type workflow_behavior(workflow_actor::stateful_pointer
         // Acknowledged once the submission is durable, with the state it reached.
         batch.effects.insert(batch.effects.begin(), [self, promise] {
           if (auto* meters = meters_of(self->state)) meters->workflows_started.add();
-          log_started(self->state, "workflow started");
+          log_started(self->state);
           promise->deliver(std::string(WorkflowMachineTraits::name(self->state.model.state)));
         });
         commit(self, std::move(batch));

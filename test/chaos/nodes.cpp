@@ -261,7 +261,7 @@ void ChaosCluster::start() {
   for (;;) {
     bool ready = !scheduler_starts().empty() && scheduler_starts().back().served_us != 0;
     for (const auto& w : workers_) {
-      ready = ready && find_line(w.name, since, {"worker " + w.name + ": registered"}).has_value();
+      ready = ready && find_line(w.name, since, {" " + w.name + ": registered with the scheduler"}).has_value();
     }
     if (ready) return;
     const auto exits = unplanned_exits();

@@ -182,10 +182,10 @@ size_t Scenario::record(WorkerFault fault) {
 
 namespace {
 
-/// The time the scheduler's log first says `worker` is MUST_DIE at or after `since_us`.
+/// The time the scheduler's log first says `worker` is lost (MUST_DIE) at or after `since_us`.
 std::optional<int64_t> lost_line(const ChaosCluster& cluster, const std::string& worker,
                                  int64_t since_us) {
-  return cluster.find_line("scheduler", since_us, {"worker " + worker + " ", "MUST_DIE"});
+  return cluster.find_line("scheduler", since_us, {": worker lost", " worker=" + worker + " "});
 }
 
 }  // namespace

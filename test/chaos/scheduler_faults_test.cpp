@@ -45,7 +45,7 @@ bool workers_registered(Scenario& s, int64_t since_us, std::chrono::milliseconds
     bool all = true;
     for (const auto& w : s.cluster().workers()) {
       all = all && s.cluster()
-                       .find_line(w.name, since_us, {"worker " + w.name + ": registered"})
+                       .find_line(w.name, since_us, {" " + w.name + ": registered with the scheduler"})
                        .has_value();
     }
     if (all) return true;

@@ -185,6 +185,11 @@ TEST_SUITE("integration.admin_shell") {
   TEST_CASE("in a terminal: Tab completes commands and workflow ids, and the history is kept") {
     if (std::system("command -v tmux >/dev/null 2>&1") != 0) FAIL("tmux is missing (tools/setup installs it)");
     ShellCluster c;
+    // A closed workflow has no actor: its id comes from the index.
+    const std::string done = c.cluster.dir.path() + "/done.json";
+    std::ofstream(done) << R"({"name": "done", "tasks": [{"name": "t", "handler": "noop"}]})";
+    auto finished = troupe::test::troupe_cli({"submit", done, "--id", "finished-7", "--wait", "--address", c.address()});
+    REQUIRE_MESSAGE(finished.code == 0, finished.output);
     c.submit_stuck("stuck-3");
     REQUIRE(troupe::test::eventually([&] { return contains(c.shell("actors workflow").output, "stuck-3"); }, 20s));
     const std::string home = c.cluster.dir.path();
@@ -212,6 +217,9 @@ TEST_SUITE("integration.admin_shell") {
     CHECK(troupe::test::eventually([&] { return contains(screen(), "troupe> diagnose stuck-3"); }, 10s));
     run(tmux + "send-keys -t " + session + " Enter");
     CHECK(troupe::test::eventually([&] { return contains(screen(), "stuck-3 RUNNING: task '"); }, 10s));
+    run(tmux + "send-keys -t " + session + " 'history fin' Tab");
+    CHECK_MESSAGE(troupe::test::eventually([&] { return contains(screen(), "troupe> history finished-7"); }, 10s), screen());
+    run(tmux + "send-keys -t " + session + " C-u");
     // Up brings the line back from the history; the history file keeps it for the next shell.
     run(tmux + "send-keys -t " + session + " Up");
     CHECK(troupe::test::eventually([&] {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 
 #include <editline/readline.h>
 
@@ -20,6 +21,9 @@ namespace {
 
 /// The session libedit's completion callbacks reach: libedit takes plain functions.
 ShellSession* completing = nullptr;
+
+/// How many of the index's newest workflows Tab offers (the index pages at most this many).
+constexpr uint32_t completed_workflows = 1000;
 std::vector<std::string> matches;
 
 char* next_match(const char*, int state) {
@@ -88,7 +92,26 @@ int shell_command(const Args& args) {
   if (!connected) return failed(connected.error());
   ShellSession session(std::move(*connected), connection_words(args), *json);
   if (auto command = args.get("command")) return session.run(*command, std::cout, std::cerr);
-  if (isatty(STDIN_FILENO)) return interactive(session);
+  if (isatty(STDIN_FILENO)) {
+    // Tab offers the newest workflows of the index too, over a client connection made at the
+    // first Tab that needs one.
+    auto gateway = std::make_shared<std::unique_ptr<client::GatewayClient>>();
+    session.complete_workflows_from([&args, gateway]() -> std::vector<std::string> {
+      if (!*gateway) {
+        auto connected_client = connect(args);
+        if (!connected_client) return {};
+        *gateway = std::move(*connected_client);
+      }
+      client::ListQuery newest;
+      newest.limit = completed_workflows;
+      auto page = (*gateway)->list(newest);
+      if (!page) return {};
+      std::vector<std::string> ids;
+      for (const auto& w : page->workflows) ids.push_back(w.workflow_id);
+      return ids;
+    });
+    return interactive(session);
+  }
   // Lines from a pipe or a file: each run in turn; the exit code is the first failure's.
   int first_failure = exit_ok;
   std::string line;

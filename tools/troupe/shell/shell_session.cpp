@@ -483,10 +483,13 @@ std::vector<std::string> ShellSession::complete(const std::vector<std::string>& 
     for (const char* k : {"drain", "undrain", "forgive"}) add(k);
   } else {
     // Ids come from the live actors: workflows (and their tasks and sessions for `actor`),
-    // workers, task lists.
+    // workers, task lists; and workflows from the index, which has those without an actor.
     const std::string kind = completes == "workflow" ? "workflow" : completes == "worker" ? "worker" : "";
     if (auto list = admin_->actors(kind, client::ActorSort::KIND, 0)) {
       for (const auto& a : list->actors) add(a.id);
+    }
+    if (completes == "workflow" && indexed_) {
+      for (const auto& id : indexed_()) add(id);
     }
   }
   return {candidates.begin(), candidates.end()};

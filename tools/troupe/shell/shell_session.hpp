@@ -5,6 +5,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ class ShellSession {
   /// The words the word being typed may become, given the words before it.
   std::vector<std::string> complete(const std::vector<std::string>& before, const std::string& prefix);
 
+  /// Where completion finds workflow ids beyond the live actors' (closed workflows, and open
+  /// ones passivated to their histories): the index, newest first. Unset: the live actors only.
+  void complete_workflows_from(std::function<std::vector<std::string>()> indexed) { indexed_ = std::move(indexed); }
+
   /// The shell's commands, the admin ones first.
   const std::vector<ShellCommand>& commands() const { return commands_; }
 
@@ -47,6 +52,7 @@ class ShellSession {
   bool quit_ = false;
   std::vector<ShellCommand> commands_;
   std::vector<CommandSpec> cli_;
+  std::function<std::vector<std::string>()> indexed_;
 };
 
 /// A line split into words: blanks separate them, "double" or 'single' quotes keep blanks
