@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "schema/duration.hpp"
+#include "schema/json_syntax.hpp"
 
 namespace troupe {
 
@@ -59,28 +60,6 @@ void append_number(std::string& out, Number n) {
   out.append(buffer, end);
 }
 
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 bool needs_quotes(std::string_view s) {
   if (s.empty()) return true;
   for (char c : s) {
@@ -95,7 +74,7 @@ void append_text_value(std::string& out, std::string_view s) {
     return;
   }
   // The same escapes as JSON's, so one reader serves both.
-  append_json_string(out, s);
+  out += json_quote(s);
 }
 
 void append_value(std::string& out, const LogField::Value& value, LogFormat format) {
@@ -103,7 +82,11 @@ void append_value(std::string& out, const LogField::Value& value, LogFormat form
       [&](const auto& v) {
         using V = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<V, std::string_view>) {
-          format == LogFormat::JSON ? append_json_string(out, v) : append_text_value(out, v);
+          if (format == LogFormat::JSON) {
+            out += json_quote(v);
+          } else {
+            append_text_value(out, v);
+          }
         } else if constexpr (std::is_same_v<V, bool>) {
           out += v ? "true" : "false";
         } else {
@@ -124,12 +107,12 @@ std::string format_log_line(const LogRecord& record, LogFormat format) {
     out += "\",\"level\":\"";
     out += log_level_name(record.level);
     out += "\",\"node\":";
-    append_json_string(out, record.node);
+    out += json_quote(record.node);
     out += ",\"msg\":";
-    append_json_string(out, record.message);
+    out += json_quote(record.message);
     for (const auto& field : record.fields) {
       out += ',';
-      append_json_string(out, field.key);
+      out += json_quote(field.key);
       out += ':';
       append_value(out, field.value, format);
     }
@@ -199,6 +182,17 @@ std::optional<std::string> read_quoted(std::string_view s, size_t& i) {
   return std::nullopt;
 }
 
+/// A field's value at `s[i]`: quoted (read_quoted), or bare up to the first of `ends` (trailing
+/// blanks dropped). Leaves `i` after it.
+std::optional<std::string> read_value(std::string_view s, size_t& i, std::string_view ends) {
+  if (i < s.size() && s[i] == '"') return read_quoted(s, i);
+  const size_t start = i;
+  while (i < s.size() && ends.find(s[i]) == std::string_view::npos) ++i;
+  std::string value(s.substr(start, i - start));
+  while (!value.empty() && value.back() == ' ') value.pop_back();
+  return value;
+}
+
 bool is_key(std::string_view k) {
   if (k.empty()) return false;
   for (char c : k) {
@@ -222,17 +216,9 @@ std::optional<ParsedLogLine> parse_json_line(std::string_view s) {
     if (i >= s.size() || s[i] != ':') return std::nullopt;
     ++i;
     skip_space();
-    std::string value;
-    if (i < s.size() && s[i] == '"') {
-      auto text = read_quoted(s, i);
-      if (!text) return std::nullopt;
-      value = std::move(*text);
-    } else {
-      const size_t start = i;
-      while (i < s.size() && s[i] != ',' && s[i] != '}') ++i;
-      value = std::string(s.substr(start, i - start));
-      while (!value.empty() && value.back() == ' ') value.pop_back();
-    }
+    auto read = read_value(s, i, ",}");
+    if (!read) return std::nullopt;
+    std::string value = std::move(*read);
     if (*key == "time") {
       line.time = std::move(value);
     } else if (*key == "level") {
@@ -285,17 +271,9 @@ std::optional<ParsedLogLine> parse_text_line(std::string_view s) {
     if (eq == std::string_view::npos) return std::nullopt;
     std::string key(s.substr(i, eq - i));
     i = eq + 1;
-    std::string value;
-    if (i < s.size() && s[i] == '"') {
-      auto text = read_quoted(s, i);
-      if (!text) return std::nullopt;
-      value = std::move(*text);
-    } else {
-      const size_t end = std::min(s.find(' ', i), s.size());
-      value = std::string(s.substr(i, end - i));
-      i = end;
-    }
-    line.fields.emplace_back(std::move(key), std::move(value));
+    auto value = read_value(s, i, " ");
+    if (!value) return std::nullopt;
+    line.fields.emplace_back(std::move(key), std::move(*value));
     while (i < s.size() && s[i] == ' ') ++i;
   }
   return line;

@@ -90,6 +90,24 @@ size_t count_lines(Cluster& cluster, const std::string& name, const std::string&
   return n;
 }
 
+/// A scheduler and worker-a, every node logging at `level`.
+ClusterSpec one_worker(const std::string& level) {
+  ClusterSpec spec;
+  spec.workers = {{"worker-a", {{"default", 1}}, std::nullopt}};
+  spec.log_level = level;
+  return spec;
+}
+
+/// Starts the cluster's scheduler (logging to its file) and worker-a, and runs workflow `id` of
+/// one shell task `t` to its success.
+void run_one(Cluster& cluster, const std::string& id) {
+  start_logging(cluster, "scheduler");
+  cluster.start("worker-a");
+  auto client = troupe::test::connect(cluster.port);
+  REQUIRE(client->start(id, workflow_of("one", shell_task("t", "true"))) == id);
+  CHECK(client->result(id, 30s) == "SUCCESS");
+}
+
 std::string address(const Cluster& cluster) { return "127.0.0.1:" + std::to_string(cluster.port); }
 
 }  // namespace
@@ -228,30 +246,16 @@ TEST_SUITE("integration.node_log") {
 
   TEST_CASE("log_level warn leaves workflows' starts and closes out but still says a node is ready; debug adds each task's steps") {
     SUBCASE("warn") {
-      ClusterSpec spec;
-      spec.workers = {{"worker-a", {{"default", 1}}, std::nullopt}};
-      spec.log_level = "warn";
-      Cluster cluster(spec);
-      start_logging(cluster, "scheduler");
-      cluster.start("worker-a");
-      auto client = troupe::test::connect(cluster.port);
-      REQUIRE(client->start("quiet-1", workflow_of("quiet", shell_task("t", "true"))) == "quiet-1");
-      CHECK(client->result("quiet-1", 30s) == "SUCCESS");
+      Cluster cluster(one_worker("warn"));
+      run_one(cluster, "quiet-1");
       REQUIRE(await_line(cluster, "scheduler", "ready"));
       CHECK(count_lines(cluster, "scheduler", "workflow started") == 0);
       CHECK(count_lines(cluster, "scheduler", "workflow closed") == 0);
       CHECK(count_lines(cluster, "scheduler", "worker registered") == 0);
     }
     SUBCASE("debug") {
-      ClusterSpec spec;
-      spec.workers = {{"worker-a", {{"default", 1}}, std::nullopt}};
-      spec.log_level = "debug";
-      Cluster cluster(spec);
-      start_logging(cluster, "scheduler");
-      cluster.start("worker-a");
-      auto client = troupe::test::connect(cluster.port);
-      REQUIRE(client->start("loud-1", workflow_of("loud", shell_task("t", "true"))) == "loud-1");
-      CHECK(client->result("loud-1", 30s) == "SUCCESS");
+      Cluster cluster(one_worker("debug"));
+      run_one(cluster, "loud-1");
       auto dispatched = await_line(cluster, "scheduler", "task state changed",
                                    {{"workflow", "loud-1"}, {"task", "t"}, {"event", "DISPATCHED"}});
       REQUIRE(dispatched);
