@@ -323,6 +323,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
       sources.system = &system;
       sources.directory = scheduler->directory;
       sources.dispatcher = scheduler->dispatcher;
+      sources.roster = scheduler->roster;
       sources.scheduler = wiring.meters;
       sources.store = store;
       sources.rpc = scheduler->rpc_meters;

@@ -18,6 +18,9 @@
 
 namespace troupe::actors {
 
+/// Every kind of actor the roster lists, in the order people read them.
+const std::vector<std::string>& actor_kinds();
+
 class ActorRoster {
  public:
   struct Entry {
@@ -38,6 +41,10 @@ class ActorRoster {
   std::optional<Entry> find(std::string_view id) const;
   /// How many live actors of each kind.
   std::map<std::string, uint64_t> counts() const;
+  /// At most `per_kind` live actors of each kind, kind after kind in alphabetical order: all of
+  /// a kind that has no more, else a uniform random sample drawn from `seed` (in one pass,
+  /// copying only what it keeps: actors wait for the roster to enter or leave it).
+  std::vector<Entry> sample(size_t per_kind, uint64_t seed) const;
 
  private:
   mutable std::mutex mutex_;

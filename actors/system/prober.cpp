@@ -4,6 +4,7 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/duration.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/sec.hpp>
 
@@ -46,7 +47,9 @@ void probe_actors(caf::actor_system& system, std::vector<ActorRoster::Entry> ent
         collection->one_less(self);
         continue;
       }
-      self->request<caf::message_priority::high>(handle, timeout, probe_atom::value)
+      // A caf::duration, not a std::chrono one: CAF 0.17's overload for the latter drops the
+      // priority, and the probe would wait behind the backlog it is to measure.
+      self->request<caf::message_priority::high>(handle, caf::duration{timeout}, probe_atom::value)
           .then(
               [self, collection, i](ProbeAnswer& answer) {
                 collection->actors[i].probe = std::move(answer);

@@ -25,12 +25,6 @@ constexpr size_t shown_events = 20;
 /// How far back `actor ID` looks for a task's or session's own events in its workflow's history.
 constexpr uint64_t event_window = 2000;
 
-const std::vector<std::string>& actor_kinds() {
-  static const std::vector<std::string> kinds = {"workflow", "task",       "session",   "worker",
-                                                 "matching", "directory", "dispatcher"};
-  return kinds;
-}
-
 uint32_t timer_count(const actors::ProbedActor& a) {
   return a.probe ? static_cast<uint32_t>(a.probe->timers.size()) : 0;
 }
@@ -106,9 +100,10 @@ class AdminServiceImpl final : public schema::AdminService::Server {
   kj::Promise<void> actors(ActorsContext context) override {
     auto params = context.getParams();
     const std::string kind = text(params.getKind());
-    if (!kind.empty() && std::find(actor_kinds().begin(), actor_kinds().end(), kind) == actor_kinds().end()) {
+    const auto& kinds = actors::actor_kinds();
+    if (!kind.empty() && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
       std::string known;
-      for (const auto& k : actor_kinds()) known += (known.empty() ? "" : ", ") + k;
+      for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
       set_error(context.getResults().initError(),
                 Error{Errc::INVALID_ARGUMENT, "no actor kind '" + kind + "'; the kinds are " + known});
       return kj::READY_NOW;

@@ -21,6 +21,7 @@
 #include "actors/meters.hpp"
 #include "actors/worker/health_machine.hpp"
 #include "actors/worker/worker_view.hpp"
+#include "runtime/metrics/actor_metrics.hpp"
 #include "runtime/scheduler_rpc.hpp"
 #include "storage/rocks_history_store.hpp"
 
@@ -191,6 +192,18 @@ std::shared_ptr<metrics::Registry> node_registry(const NodeMetricsSources& sourc
   }
   if (sources.system != nullptr && sources.dispatcher) {
     registry->add([sources](Scrape& s) { workers(s, sources); });
+  }
+  if (auto roster = sources.roster) {
+    registry->add([roster](Scrape& s) { count_actors(s, *roster); });
+    if (sources.system != nullptr) {
+      // The probe's answers are in within the time any collector may wait for an actor.
+      MailboxProbeOptions probe;
+      probe.deadline = ask_timeout - std::chrono::seconds(1);
+      probe.hand_over = std::chrono::milliseconds(500);
+      registry->add([roster, system = sources.system, probe](Scrape& s) {
+        largest_mailboxes(s, *system, *roster, probe);
+      });
+    }
   }
   if (auto st = sources.store) registry->add([st](Scrape& s) { store(s, *st); });
   if (auto m = sources.rpc) registry->add([m](Scrape& s) { rpc(s, *m); });

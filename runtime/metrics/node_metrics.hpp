@@ -6,6 +6,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/system/actor_roster.hpp"
 #include "actors/system/directory.hpp"
 #include "actors/system/dispatcher.hpp"
 #include "runtime/config/cluster_config.hpp"
@@ -32,6 +33,8 @@ struct NodeMetricsSources {
   caf::actor_system* system = nullptr;  ///< for the scrape's questions to the actors below
   actors::directory_actor directory;    ///< asked how many workflows are live and passivated
   actors::dispatcher_actor dispatcher;  ///< asked for every worker's health and status
+  /// counted by kind; its actors probed for their mailboxes
+  std::shared_ptr<actors::ActorRoster> roster;
   std::shared_ptr<actors::SchedulerMeters> scheduler;
   std::shared_ptr<storage::RocksHistoryStore> store;
   std::shared_ptr<RpcMeters> rpc;

@@ -143,6 +143,17 @@ TEST_SUITE("integration.metrics") {
     CHECK(sample(text, "troupe_workflows_live").has_value());
     CHECK(sample(text, "troupe_workflows_passivated") == 0);
     CHECK(sample(text, R"(troupe_node_info{node="scheduler",roles="scheduler"})") == 1);
+    // The scheduler's own actors: the worker's, its task list's, and the system's, each of a
+    // kind with a series, and a largest mailbox probed for each kind.
+    CHECK(sample(text, R"(troupe_actors{kind="worker"})") >= 1);
+    CHECK(sample(text, R"(troupe_actors{kind="matching"})") >= 1);
+    CHECK(sample(text, R"(troupe_actors{kind="dispatcher"})") == 1);
+    CHECK(sample(text, R"(troupe_actors{kind="directory"})") == 1);
+    CHECK(sample(text, R"(troupe_actors{kind="session"})") == 0);
+    for (const char* kind : {"workflow", "task", "session", "worker", "matching", "directory", "dispatcher"}) {
+      const std::string series = std::string(R"(troupe_actor_mailbox_largest{kind=")") + kind + "\"}";
+      CHECK_MESSAGE(sample(text, series) >= 0, series);
+    }
     CHECK(sample(text, "troupe_metrics_collector_failures") == 0);
     const auto scheduler_verdict = troupe::test::promtool_check(text);
     CHECK_MESSAGE(scheduler_verdict.exit_code == 0, "promtool check metrics: ", scheduler_verdict.output);
@@ -155,6 +166,7 @@ TEST_SUITE("integration.metrics") {
     CHECK(sample(worker_text, "troupe_worker_max_sessions") == 1);
     CHECK(sample(worker_text, R"(troupe_node_info{node="worker-a",roles="worker"})") == 1);
     CHECK_FALSE(sample(worker_text, "troupe_workflows_started_total"));  // the scheduler's, not a worker's
+    CHECK_FALSE(sample(worker_text, R"(troupe_actors{kind="worker"})"));
     const auto worker_verdict = troupe::test::promtool_check(worker_text);
     CHECK_MESSAGE(worker_verdict.exit_code == 0, "promtool check metrics: ", worker_verdict.output);
   }
@@ -179,6 +191,15 @@ TEST_SUITE("integration.metrics") {
                            sample(text, "troupe_worker_open_sessions") == 1;
                   }, 20s),
                   text);
+    // Meanwhile on the scheduler: the workflow's actor, its task's and its session's.
+    CHECK_MESSAGE(eventually([&] {
+                    text = scrape(scheduler);
+                    return sample(text, R"(troupe_actors{kind="workflow"})") == 1 &&
+                           sample(text, R"(troupe_actors{kind="task"})") == 1 &&
+                           sample(text, R"(troupe_actors{kind="session"})") == 1;
+                  }, 20s),
+                  text);
+    CHECK(sample(text, R"(troupe_actor_mailbox_largest{kind="session"})") >= 0);
     std::ofstream(gate).put('\n');
     REQUIRE(client->result("held-1", 30s) == "SUCCESS");
     CHECK_MESSAGE(eventually([&] {

@@ -2,7 +2,11 @@
 // probes; and the probes and roster it reads.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "actors/system/actor_roster.hpp"
 #include "actors/task/task_probe.hpp"
@@ -137,5 +141,31 @@ TEST_SUITE("actors.probes") {
     }
     CHECK(roster.entries().empty());
     CHECK_FALSE(roster.find("wf"));
+  }
+
+  TEST_CASE("a sample of the roster keeps at most so many actors of each kind, chosen anew by its seed") {
+    auto shared = std::make_shared<actors::ActorRoster>();
+    std::vector<std::unique_ptr<actors::RosterSeat>> seats;
+    auto seat = [&](std::string kind, std::string id) {
+      seats.push_back(std::make_unique<actors::RosterSeat>(shared, actors::ActorRoster::Entry{kind, id, 0, {}}));
+    };
+    for (int i = 0; i < 50; ++i) seat("task", "wf/t" + std::to_string(i));
+    for (int i = 0; i < 3; ++i) seat("worker", "w" + std::to_string(i));
+    auto ids = [&](uint64_t seed) {
+      std::map<std::string, std::set<std::string>> by_kind;
+      for (const auto& e : shared->sample(10, seed)) by_kind[e.kind].insert(e.id);
+      return by_kind;
+    };
+    const auto one = ids(1);
+    CHECK(one.at("task").size() == 10);
+    CHECK(one.at("worker").size() == 3);
+    CHECK(ids(1) == one);
+    std::set<std::string> seen;
+    for (uint64_t seed = 0; seed < 100; ++seed) {
+      const auto some = ids(seed);
+      seen.insert(some.at("task").begin(), some.at("task").end());
+    }
+    CHECK(seen.size() == 50);  // every task in some sample
+    CHECK(shared->sample(0, 1).empty());
   }
 }
