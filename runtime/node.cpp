@@ -116,13 +116,13 @@ uint32_t actor_threads(const NodeConfig& node) {
 }  // namespace
 
 int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
-  auto log = std::make_shared<NodeLog>(node.name, node.log_level, node.log_format);
   // Every thread started below inherits this mask, so SIGINT and SIGTERM reach only sigwait.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto log = std::make_shared<NodeLog>(node.name, node.log_level, node.log_format);
   auto stop = std::make_shared<StopSignal>();
   auto graceful = std::make_shared<GracefulShutdown>();
   std::thread signal_thread([signals, stop, graceful] {
@@ -405,6 +405,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
   processes.reset();
   // Before the store goes: a purge in progress finishes, queued requests are answered.
   scheduler->retention.reset();
+  log->flush();  // what the shutdown said, even if an actor's state still holds the log
   return code;
 }
 

@@ -1,12 +1,17 @@
 #include "schema/node_log.hpp"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <thread>
 
 #include "schema/duration.hpp"
 #include "schema/json_syntax.hpp"
@@ -89,6 +94,18 @@ void append_value(std::string& out, const LogField::Value& value, LogFormat form
           }
         } else if constexpr (std::is_same_v<V, bool>) {
           out += v ? "true" : "false";
+        } else if constexpr (std::is_same_v<V, double>) {
+          // JSON has no NaN or infinity: such a value is written as text.
+          if (std::isfinite(v)) {
+            append_number(out, v);
+          } else {
+            const std::string_view text = std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
+            if (format == LogFormat::JSON) {
+              out += json_quote(text);
+            } else {
+              out += text;
+            }
+          }
         } else {
           append_number(out, v);
         }
@@ -289,30 +306,89 @@ std::optional<ParsedLogLine> parse_log_line(std::string_view line) {
 
 // --- the log ---------------------------------------------------------------------------------
 
-struct NodeLog::Lock {
+/// The lines that wait, and the thread that writes them once `batch_for` has passed since the
+/// first of them. Appending takes `mutex` only; writing takes `writing` first, so a line is
+/// never held up by a slow write of earlier ones, and batches go out in order.
+struct NodeLog::Batch {
+  Sink sink;
+  std::chrono::milliseconds batch_for{0};
+  std::mutex writing;
   std::mutex mutex;
+  std::condition_variable wake;
+  std::string waiting;
+  bool stopping = false;
+  std::thread writer;
+
+  void write_waiting() {
+    std::lock_guard write_lock(writing);
+    std::string lines;
+    {
+      std::lock_guard lock(mutex);
+      lines.swap(waiting);
+    }
+    if (!lines.empty()) sink(lines);
+  }
+
+  void run() {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      wake.wait(lock, [&] { return stopping || !waiting.empty(); });
+      if (stopping) return;
+      // Let the batch gather; a stop cuts the wait short.
+      wake.wait_for(lock, batch_for, [&] { return stopping; });
+      lock.unlock();
+      write_waiting();
+      lock.lock();
+    }
+  }
 };
 
 namespace {
 
-void write_to_stderr(std::string_view line) {
-  while (!line.empty()) {
-    const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+/// What waits is written at once past this, whatever the level.
+constexpr size_t batch_bytes = 64 * 1024;
+
+void write_to_stderr(std::string_view lines) {
+  while (!lines.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, lines.data(), lines.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;  // nowhere to say it
-    line.remove_prefix(static_cast<size_t>(n));
+    lines.remove_prefix(static_cast<size_t>(n));
   }
 }
 
 }  // namespace
 
-NodeLog::NodeLog(std::string node, LogLevel level, LogFormat format)
-    : NodeLog(std::move(node), level, format, write_to_stderr) {}
+NodeLog::NodeLog(std::string node, LogLevel level, LogFormat format, std::chrono::milliseconds batch_for)
+    : NodeLog(std::move(node), level, format, write_to_stderr, batch_for) {}
 
-NodeLog::NodeLog(std::string node, LogLevel level, LogFormat format, Sink sink)
-    : node_(std::move(node)), level_(level), format_(format), sink_(std::move(sink)), lock_(std::make_unique<Lock>()) {}
+NodeLog::NodeLog(std::string node, LogLevel level, LogFormat format, Sink sink, std::chrono::milliseconds batch_for)
+    : node_(std::move(node)), level_(level), format_(format), batch_(std::make_unique<Batch>()) {
+  batch_->sink = std::move(sink);
+  batch_->batch_for = batch_for;
+  if (batch_for.count() > 0 && level_ != LogLevel::OFF) {
+    // The writer starts with every signal blocked: signals are for the node's own handling (a
+    // graceful shutdown on SIGTERM), and one delivered to the writer would take its default
+    // action and end the process.
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &before);
+    batch_->writer = std::thread([b = batch_.get()] { b->run(); });
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  }
+}
 
-NodeLog::~NodeLog() = default;
+NodeLog::~NodeLog() {
+  if (batch_->writer.joinable()) {
+    {
+      std::lock_guard lock(batch_->mutex);
+      batch_->stopping = true;
+    }
+    batch_->wake.notify_one();
+    batch_->writer.join();
+  }
+  batch_->write_waiting();
+}
 
 std::shared_ptr<NodeLog> NodeLog::none() {
   return std::make_shared<NodeLog>("", LogLevel::OFF, LogFormat::TEXT, [](std::string_view) {});
@@ -320,18 +396,30 @@ std::shared_ptr<NodeLog> NodeLog::none() {
 
 void NodeLog::write(LogLevel level, std::string_view message, std::span<const LogField> fields) const {
   if (!enabled(level) || level == LogLevel::OFF) return;
-  emit(level, message, fields);
+  emit(level, message, fields, level >= LogLevel::WARN);
 }
 
 void NodeLog::lifecycle(std::string_view message, LogFields fields) const {
   if (level_ == LogLevel::OFF) return;
-  emit(LogLevel::INFO, message, std::span<const LogField>(fields.begin(), fields.size()));
+  emit(LogLevel::INFO, message, std::span<const LogField>(fields.begin(), fields.size()), true);
 }
 
-void NodeLog::emit(LogLevel level, std::string_view message, std::span<const LogField> fields) const {
+void NodeLog::flush() const { batch_->write_waiting(); }
+
+void NodeLog::emit(LogLevel level, std::string_view message, std::span<const LogField> fields, bool at_once) const {
   const std::string line = format_log_line(LogRecord{wall_clock_us(), level, node_, message, fields}, format_);
-  std::lock_guard guard(lock_->mutex);
-  sink_(line);
+  bool first = false;
+  {
+    std::lock_guard lock(batch_->mutex);
+    first = batch_->waiting.empty();
+    batch_->waiting += line;
+    at_once = at_once || !batch_->writer.joinable() || batch_->waiting.size() >= batch_bytes;
+  }
+  if (at_once) {
+    batch_->write_waiting();
+  } else if (first) {
+    batch_->wake.notify_one();
+  }
 }
 
 }  // namespace troupe

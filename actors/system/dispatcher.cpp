@@ -1,6 +1,7 @@
 // The dispatcher: routing by task list and by shard, and worker registration.
 #include "actors/system/dispatcher.hpp"
 
+#include <map>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -31,6 +32,8 @@ struct DispatcherState {
   /// Every shard registered since this scheduler started: one registering again without a live
   /// instance had an earlier one that died or was replaced, so it is told to start clean.
   std::set<std::string> known_shards;
+  /// The instance last refused each shard: it retries every heartbeat, and is logged once.
+  std::map<std::string, std::string> refused_instances;
   /// Invocations revived tasks want back, by the shard that ran them, until it registers.
   std::map<std::string, std::vector<std::pair<Invocation, task_port>>> adoptions;
   caf::actor_clock::time_point recovery_ends;
@@ -858,10 +861,12 @@ dispatcher_actor::behavior_type dispatcher(Self self, DispatcherOptions options)
                   const bool replaceable = state == HealthState::MUST_DIE || state == HealthState::STOPPING ||
                                            (state == HealthState::UNHEALTHY && s.options.replace_unhealthy);
                   if (!replaceable) {
-                    log_or_none(s.options.log)
-                        .warn("worker registration refused: its shard is held by a live instance",
-                              {{"worker", info.shard_id}, {"host", info.hostname}, {"pid", info.pid},
-                               {"held_by", instance}, {"health", health_name(health)}});
+                    if (std::exchange(s.refused_instances[info.shard_id], info.instance_id) != info.instance_id) {
+                      log_or_none(s.options.log)
+                          .warn("worker registration refused: its shard is held by a live instance",
+                                {{"worker", info.shard_id}, {"host", info.hostname}, {"pid", info.pid},
+                                 {"held_by", instance}, {"health", health_name(health)}});
+                    }
                     shared_reply->deliver(fail(
                         Errc::ALREADY_EXISTS,
                         "shard '" + info.shard_id + "' is held by another live worker instance (" +

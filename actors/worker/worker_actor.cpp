@@ -216,20 +216,14 @@ void handle(Self self, HealthEvent event) {
                                              {"pid", st.setup.info.pid}});
           break;
         }
-        if (!st.given.empty() && event != HealthEvent::REPLACED) {
-          log_of(st).warn("worker lost: its invocations fail over when its lease runs out, unless it reports first",
-                          {{"worker", st.setup.info.shard_id},
-                           {"host", st.setup.info.hostname},
-                           {"pid", st.setup.info.pid},
-                           {"event", HealthMachineTraits::name(event)},
-                           {"invocations", st.given.size()},
-                           {"lease", format_duration(st.setup.timeouts.lease)}});
-        } else {
-          log_of(st).warn("worker lost", {{"worker", st.setup.info.shard_id},
-                                          {"host", st.setup.info.hostname},
-                                          {"pid", st.setup.info.pid},
-                                          {"event", HealthMachineTraits::name(event)}});
-        }
+        // What it was given fails over once its lease runs out, unless it reports first (a
+        // replaced instance's goes at once).
+        log_of(st).warn("worker lost", {{"worker", st.setup.info.shard_id},
+                                        {"host", st.setup.info.hostname},
+                                        {"pid", st.setup.info.pid},
+                                        {"event", HealthMachineTraits::name(event)},
+                                        {"invocations", st.given.size()},
+                                        {"lease", format_duration(st.setup.timeouts.lease)}});
         break;
     }
   }
@@ -477,6 +471,8 @@ worker_actor::behavior_type worker(Self self, WorkerSetup setup) {
     st.seat = RosterSeat(st.setup.roster, {"worker", st.setup.info.shard_id, wall_clock_us(), self->address()});
   }
   load_standing(self);
+  // A drained or quarantined shard comes back so: its first change is from that status.
+  st.logged_status = status_of(self);
   record_status(self);
   // The registration counts as the first heartbeat; NEW asks for the running tasks.
   handle(self, HealthEvent::HEARTBEAT);

@@ -76,8 +76,8 @@ struct WorkerActorState {
   bool said_stopped = false;
   /// The status last written to the record, so that it is written when it changes.
   std::string recorded_status;
-  /// The status the node's log last said it has (a registration logs it as STARTED).
-  std::string logged_status = "STARTED";
+  /// The status the node's log last said it has (at start, the one its record gives it).
+  std::string logged_status;
   /// A new instance holds the shard now: its actor keeps the record, not this one.
   bool replaced = false;
   std::deque<RecentInvocation> recent;  ///< newest last

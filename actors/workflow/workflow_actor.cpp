@@ -317,12 +317,15 @@ bool decide(Self self, Batch& batch, WorkflowEvent event, const std::function<vo
     // terminal state is written by CLOSE).
     batch.events.has_record = true;
     batch.events.record = open_record(st.model);
-    // A start, a rerun and a close have lines of their own, once durable.
-    if (event != WorkflowEvent::START && event != WorkflowEvent::RERUN) {
-      log_of(st).info("workflow state changed", {{"workflow", st.model.id},
-                                                 {"from", WorkflowMachineTraits::name(before)},
-                                                 {"to", WorkflowMachineTraits::name(st.model.state)},
-                                                 {"event", WorkflowMachineTraits::name(event)}});
+    // A start, a rerun and a close have lines of their own, once durable; a scheduler's
+    // restart has one for every workflow it revived, so each revival is a debug line.
+    const bool revival = event == WorkflowEvent::FAILOVER || before == WorkflowState::FAILOVER;
+    if (revival || (event != WorkflowEvent::START && event != WorkflowEvent::RERUN)) {
+      log_of(st).write(revival ? LogLevel::DEBUG : LogLevel::INFO, "workflow state changed",
+                       {{"workflow", st.model.id},
+                        {"from", WorkflowMachineTraits::name(before)},
+                        {"to", WorkflowMachineTraits::name(st.model.state)},
+                        {"event", WorkflowMachineTraits::name(event)}});
     }
   }
   for (WorkflowAction action : t->actions) {

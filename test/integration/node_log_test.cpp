@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test/support/cli.hpp"
@@ -30,11 +31,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Starts node `name` of the cluster with its stderr appended to `dir/NAME.log` (a file, so a
-/// busy node never waits for the test to read a pipe).
-void start_logging(Cluster& cluster, const std::string& name) {
-  const std::string log = cluster.dir / (name + ".log");
-  cluster.nodes[name] = std::make_unique<ChildProcess>(
+/// Starts node `name` of the cluster with its stderr appended to `dir/AS.log` (a file, so a
+/// busy node never waits for the test to read a pipe), as cluster.nodes[AS]; `as` is `name`
+/// unless a second process of the node is wanted.
+void start_logging(Cluster& cluster, const std::string& name, std::string as = "") {
+  if (as.empty()) as = name;
+  const std::string log = cluster.dir / (as + ".log");
+  cluster.nodes[as] = std::make_unique<ChildProcess>(
       std::vector<std::string>{"/bin/sh", "-c", "exec \"$0\" --config \"$1\" --node \"$2\" 2>>\"$3\"",
                                troupe::test::node_binary(), cluster.config, name, log});
 }
@@ -204,6 +207,19 @@ TEST_SUITE("integration.node_log") {
     CHECK(await_line(cluster, "scheduler", "worker registered", {{"worker", "worker-b"}}));
     CHECK(await_line(cluster, "scheduler", "workflow closed", {{"workflow", "moved-1"}, {"state", "SUCCESS"}}));
 
+    // A second process with worker-b's name is refused while worker-b lives; it retries every
+    // heartbeat (200 ms here), and the scheduler says so once.
+    start_logging(cluster, "worker-b", "impostor");
+    REQUIRE(await_line(cluster, "scheduler", "worker registration refused: its shard is held by a live instance",
+                       {{"worker", "worker-b"}}));
+    const auto window = std::chrono::steady_clock::now() + 2s;  // ten retries
+    while (std::chrono::steady_clock::now() < window) {
+      REQUIRE(count_lines(cluster, "scheduler", "worker registration refused: its shard is held by a live instance") == 1);
+      std::this_thread::sleep_for(100ms);
+    }
+    cluster.nodes["impostor"]->kill(SIGKILL);
+    cluster.nodes["impostor"]->wait();
+
     // Every line of every node is one JSON object.
     for (const std::string node : {"scheduler", "worker-b"}) {
       std::string raw;
@@ -239,6 +255,9 @@ TEST_SUITE("integration.node_log") {
     CHECK(resumed->field("workflows") == "2");
     CHECK(resumed->field("duration_ms"));
     CHECK(count_lines(cluster, "scheduler", "ready") == 2);
+    // Each revival is a debug line: a restart with many open workflows is one line, not many.
+    CHECK(count_lines(cluster, "scheduler", "workflow state changed", {{"to", "FAILOVER"}}) == 0);
+    CHECK(count_lines(cluster, "scheduler", "workflow state changed", {{"from", "FAILOVER"}}) == 0);
     std::ofstream(gate).put('\n');
     client = troupe::test::connect(cluster.port);
     CHECK(client->result("open-1", 30s) == "SUCCESS");

@@ -68,11 +68,19 @@ caf::behavior probed_actor(caf::event_based_actor* self, std::shared_ptr<std::at
   };
 }
 
+/// Promises that are never kept, shared by the silent actors of a test (on several threads).
+struct Unanswered {
+  std::mutex mutex;
+  std::vector<caf::response_promise> promises;
+};
+
 /// Takes a probe and never answers it, as an actor stuck in one step would not.
-caf::behavior silent_actor(caf::event_based_actor* self, std::shared_ptr<std::vector<caf::response_promise>> kept) {
+caf::behavior silent_actor(caf::event_based_actor* self, std::shared_ptr<Unanswered> kept) {
   return {[=](actors::probe_atom) {
-    kept->push_back(self->make_response_promise());
-    return kept->back();
+    auto promise = self->make_response_promise();
+    std::lock_guard lock(kept->mutex);
+    kept->promises.push_back(promise);
+    return promise;
   }};
 }
 
@@ -82,7 +90,7 @@ struct Actors {
   caf::actor_system system{quiet(cfg)};
   std::shared_ptr<actors::ActorRoster> roster = std::make_shared<actors::ActorRoster>();
   std::shared_ptr<std::atomic<int>> probes = std::make_shared<std::atomic<int>>(0);
-  std::shared_ptr<std::vector<caf::response_promise>> kept = std::make_shared<std::vector<caf::response_promise>>();
+  std::shared_ptr<Unanswered> kept = std::make_shared<Unanswered>();
   std::vector<caf::actor> spawned;
   std::vector<std::unique_ptr<actors::RosterSeat>> seats;
 

@@ -2,7 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <string>
+#include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -82,8 +88,16 @@ TEST_SUITE("schema.node_log") {
   }
 
   TEST_CASE("a log writes the lines at its level and above, whole, from many threads") {
+    // A write may carry several lines (those of other threads that waited meanwhile).
     std::vector<std::string> lines;
-    NodeLog log("worker-a", LogLevel::INFO, LogFormat::TEXT, [&](std::string_view l) { lines.emplace_back(l); });
+    NodeLog log("worker-a", LogLevel::INFO, LogFormat::TEXT, [&](std::string_view written) {
+      while (!written.empty()) {
+        const size_t end = written.find('\n');
+        REQUIRE(end != std::string_view::npos);  // whole lines only
+        lines.emplace_back(written.substr(0, end + 1));
+        written.remove_prefix(end + 1);
+      }
+    });
     log.debug("not this");
     CHECK(lines.empty());
     CHECK_FALSE(log.enabled(LogLevel::DEBUG));
@@ -95,11 +109,14 @@ TEST_SUITE("schema.node_log") {
     }
     for (auto& thread : threads) thread.join();
     REQUIRE(lines.size() == 400);
+    std::vector<int> next(4, 0);  // each thread's lines in the order it logged them
     for (const auto& l : lines) {
       auto parsed = parse_log_line(l);
       REQUIRE(parsed);
       CHECK(parsed->level == "WARN");
       CHECK(parsed->node == "worker-a");
+      const int t = std::stoi(parsed->field("thread").value_or("0"));
+      CHECK(parsed->field("i") == std::to_string(next[static_cast<size_t>(t)]++));
     }
   }
 
@@ -111,6 +128,81 @@ TEST_SUITE("schema.node_log") {
     REQUIRE(lines.size() == 1);
     CHECK(parse_log_line(lines[0])->message == "ready");
     CHECK(parse_log_line(lines[0])->level == "INFO");
+  }
+
+  TEST_CASE("INFO lines wait for their batch; a WARN line goes at once, with what waited before it, in order") {
+    std::mutex mutex;
+    std::vector<std::string> writes;
+    auto written = [&] {
+      std::lock_guard lock(mutex);
+      return writes;
+    };
+    {
+      // A batch longer than any test: only a WARN line, or the end of the log, writes.
+      NodeLog log("scheduler-1", LogLevel::INFO, LogFormat::TEXT,
+                  [&](std::string_view lines) {
+                    std::lock_guard lock(mutex);
+                    writes.emplace_back(lines);
+                  },
+                  std::chrono::hours(1));
+      log.info("workflow started", {{"workflow", "a"}});
+      log.info("workflow closed", {{"workflow", "a"}});
+      CHECK(written().empty());
+      log.warn("worker lost", {{"worker", "w1"}});
+      REQUIRE(written().size() == 1);  // one write for the three
+      const std::string batch = written()[0];
+      CHECK(batch.find("workflow started") < batch.find("workflow closed"));
+      CHECK(batch.find("workflow closed") < batch.find("worker lost"));
+      log.info("workflow started", {{"workflow", "b"}});
+      CHECK(written().size() == 1);
+    }
+    // The log's end wrote what waited.
+    REQUIRE(written().size() == 2);
+    CHECK(parse_log_line(written()[1])->field("workflow") == "b");
+  }
+
+  TEST_CASE("a batch is written once its time has passed, without anything else logged") {
+    std::mutex mutex;
+    std::string out;
+    NodeLog log("scheduler-1", LogLevel::INFO, LogFormat::TEXT,
+                [&](std::string_view lines) {
+                  std::lock_guard lock(mutex);
+                  out += lines;
+                },
+                std::chrono::milliseconds(20));
+    log.info("workflow started", {{"workflow", "a"}});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool seen = false;
+    while (!seen && std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard lock(mutex);
+        seen = out.find("workflow=a") != std::string::npos;
+      }
+      if (!seen) std::this_thread::yield();
+    }
+    CHECK(seen);
+  }
+
+  TEST_CASE("the thread that writes batches takes no signal: the node's own handling does") {
+    // SIGUSR1 blocked here and in every thread but the log's writer would end the process if
+    // the writer took it; blocked there too, it stays pending for sigtimedwait.
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigset_t before;
+    pthread_sigmask(SIG_BLOCK, &usr1, &before);
+    {
+      sigset_t none;
+      sigemptyset(&none);
+      pthread_sigmask(SIG_SETMASK, &none, nullptr);  // the writer starts with nothing blocked
+      NodeLog log("worker-a", LogLevel::INFO, LogFormat::TEXT, [](std::string_view) {}, std::chrono::milliseconds(5));
+      pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+      log.info("workflow started");
+      ::kill(::getpid(), SIGUSR1);
+      const timespec wait{5, 0};
+      CHECK(sigtimedwait(&usr1, nullptr, &wait) == SIGUSR1);
+    }
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
 
   TEST_CASE("the log of nothing writes nothing") {
