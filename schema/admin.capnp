@@ -45,6 +45,11 @@ interface AdminService {
 
   store @5 () -> (store :StoreSummary, error :Common.Error);
   # The history store: its sizes, memtables, compactions, write stalls and group commit.
+
+  ids @6 (kind :Text, prefix :Text, limit :UInt32) -> (ids :List(Text), error :Common.Error);
+  # The ids of live actors of `kind` (empty: every kind) that start with `prefix`, sorted, at
+  # most `limit` (0: 1000), without probing them: cheap enough for each Tab of a shell.
+  # invalidArgument for an unknown kind.
 }
 
 enum ActorSort {

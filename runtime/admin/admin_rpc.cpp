@@ -1,6 +1,8 @@
 #include "runtime/admin/admin_rpc.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <chrono>
 
 #include <caf/actor_system.hpp>
@@ -100,12 +102,8 @@ class AdminServiceImpl final : public schema::AdminService::Server {
   kj::Promise<void> actors(ActorsContext context) override {
     auto params = context.getParams();
     const std::string kind = text(params.getKind());
-    const auto& kinds = actors::actor_kinds();
-    if (!kind.empty() && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
-      std::string known;
-      for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
-      set_error(context.getResults().initError(),
-                Error{Errc::INVALID_ARGUMENT, "no actor kind '" + kind + "'; the kinds are " + known});
+    if (auto unknown = unknown_kind(kind)) {
+      set_error(context.getResults().initError(), *unknown);
       return kj::READY_NOW;
     }
     auto entries = roster().entries(kind);
@@ -317,7 +315,35 @@ class AdminServiceImpl final : public schema::AdminService::Server {
     return kj::READY_NOW;
   }
 
+  kj::Promise<void> ids(IdsContext context) override {
+    auto params = context.getParams();
+    const std::string kind = text(params.getKind());
+    if (auto unknown = unknown_kind(kind)) {
+      set_error(context.getResults().initError(), *unknown);
+      return kj::READY_NOW;
+    }
+    const std::string prefix = text(params.getPrefix());
+    const uint32_t limit = params.getLimit() ? params.getLimit() : default_limit;
+    std::set<std::string> ids;
+    for (const auto& entry : roster().entries(kind)) {
+      if (entry.id.compare(0, prefix.size(), prefix) == 0) ids.insert(entry.id);
+    }
+    auto out = context.getResults().initIds(static_cast<unsigned>(std::min<size_t>(ids.size(), limit)));
+    unsigned i = 0;
+    for (auto it = ids.begin(); i < out.size(); ++it, ++i) out.set(i, *it);
+    return kj::READY_NOW;
+  }
+
  private:
+  /// INVALID_ARGUMENT, naming the kinds, unless `kind` is one (or empty: every kind).
+  static std::optional<Error> unknown_kind(const std::string& kind) {
+    const auto& kinds = actors::actor_kinds();
+    if (kind.empty() || std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return std::nullopt;
+    std::string known;
+    for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
+    return Error{Errc::INVALID_ARGUMENT, "no actor kind '" + kind + "'; the kinds are " + known};
+  }
+
   actors::ActorRoster& roster() {
     static actors::ActorRoster empty;
     return services_->roster ? *services_->roster : empty;

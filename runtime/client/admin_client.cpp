@@ -104,6 +104,18 @@ Result<ActorList> AdminClient::actors(const std::string& kind, ActorSort sort, u
   });
 }
 
+Result<std::vector<std::string>> AdminClient::ids(const std::string& kind, const std::string& prefix, uint32_t limit) {
+  auto request = impl_->service.idsRequest();
+  request.setKind(kind);
+  request.setPrefix(prefix);
+  request.setLimit(limit);
+  return impl_->call<std::vector<std::string>>(kj::mv(request), [](auto& r) {
+    std::vector<std::string> out;
+    for (auto id : r.getIds()) out.push_back(text(id));
+    return out;
+  });
+}
+
 Result<ActorDetail> AdminClient::actor(const std::string& id) {
   auto request = impl_->service.actorRequest();
   request.setId(id);

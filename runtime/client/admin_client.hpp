@@ -96,6 +96,9 @@ class AdminClient {
 
   /// The live actors of `kind` (empty: all), probed now. INVALID_ARGUMENT for an unknown kind.
   Result<ActorList> actors(const std::string& kind, ActorSort sort, uint32_t limit);
+  /// The sorted ids of live actors of `kind` (empty: any) starting with `prefix`, at most
+  /// `limit` (0: 1000), none probed. INVALID_ARGUMENT for an unknown kind.
+  Result<std::vector<std::string>> ids(const std::string& kind, const std::string& prefix, uint32_t limit);
   /// One live actor by id. NOT_FOUND when none has it.
   Result<ActorDetail> actor(const std::string& id);
   /// Why a workflow is not moving. NOT_FOUND for an unknown id.

@@ -484,9 +484,10 @@ std::vector<std::string> ShellSession::complete(const std::vector<std::string>& 
   } else {
     // Ids come from the live actors: workflows (and their tasks and sessions for `actor`),
     // workers, task lists; and workflows from the index, which has those without an actor.
+    // The roster's ids, unprobed: a Tab costs the scheduler no message to any actor.
     const std::string kind = completes == "workflow" ? "workflow" : completes == "worker" ? "worker" : "";
-    if (auto list = admin_->actors(kind, client::ActorSort::KIND, 0)) {
-      for (const auto& a : list->actors) add(a.id);
+    if (auto ids = admin_->ids(kind, prefix, 0)) {
+      for (const auto& id : *ids) add(id);
     }
     if (completes == "workflow" && indexed_) {
       for (const auto& id : indexed_()) add(id);
