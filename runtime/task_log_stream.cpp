@@ -179,11 +179,44 @@ class TaskLogStream {
     return next_piece();
   }
 
+  /// The current piece is over. Following the last run known of an attempt that is not over,
+  /// the attempt may go on elsewhere (a lost or drained worker's attempt runs again under the
+  /// same attempt): its next run is waited for, and followed. Otherwise the next piece.
+  kj::Promise<Result<void>> piece_done() {
+    if (!request_.follow || piece_index_ + 1 < pieces_.size()) return skip_piece();
+    return follow_attempt(/*unread=*/false);
+  }
+
+  /// Following: waits, re-reading the history, until the attempt runs again (its next piece
+  /// is followed) or is over. Meanwhile the current piece is read again if it may have more
+  /// (`unread`: its worker went away before its end was read; or it has not ended).
+  kj::Promise<Result<void>> follow_attempt(bool unread) {
+    return refresh().then([this, unread](Result<void> refreshed) -> kj::Promise<Result<void>> {
+      if (!refreshed) return refreshed;
+      const std::string& task = tasks_[task_index_];
+      auto pieces = runs_.runs_of_attempt(task, attempt_);
+      const bool runs_again = pieces.size() > pieces_.size();
+      pieces_ = std::move(pieces);  // the history only grows: the known runs come first, newer
+      if (runs_again) return skip_piece();
+      if (!attempt_may_go_on(task)) return unread ? not_connected() : skip_piece();
+      return timer_.afterDelay(start_poll).then([this, unread] {
+        return unread || !piece().ended ? read_piece() : follow_attempt(false);
+      });
+    });
+  }
+
+  /// Whether attempt_ of `task` may run again: its workflow is open, the task is not over and
+  /// has not moved on to a later attempt.
+  bool attempt_may_go_on(const std::string& task) const {
+    const TaskStatus* status = status_of(task);
+    return may_start(task) && status->attempt == attempt_;
+  }
+
   const TaskRun& piece() const { return pieces_[piece_index_]; }
 
   kj::Promise<Result<void>> read_piece() {
     auto worker = ports_.worker(piece().worker);
-    if (!worker) return not_connected();
+    if (!worker) return request_.follow ? follow_attempt(/*unread=*/true) : not_connected();
     auto request = worker->readLogRequest();
     request.setInvocationId(piece().invocation_id);
     request.setStream(schema::LogStream::COMBINED);
@@ -197,7 +230,7 @@ class TaskLogStream {
                                                               "' runs an older troupe, which cannot send logs; " +
                                                               where(piece(), "")));
           }
-          return not_connected();
+          return request_.follow ? follow_attempt(/*unread=*/true) : not_connected();
         });
   }
 
@@ -208,7 +241,7 @@ class TaskLogStream {
         // The worker does not hold it: not there yet (runTask on its way), or it ran and its log
         // is gone. Only the first is worth waiting for, and only the last piece of an attempt
         // could be it.
-        if (!piece().ended && request_.follow) return poll_again(0);
+        if (!piece().ended && request_.follow) return follow_attempt(/*unread=*/false);
         if (!piece().ended) return push({}, false, /*then_done=*/true);
         if (pieces_.size() > 1) return skip_piece();
       }
@@ -220,7 +253,7 @@ class TaskLogStream {
     // Not following, a log still growing ends where it was when read.
     const bool done = complete || (!request_.follow && data.size() < chunk_bytes && offset_ >= response.getSize());
     if (!first_ && data.size() == 0 && !complete) {
-      if (done) return skip_piece();
+      if (done) return piece_done();
       return poll_again(0);
     }
     return push(std::string(reinterpret_cast<const char*>(data.begin()), data.size()), complete, done);
@@ -244,7 +277,7 @@ class TaskLogStream {
     const size_t got = data.size();
     return request.send().then([this, then_done, got](capnp::Response<schema::LogSink::WriteResults>&& response) {
       if (response.getStop()) return kj::Promise<Result<void>>(Result<void>(ok()));  // the client has enough
-      if (then_done) return skip_piece();
+      if (then_done) return piece_done();
       if (got == chunk_bytes) return read_piece();  // more is there already
       return poll_again(got);
     });

@@ -4,6 +4,7 @@
 // The troupe CLI ($TROUPE_CLI) against a real scheduler and worker.
 #include <doctest/doctest.h>
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -171,6 +172,40 @@ TEST_SUITE("integration.cli_logs") {
     auto ended = c.cli({"logs", "follow", "talk", "--follow"});
     CHECK(ended.code == 0);
     CHECK(ended.output == after.output);
+  }
+
+  TEST_CASE("logs --follow follows an attempt that its worker's shutdown moved to another worker, to its end") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {{"worker-a", {{"default", 1}}, std::nullopt}, {"worker-b", {{"default", 1}}, std::nullopt}};
+    spec.shutdown_grace = "300ms";
+    Cluster cluster(spec);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    troupe::test::connect(cluster.port);
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+    const std::string d = cluster.dir.path();
+    // The first run says so and waits to be interrupted; the same attempt run again ends.
+    const std::string path = d + "/moving.json";
+    std::ofstream(path) << troupe::test::workflow_of(
+        "moving", shell_task("job", "if [ -e " + d + "/ran ]; then echo second part; exit 0; fi; touch " + d +
+                                        "/ran; echo first part; exec sleep 60"));
+    REQUIRE(troupe::test::troupe_cli({"submit", path, "--id", "moving", "--address", address}).code == 0);
+    ChildProcess follow({"/bin/sh", "-c",
+                         "exec '" + troupe::test::cli_binary() + "' logs moving job --follow --address " + address +
+                             " 2>&1"});
+    auto first = follow.read_line(30s);
+    REQUIRE(first);
+    CHECK(*first == "first part");
+    cluster.nodes["worker-a"]->kill(SIGTERM);  // its grace runs out: the attempt is interrupted
+    cluster.nodes["worker-a"]->wait();
+    cluster.start("worker-b");
+    const std::string rest = troupe::test::read_output(follow, 30s);
+    // The second run's part after a header of its own (a blank line parts it from the first).
+    CHECK_MESSAGE(rest == "\n==> job (attempt 1, worker worker-b) <==\nsecond part\n", rest);
+    REQUIRE(troupe::test::eventually([&] { return !troupe::test::still_running(follow); }, 30s));
+    const int status = follow.wait();
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
   }
 
   TEST_CASE("logs of a failed attempt, by attempt number; refusals say why and exit 2") {
