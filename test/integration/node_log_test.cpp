@@ -93,10 +93,10 @@ size_t count_lines(Cluster& cluster, const std::string& name, const std::string&
   return n;
 }
 
-/// A scheduler and worker-a, every node logging at `level`.
-ClusterSpec one_worker(const std::string& level) {
+/// A scheduler and worker-a (2 slots), every node logging at `level` (empty: the default).
+ClusterSpec one_worker(const std::string& level = "") {
   ClusterSpec spec;
-  spec.workers = {{"worker-a", {{"default", 1}}, std::nullopt}};
+  spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
   spec.log_level = level;
   return spec;
 }
@@ -117,9 +117,7 @@ std::string address(const Cluster& cluster) { return "127.0.0.1:" + std::to_stri
 
 TEST_SUITE("integration.node_log") {
   TEST_CASE("the scheduler logs each workflow's start and close with its id, definition, state and duration, and a pause") {
-    ClusterSpec spec;
-    spec.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
-    Cluster cluster(spec);
+    Cluster cluster(one_worker());
     start_logging(cluster, "scheduler");
     cluster.start("worker-a");
     auto client = troupe::test::connect(cluster.port);
@@ -233,9 +231,7 @@ TEST_SUITE("integration.node_log") {
   }
 
   TEST_CASE("a scheduler started again logs how many open workflows it resumed, and why it stopped") {
-    ClusterSpec spec;
-    spec.workers = {{"worker-a", {{"default", 1}}, std::nullopt}};
-    Cluster cluster(spec);
+    Cluster cluster(one_worker());
     start_logging(cluster, "scheduler");
     cluster.start("worker-a");
     auto client = troupe::test::connect(cluster.port);
