@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "actors/system/actor_roster.hpp"
 #include "schema/duration.hpp"
 #include "tools/troupe/command_line.hpp"
 #include "tools/troupe/exit_codes.hpp"
@@ -478,7 +479,7 @@ std::vector<std::string> ShellSession::complete(const std::vector<std::string>& 
   if (completes == "command") {
     for (const auto& c : commands_) add(c.name);
   } else if (completes == "kind") {
-    for (const char* k : {"workflow", "task", "session", "worker", "matching", "directory", "dispatcher"}) add(k);
+    for (const auto& k : actors::actor_kinds()) add(k);
   } else if (completes == "worker" && before[0] == "worker" && before.size() == 1) {
     for (const char* k : {"drain", "undrain", "forgive"}) add(k);
   } else {
