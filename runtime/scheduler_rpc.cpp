@@ -905,6 +905,15 @@ class ClientServiceImpl final : public schema::ClientService::Server {
 
   kj::Promise<void> control(ControlContext context) override {
     auto params = context.getParams();
+    // An enumerant this build does not know (a newer client's, or a hostile one's) is refused
+    // here, before it can be taken for another action.
+    const auto raw_action = static_cast<uint16_t>(params.getAction());
+    if (raw_action > static_cast<uint16_t>(schema::ControlAction::KILL)) {
+      set_error(context.getResults().initError(),
+                Error{Errc::INVALID_ARGUMENT, "unknown control action " + std::to_string(raw_action) +
+                                                  " (expected pause, resume, stop or kill)"});
+      return kj::READY_NOW;
+    }
     auto b = bridge<std::string>();
     caf::anon_send(services_->client_bridge, actors::control_atom::value, text(params.getWorkflowId()),
                    static_cast<uint8_t>(params.getAction()), Reply<std::string>{b.resolve});

@@ -150,6 +150,28 @@ TEST_SUITE("integration.user_errors") {
     CHECK(result->state == "SUCCESS");
   }
 
+  TEST_CASE("a control action the schema does not define is refused, and the workflow carries on") {
+    Cluster cluster(Running::one_worker());
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+    auto raw = troupe::test::connect(cluster.port);
+    REQUIRE(raw->start("held-1", R"({"name": "held", "tasks": [{"name": "wait", "shell": {"command": ["sleep", "30"]}}]})") ==
+            "held-1");
+    auto control = raw->service.controlRequest();
+    control.setWorkflowId("held-1");
+    control.setAction(static_cast<troupe::schema::ControlAction>(4));  // what a newer or hostile client may send
+    auto answer = control.send().wait(raw->rpc.getWaitScope());
+    REQUIRE(answer.hasError());
+    CHECK(answer.getError().getCode() == troupe::schema::ErrorCode::INVALID_ARGUMENT);
+    CHECK_MESSAGE(contains(answer.getError().getMessage().cStr(),
+                           "unknown control action 4 (expected pause, resume, stop or kill)"),
+                  answer.getError().getMessage().cStr());
+    auto status = troupe_cli({"status", "held-1", "--json", "--address", address});
+    CHECK_MESSAGE(contains(status.output, R"({"workflowId":"held-1","state":"RUNNING")"), status.output);
+    CHECK(troupe_cli({"kill", "held-1", "--address", address}).code == 0);
+  }
+
   TEST_CASE("a definition file with a syntax error is refused with the error's line and column") {
     Running running;
     const std::string path = running.file("broken.json", "{\"name\": \"broken\",\n  \"tasks\": [\n"
