@@ -541,6 +541,7 @@ std::optional<WorkflowSpec> build_spec(schema::WorkflowDefinition::Reader def,
     b.problem(index_path("$.tasks", cycle.front()) + ".dependsOn", "dependency cycle: " + names);
   } else {
     spec.topological_order = std::get<0>(order);
+    spec.index_tasks();
   }
   if (!problems.empty()) return std::nullopt;
   return spec;
@@ -549,10 +550,21 @@ std::optional<WorkflowSpec> build_spec(schema::WorkflowDefinition::Reader def,
 }  // namespace
 
 std::optional<uint32_t> WorkflowSpec::find_task(std::string_view name) const {
+  if (task_index.by_name.size() == tasks.size()) {
+    auto it = task_index.by_name.find(name);
+    if (it == task_index.by_name.end()) return std::nullopt;
+    return it->second;
+  }
   for (uint32_t i = 0; i < tasks.size(); ++i) {
     if (tasks[i].name == name) return i;
   }
   return std::nullopt;
+}
+
+void WorkflowSpec::index_tasks() {
+  task_index.by_name.clear();
+  task_index.by_name.reserve(tasks.size());
+  for (uint32_t i = 0; i < tasks.size(); ++i) task_index.by_name.emplace(tasks[i].name, i);
 }
 
 DefinitionCheck check_definition(std::string_view json) {

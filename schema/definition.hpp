@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -101,6 +102,19 @@ struct SessionSpec {
   friend bool operator==(const SessionSpec&, const SessionSpec&) = default;
 };
 
+/// Task indexes by name: replay and every task event look a task up by name, and a scan of a
+/// 100,000-task workflow per event made its replay quadratic. A cache of `tasks`, not part of
+/// a spec's value (specs compare equal whatever their index holds).
+struct TaskNameIndex {
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> by_name;
+
+  friend bool operator==(const TaskNameIndex&, const TaskNameIndex&) { return true; }
+};
+
 struct WorkflowSpec {
   std::string name;
   std::string description;
@@ -108,9 +122,13 @@ struct WorkflowSpec {
   std::vector<SessionSpec> sessions;
   /// Every task index once, each after all of its dependencies.
   std::vector<uint32_t> topological_order;
+  /// Filled by parse_definition (index_tasks); a spec built by hand without it is scanned.
+  TaskNameIndex task_index;
 
   /// The index of the task called `name`.
   std::optional<uint32_t> find_task(std::string_view name) const;
+  /// Builds task_index from `tasks` (names are unique in a valid spec).
+  void index_tasks();
 
   friend bool operator==(const WorkflowSpec&, const WorkflowSpec&) = default;
 };

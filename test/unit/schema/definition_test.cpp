@@ -78,6 +78,33 @@ TEST_SUITE("schema.definition") {
     CHECK(spec->topological_order == std::vector<uint32_t>{0, 1, 2});
   }
 
+  TEST_CASE("find_task finds each task of a parsed spec by name, in a copy too, and a hand-built spec's by scanning") {
+    std::string tasks;
+    for (int i = 0; i < 1000; ++i) tasks += (i ? "," : "") + std::string(R"({"name": "t)") + std::to_string(i) + R"(", "handler": "noop"})";
+    auto spec = parse_definition(R"({"name": "many", "tasks": [)" + tasks + "]}");
+    REQUIRE(spec);
+    CHECK(spec->task_index.by_name.size() == 1000);
+    const WorkflowSpec copy = *spec;
+    for (uint32_t i = 0; i < 1000; ++i) {
+      CHECK(spec->find_task("t" + std::to_string(i)) == i);
+      CHECK(copy.find_task("t" + std::to_string(i)) == i);
+    }
+    CHECK_FALSE(spec->find_task("t1000"));
+    CHECK_FALSE(spec->find_task(""));
+
+    WorkflowSpec by_hand;
+    by_hand.tasks.resize(2);
+    by_hand.tasks[0].name = "a";
+    by_hand.tasks[1].name = "b";
+    CHECK(by_hand.find_task("b") == 1u);
+    CHECK_FALSE(by_hand.find_task("c"));
+    // The index is a cache: it does not make two specs differ.
+    WorkflowSpec indexed = by_hand;
+    indexed.index_tasks();
+    CHECK(indexed == by_hand);
+    CHECK(indexed.find_task("b") == 1u);
+  }
+
   TEST_CASE("scheduleToClose fills in and caps the other timeouts, as in Cadence") {
     auto spec = parse_definition(R"({"name": "w", "tasks": [
       {"name": "a", "handler": "h", "timeouts": {"scheduleToClose": "1m", "startToClose": "5m"}}]})");
