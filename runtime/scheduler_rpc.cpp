@@ -1197,14 +1197,47 @@ class GatewayImpl final : public schema::Gateway::Server {
 };
 
 /// Accepts connections and serves each with its own RpcSystem until it disconnects.
+/// How long accepting waits after accept() failed, first and at most: out of file descriptors
+/// (EMFILE), the listening socket stays readable, so retrying at once would spin.
+constexpr kj::Duration first_accept_backoff = 10 * kj::MILLISECONDS;
+constexpr kj::Duration max_accept_backoff = 1 * kj::SECONDS;
+
 struct Listener {
   kj::Own<kj::ConnectionReceiver> receiver;
   capnp::Capability::Client gateway;
   kj::TaskSet& tasks;
   std::shared_ptr<RpcMeters> meters;  ///< nullptr: not counted
+  kj::Timer* timer = nullptr;
+  std::shared_ptr<NodeLog> log;
+  /// Failed accepts in a row, and the wait before the next try.
+  uint64_t failures = 0;
+  kj::Duration backoff = first_accept_backoff;
 
+  /// Accepts connections until the listener goes. A failed accept (out of file descriptors, a
+  /// connection reset before it was taken) is waited out and accepting carries on: a scheduler
+  /// that stopped accepting would be deaf to clients and workers for good.
   kj::Promise<void> accept_loop() {
+    // evalNow: accept() may fail at once, before it returns a promise.
+    return kj::evalNow([this] { return accept_one(); }).then(
+        [this]() { return accept_loop(); },
+        [this](kj::Exception&& e) -> kj::Promise<void> {
+          if (failures++ == 0) {
+            log_or_none(log).warn("cannot accept connections; retrying, backing off up to 1s",
+                                  {{"error", e.getDescription().cStr()}});
+          }
+          const kj::Duration wait = backoff;
+          backoff = std::min(backoff * 2, max_accept_backoff);
+          return timer->afterDelay(wait).then([this] { return accept_loop(); });
+        });
+  }
+
+  kj::Promise<void> accept_one() {
     return receiver->accept().then([this](kj::Own<kj::AsyncIoStream>&& stream) {
+      if (failures > 0) {
+        log_or_none(log).warn("accepting connections again", {{"failed_accepts", failures}});
+        failures = 0;
+        backoff = first_accept_backoff;
+      }
       struct Connection {
         /// Counts the connection open for as long as it lives, however it ends.
         struct Counted {
@@ -1233,7 +1266,6 @@ struct Listener {
       auto connection = kj::heap<Connection>(kj::heap<BufferedStream>(kj::mv(stream)), gateway, meters);
       auto& network = connection->network;
       tasks.add(network.onDisconnect().attach(kj::mv(connection)));
-      return accept_loop();
     });
   }
 };
@@ -1255,8 +1287,10 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
   services->client_bridge =
       services->system->spawn(client_bridge, services->directory, services->dispatcher, services->store,
                               services->definitions, std::shared_ptr<const actors::WaitBoard>(services->waits));
-  auto listener = std::make_shared<Listener>(Listener{
-      kj::mv(receiver), kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()), tasks, services->rpc_meters});
+  auto listener = std::make_shared<Listener>(Listener{kj::mv(receiver),
+                                                     kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()),
+                                                     tasks, services->rpc_meters, &io.provider->getTimer(),
+                                                     services->log});
   auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(
       [log = services->log](kj::Exception&& e) {
         log_or_none(log).error("the scheduler stopped accepting connections", {{"error", e.getDescription().cStr()}});

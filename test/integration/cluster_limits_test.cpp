@@ -32,6 +32,7 @@
 #include <capnp/serialize.h>
 #include <kj/async-io.h>
 
+#include "runtime/client/gateway_client.hpp"
 #include "schema/gateway.capnp.h"
 #include "schema/worker.capnp.h"
 #include "test/support/cluster.hpp"
@@ -284,6 +285,21 @@ std::vector<std::pair<std::string, std::string>> bad_messages() {
   return out;
 }
 
+/// An open TCP connection to 127.0.0.1:`port` that says nothing (-1 if it could not connect).
+int idle_connection(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 /// Sends `bytes` to 127.0.0.1:`port` on a fresh connection, closes the sending side, and waits
 /// for the peer to hang up. False when it keeps the connection open past `timeout`.
 bool send_then_hang_up(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout) {
@@ -380,6 +396,40 @@ struct InFlight {
 }  // namespace
 
 TEST_SUITE("integration.cluster_limits") {
+  TEST_CASE("a scheduler out of file descriptors keeps accepting once some are free again") {
+    ClusterSpec no_workers;
+    no_workers.workers = {};
+    Cluster cluster(no_workers);
+    // Few descriptors, so that idle connections use up what the store and the loop leave.
+    const std::string log = cluster.dir / "scheduler.log";
+    cluster.nodes["scheduler"] = std::make_unique<troupe::test::ChildProcess>(std::vector<std::string>{
+        "/bin/sh", "-c", "ulimit -n 128; exec \"$0\" --config \"$1\" --node scheduler 2>>\"$2\"",
+        troupe::test::node_binary(), cluster.config, log});
+    { auto first = connect(cluster.port); }  // it serves
+    std::vector<int> idle;
+    for (int i = 0; i < 200; ++i) {
+      const int fd = idle_connection(cluster.port);
+      if (fd >= 0) idle.push_back(fd);
+    }
+    auto logged = [&] {
+      std::ifstream in(log);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    // It ran out: accept() failed (EMFILE) while the kernel kept queueing the connections.
+    REQUIRE_MESSAGE(eventually([&] { return logged().find("accept") != std::string::npos; }, 20s), logged());
+    for (int fd : idle) ::close(fd);
+
+    troupe::client::ConnectOptions options;
+    options.timeout = std::chrono::seconds(1);
+    const bool answered = eventually([&] {
+      return troupe::client::GatewayClient::connect("127.0.0.1", cluster.port, options).has_value();
+    }, 30s);
+    CHECK_MESSAGE(answered, logged());
+    CHECK(still_running(*cluster.nodes["scheduler"]));
+    CHECK(troupe::test::has_log_line(logged(), "cannot accept connections; retrying, backing off up to 1s"));
+    CHECK(troupe::test::has_log_line(logged(), "accepting connections again"));
+  }
+
   TEST_CASE("a worker with two slots on a task list runs exactly two of its tasks at once") {
     Cluster cluster(one_worker(2));
     cluster.start("scheduler");
