@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <chrono>
@@ -105,6 +106,27 @@ class GracefulShutdown {
   std::function<void(const std::string&)> shut_down_;
   int signals_ = 0;
 };
+
+/// Raises the soft limit on open files so that max_connections fit beside what the node opens
+/// itself (the history store's files, task logs); warns when the hard limit is too low: then
+/// accept() fails (and backs off) before the connection limit is reached.
+void fit_descriptor_limit(const ConnectionLimits& limits, const NodeLog& log) {
+  constexpr rlim_t own_files = 1024;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = limits.max_connections + own_files;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {
+    log.warn("the open-files limit is below what [connections] max_connections needs",
+             {{"limit", static_cast<uint64_t>(limit.rlim_cur)},
+              {"max_connections", limits.max_connections},
+              {"needed", static_cast<uint64_t>(wanted)}});
+  }
+}
 
 /// The node's actor threads: as configured, else one per core but one.
 uint32_t actor_threads(const NodeConfig& node) {
@@ -238,6 +260,8 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     }
     scheduler->system = &system;
     scheduler->log = log;
+    scheduler->connection_limits = cluster.connections;
+    fit_descriptor_limit(cluster.connections, *log);
     scheduler->store = store;
     scheduler->dispatcher = actors::spawn_dispatcher(system, dispatch);
     wiring.definitions = std::make_shared<DefinitionCache>();

@@ -22,7 +22,8 @@
 #include "actors/task/task_machine.hpp"
 #include "actors/workflow/workflow_machine.hpp"
 #include "runtime/caf_kj.hpp"
-#include "runtime/net/buffered_stream.hpp"
+#include "runtime/counted_calls.hpp"
+#include "runtime/gateway_listener.hpp"
 #include "runtime/retention.hpp"
 #include "runtime/task_log_stream.hpp"
 #include "runtime/wire.hpp"
@@ -370,7 +371,7 @@ class CapnpWorkerLink final : public actors::WorkerLink {
   Box* box_;
 };
 
-class WorkerSessionImpl final : public schema::WorkerSession::Server {
+class WorkerSessionImpl : public schema::WorkerSession::Server {
  public:
   explicit WorkerSessionImpl(actors::worker_actor worker) : worker_(std::move(worker)) {}
 
@@ -686,7 +687,7 @@ class HistoryWatch {
   bool closed_ = false;
 };
 
-class ClientServiceImpl final : public schema::ClientService::Server {
+class ClientServiceImpl : public schema::ClientService::Server {
  public:
   ClientServiceImpl(std::shared_ptr<SchedulerServices> services, kj::Timer& timer,
                     std::shared_ptr<WorkerControls> workers)
@@ -1115,35 +1116,27 @@ class ClientServiceImpl final : public schema::ClientService::Server {
 
 class GatewayImpl final : public schema::Gateway::Server {
  public:
-  GatewayImpl(std::shared_ptr<SchedulerServices> services, kj::TaskSet& tasks, kj::Timer& timer)
-      : services_(std::move(services)), tasks_(tasks), timer_(timer), workers_(std::make_shared<WorkerControls>()) {}
+  /// One per connection: `ticket` is that connection's, admitted or refused by its calls.
+  GatewayImpl(std::shared_ptr<SchedulerServices> services, kj::TaskSet& tasks, kj::Timer& timer,
+              std::shared_ptr<WorkerControls> workers, std::shared_ptr<ConnectionTicket> ticket)
+      : services_(std::move(services)), tasks_(tasks), timer_(timer), workers_(std::move(workers)),
+        ticket_(std::move(ticket)) {}
 
   kj::Promise<void> client(ClientContext context) override {
-    const std::string token = text(context.getParams().getToken());
-    if (!token_matches(services_->cluster_token, token)) {
-      set_error(context.getResults().initError(), wrong_token(token));
-      return kj::READY_NOW;
-    }
-    context.getResults().setClient(kj::heap<ClientServiceImpl>(services_, timer_, workers_));
+    if (!admit(text(context.getParams().getToken()), context.getResults().initError())) return kj::READY_NOW;
+    context.getResults().setClient(kj::heap<CountedCalls<ClientServiceImpl>>(ticket_, services_, timer_, workers_));
     return kj::READY_NOW;
   }
 
   kj::Promise<void> admin(AdminContext context) override {
-    const std::string token = text(context.getParams().getToken());
-    if (!token_matches(services_->cluster_token, token)) {
-      set_error(context.getResults().initError(), wrong_token(token));
-      return kj::READY_NOW;
-    }
-    context.getResults().setAdmin(make_admin_service(services_));
+    if (!admit(text(context.getParams().getToken()), context.getResults().initError())) return kj::READY_NOW;
+    context.getResults().setAdmin(make_admin_service(services_, ticket_));
     return kj::READY_NOW;
   }
 
   kj::Promise<void> registerWorker(RegisterWorkerContext context) override {
     auto params = context.getParams();
-    if (const std::string token = text(params.getToken()); !token_matches(services_->cluster_token, token)) {
-      set_error(context.getResults().initError(), wrong_token(token));
-      return kj::READY_NOW;
-    }
+    if (!admit(text(params.getToken()), context.getResults().initError())) return kj::READY_NOW;
     auto in = params.getInfo();
     actors::WorkerInfo info;
     info.shard_id = text(in.getShardId());
@@ -1165,7 +1158,7 @@ class GatewayImpl final : public schema::Gateway::Server {
     auto b = bridge<actors::RegistrationOutcome>();
     caf::anon_send(services_->dispatcher, actors::register_atom::value, info,
                    std::shared_ptr<actors::WorkerLink>(link), Reply<actors::RegistrationOutcome>{b.resolve});
-    return b.promise.then([context, link, workers = workers_, shard = info.shard_id,
+    return b.promise.then([context, link, workers = workers_, shard = info.shard_id, ticket = ticket_,
                            control = params.getControl()](Result<actors::RegistrationOutcome> outcome) mutable {
       auto results = context.getResults();
       if (!outcome) {
@@ -1175,7 +1168,7 @@ class GatewayImpl final : public schema::Gateway::Server {
       link->bind(outcome->worker);
       workers->registered(shard, kj::mv(control));
       auto registration = results.initRegistration();
-      registration.setSession(kj::heap<WorkerSessionImpl>(outcome->worker));
+      registration.setSession(kj::heap<CountedCalls<WorkerSessionImpl>>(ticket, outcome->worker));
       auto t = registration.initTimeouts();
       auto ms = [](Duration d) {
         return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
@@ -1190,84 +1183,22 @@ class GatewayImpl final : public schema::Gateway::Server {
   }
 
  private:
+  /// Whether `token` admits the connection; if not, `error` says why and the connection closes.
+  bool admit(const std::string& token, schema::Error::Builder error) {
+    if (!token_matches(services_->cluster_token, token)) {
+      set_error(error, wrong_token(token));
+      ticket_->refuse();
+      return false;
+    }
+    ticket_->admit({});
+    return true;
+  }
+
   std::shared_ptr<SchedulerServices> services_;
   kj::TaskSet& tasks_;
   kj::Timer& timer_;
-  std::shared_ptr<WorkerControls> workers_;  ///< filled at registration, read by taskLogs
-};
-
-/// Accepts connections and serves each with its own RpcSystem until it disconnects.
-/// How long accepting waits after accept() failed, first and at most: out of file descriptors
-/// (EMFILE), the listening socket stays readable, so retrying at once would spin.
-constexpr kj::Duration first_accept_backoff = 10 * kj::MILLISECONDS;
-constexpr kj::Duration max_accept_backoff = 1 * kj::SECONDS;
-
-struct Listener {
-  kj::Own<kj::ConnectionReceiver> receiver;
-  capnp::Capability::Client gateway;
-  kj::TaskSet& tasks;
-  std::shared_ptr<RpcMeters> meters;  ///< nullptr: not counted
-  kj::Timer* timer = nullptr;
-  std::shared_ptr<NodeLog> log;
-  /// Failed accepts in a row, and the wait before the next try.
-  uint64_t failures = 0;
-  kj::Duration backoff = first_accept_backoff;
-
-  /// Accepts connections until the listener goes. A failed accept (out of file descriptors, a
-  /// connection reset before it was taken) is waited out and accepting carries on: a scheduler
-  /// that stopped accepting would be deaf to clients and workers for good.
-  kj::Promise<void> accept_loop() {
-    // evalNow: accept() may fail at once, before it returns a promise.
-    return kj::evalNow([this] { return accept_one(); }).then(
-        [this]() { return accept_loop(); },
-        [this](kj::Exception&& e) -> kj::Promise<void> {
-          if (failures++ == 0) {
-            log_or_none(log).warn("cannot accept connections; retrying, backing off up to 1s",
-                                  {{"error", e.getDescription().cStr()}});
-          }
-          const kj::Duration wait = backoff;
-          backoff = std::min(backoff * 2, max_accept_backoff);
-          return timer->afterDelay(wait).then([this] { return accept_loop(); });
-        });
-  }
-
-  kj::Promise<void> accept_one() {
-    return receiver->accept().then([this](kj::Own<kj::AsyncIoStream>&& stream) {
-      if (failures > 0) {
-        log_or_none(log).warn("accepting connections again", {{"failed_accepts", failures}});
-        failures = 0;
-        backoff = first_accept_backoff;
-      }
-      struct Connection {
-        /// Counts the connection open for as long as it lives, however it ends.
-        struct Counted {
-          std::shared_ptr<RpcMeters> meters;
-          explicit Counted(std::shared_ptr<RpcMeters> m) : meters(std::move(m)) {
-            if (!meters) return;
-            meters->accepted.add();
-            meters->open.add(1);
-          }
-          Counted(const Counted&) = delete;
-          Counted& operator=(const Counted&) = delete;
-          ~Counted() {
-            if (meters) meters->open.add(-1);
-          }
-        };
-        Counted counted;
-        kj::Own<kj::AsyncIoStream> stream;
-        capnp::TwoPartyVatNetwork network;
-        capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
-        Connection(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client bootstrap, std::shared_ptr<RpcMeters> m)
-            : counted(std::move(m)),
-              stream(kj::mv(s)),
-              network(*stream, capnp::rpc::twoparty::Side::SERVER, capnp::ReaderOptions()),
-              rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
-      };
-      auto connection = kj::heap<Connection>(kj::heap<BufferedStream>(kj::mv(stream)), gateway, meters);
-      auto& network = connection->network;
-      tasks.add(network.onDisconnect().attach(kj::mv(connection)));
-    });
-  }
+  std::shared_ptr<WorkerControls> workers_;  ///< shared by every connection: filled at registration, read by taskLogs
+  std::shared_ptr<ConnectionTicket> ticket_;
 };
 
 }  // namespace
@@ -1275,30 +1206,18 @@ struct Listener {
 Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSet& tasks,
                                               std::shared_ptr<SchedulerServices> services,
                                               const Address& listen, uint16_t* bound_port) {
-  kj::Own<kj::ConnectionReceiver> receiver;
-  KJ_IF_MAYBE(exception, kj::runCatchingExceptions([&] {
-    auto address = io.provider->getNetwork().parseAddress(listen.host, listen.port).wait(io.waitScope);
-    receiver = address->listen();
-  })) {
-    return fail(Errc::UNAVAILABLE, "cannot listen on " + listen.to_string() + ": " +
-                                       exception->getDescription().cStr());
-  }
-  if (bound_port) *bound_port = static_cast<uint16_t>(receiver->getPort());
   services->client_bridge =
       services->system->spawn(client_bridge, services->directory, services->dispatcher, services->store,
                               services->definitions, std::shared_ptr<const actors::WaitBoard>(services->waits));
-  auto listener = std::make_shared<Listener>(Listener{kj::mv(receiver),
-                                                     kj::heap<GatewayImpl>(services, tasks, io.provider->getTimer()),
-                                                     tasks, services->rpc_meters, &io.provider->getTimer(),
-                                                     services->log});
-  auto accepting = std::make_shared<kj::Promise<void>>(listener->accept_loop().eagerlyEvaluate(
-      [log = services->log](kj::Exception&& e) {
-        log_or_none(log).error("the scheduler stopped accepting connections", {{"error", e.getDescription().cStr()}});
-      }));
-  return std::function<void()>([listener, accepting]() mutable {
-    accepting.reset();
-    listener.reset();
-  });
+  auto workers = std::make_shared<WorkerControls>();
+  GatewayListenerSetup setup;
+  setup.limits = services->connection_limits;
+  setup.log = services->log;
+  setup.meters = services->rpc_meters;
+  setup.gateway = [services, workers, &tasks, &timer = io.provider->getTimer()](std::shared_ptr<ConnectionTicket> ticket) {
+    return capnp::Capability::Client(kj::heap<GatewayImpl>(services, tasks, timer, workers, std::move(ticket)));
+  };
+  return serve_gateway_connections(io, std::move(setup), listen, bound_port);
 }
 
 }  // namespace troupe::runtime

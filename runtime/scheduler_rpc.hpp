@@ -11,6 +11,7 @@
 #include "actors/system/dispatcher.hpp"
 #include "runtime/config/cluster_config.hpp"
 #include "runtime/definitions/definition_registry.hpp"
+#include "runtime/rpc_meters.hpp"
 #include "runtime/rpc_thread.hpp"
 #include "schema/workflow_status.hpp"
 #include "schema/meters.hpp"
@@ -23,13 +24,6 @@ class TaskSet;
 namespace troupe::runtime {
 
 class Retention;
-
-/// The gateway's connections (clients and workers alike), for the node's metrics. Updated on the
-/// RPC thread, read by a scrape on its own.
-struct RpcMeters {
-  meters::Gauge open;        ///< connections open now
-  meters::Counter accepted;  ///< connections accepted since the node started
-};
 
 struct SchedulerServices {
   caf::actor_system* system = nullptr;
@@ -57,6 +51,8 @@ struct SchedulerServices {
   std::shared_ptr<actors::ActorRoster> roster;
   /// Where the gateway counts its connections; nullptr: nowhere.
   std::shared_ptr<RpcMeters> rpc_meters;
+  /// What each connection may do ([connections] in the config).
+  ConnectionLimits connection_limits;
 };
 
 /// The durable state of workflow `id`, from its replayed history, with why its waiting tasks

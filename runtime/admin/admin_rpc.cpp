@@ -1,4 +1,5 @@
 #include "runtime/admin/admin_rpc.hpp"
+#include "runtime/counted_calls.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -95,7 +96,7 @@ Result<std::vector<storage::StoredEvent>> last_events(storage::HistoryStore& sto
   return mine;
 }
 
-class AdminServiceImpl final : public schema::AdminService::Server {
+class AdminServiceImpl : public schema::AdminService::Server {
  public:
   explicit AdminServiceImpl(std::shared_ptr<SchedulerServices> services) : services_(std::move(services)) {}
 
@@ -362,8 +363,9 @@ class AdminServiceImpl final : public schema::AdminService::Server {
 
 }  // namespace
 
-schema::AdminService::Client make_admin_service(std::shared_ptr<SchedulerServices> services) {
-  return kj::heap<AdminServiceImpl>(std::move(services));
+schema::AdminService::Client make_admin_service(std::shared_ptr<SchedulerServices> services,
+                                                std::shared_ptr<ConnectionTicket> ticket) {
+  return kj::heap<CountedCalls<AdminServiceImpl>>(std::move(ticket), std::move(services));
 }
 
 }  // namespace troupe::runtime

@@ -9,7 +9,10 @@
 namespace troupe::runtime {
 
 struct SchedulerServices;
+class ConnectionTicket;
 
-schema::AdminService::Client make_admin_service(std::shared_ptr<SchedulerServices> services);
+/// The admin service handed to the connection `ticket` stands for (nullptr: none counted).
+schema::AdminService::Client make_admin_service(std::shared_ptr<SchedulerServices> services,
+                                                std::shared_ptr<ConnectionTicket> ticket = nullptr);
 
 }  // namespace troupe::runtime

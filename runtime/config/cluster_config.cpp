@@ -29,7 +29,11 @@ namespace {
 namespace fs = std::filesystem;
 using Names = std::span<const std::string_view>;
 
-constexpr std::string_view top_keys[] = {"cluster", "task_lists", "node"};
+constexpr std::string_view top_keys[] = {"cluster", "connections", "task_lists", "node"};
+constexpr std::string_view connection_keys[] = {"max_connections",       "max_connections_per_peer",
+                                                "handshake_timeout",     "idle_timeout",
+                                                "max_unadmitted_bytes",  "max_message_bytes",
+                                                "max_calls_in_flight_bytes"};
 constexpr std::string_view cluster_keys[] = {"name",
                                              "token_file",
                                              "heartbeat_interval",
@@ -223,6 +227,7 @@ class Checker {
     config.source_path = source_;
     check_keys(root, "", top_keys);
     read_cluster(root, config);
+    read_connections(root, config);
     read_task_lists(root, config);
     read_nodes(root, config);
     if (problems_.empty()) return config;
@@ -524,6 +529,43 @@ class Checker {
   }
 
   // --- [task_lists.NAME] ---------------------------------------------------------------------
+
+  // --- [connections] ------------------------------------------------------------------------
+
+  void read_connections(const toml::table& root, ClusterConfig& out) {
+    const Field f = field(root, "connections", "", 0);
+    const auto* t = table_value(f, "a table ([connections])");
+    if (t == nullptr) return;
+    const int line = line_of(t->source(), f.line);
+    const std::string path = "connections";
+    check_keys(*t, path, connection_keys);
+    auto& c = out.connections;
+    if (auto n = integer_value(field(*t, "max_connections", path, line), 1, 1'000'000)) {
+      c.max_connections = static_cast<uint32_t>(*n);
+    }
+    if (auto n = integer_value(field(*t, "max_connections_per_peer", path, line), 1, 1'000'000)) {
+      c.max_connections_per_peer = static_cast<uint32_t>(*n);
+    }
+    if (auto d = duration_value(field(*t, "handshake_timeout", path, line))) c.handshake_timeout = *d;
+    if (auto d = duration_value(field(*t, "idle_timeout", path, line))) c.idle_timeout = *d;
+    const auto at_least = [&](const char* key, uint64_t lo, uint64_t hi, uint64_t& into) {
+      const Field k = field(*t, key, path, line);
+      auto bytes = size_value(k);
+      if (!bytes) return;
+      if (*bytes < lo || *bytes > hi) {
+        problem(k.line, k.path,
+                "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + " bytes, not " +
+                    std::to_string(*bytes));
+        return;
+      }
+      into = *bytes;
+    };
+    // A Gateway call with a long credential must fit before admission; Cap'n Proto reads at
+    // most 4 GiB - 8 bytes in one message.
+    at_least("max_unadmitted_bytes", 4096, uint64_t{1} << 30, c.max_unadmitted_bytes);
+    at_least("max_message_bytes", 64 * 1024, (uint64_t{4} << 30) - 8, c.max_message_bytes);
+    at_least("max_calls_in_flight_bytes", 64 * 1024, uint64_t{4} << 30, c.max_calls_in_flight_bytes);
+  }
 
   void read_task_lists(const toml::table& root, ClusterConfig& out) {
     const Field f = field(root, "task_lists", "", 0);

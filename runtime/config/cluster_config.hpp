@@ -58,6 +58,35 @@ struct TaskListLimits {
   friend bool operator==(const TaskListLimits&, const TaskListLimits&) = default;
 };
 
+/// What the scheduler allows each connection to its gateway (the `[connections]` table), so
+/// that nobody who can reach its port, with credentials or without, can exhaust its file
+/// descriptors or memory. Every limit refuses or closes with a line in the node's log.
+struct ConnectionLimits {
+  /// Connections open at once; one more is closed as soon as it is accepted. The node raises
+  /// its file-descriptor limit to fit. Default: 1024.
+  uint32_t max_connections = 1024;
+  /// Connections open at once from one IP address (all of a host's workers and clients
+  /// share it). Default: 256.
+  uint32_t max_connections_per_peer = 256;
+  /// How long a new connection may take to be admitted (its TLS handshake and a Gateway call
+  /// with a credential the scheduler accepts) before it is closed. Default: 10s.
+  Duration handshake_timeout = std::chrono::seconds(10);
+  /// An admitted connection that sends nothing and has no call in progress for this long is
+  /// closed (a worker heartbeats; a watch or a long `result` is a call in progress). Default: 30min.
+  Duration idle_timeout = std::chrono::minutes(30);
+  /// Bytes a connection may send before it is admitted (a Gateway call is a few hundred);
+  /// beyond them it is closed, so nobody unknown makes the scheduler buffer a large message.
+  /// Default: 64 KiB.
+  uint64_t max_unadmitted_bytes = 64 * 1024;
+  /// The largest RPC message the scheduler reads (a definition is sent in one). Default: 64 MiB.
+  uint64_t max_message_bytes = uint64_t{64} << 20;
+  /// Bytes of calls one connection may have in progress at once (Cap'n Proto's flow limit):
+  /// beyond them the scheduler reads no more calls from it until some answer. Default: 16 MiB.
+  uint64_t max_calls_in_flight_bytes = uint64_t{16} << 20;
+
+  friend bool operator==(const ConnectionLimits&, const ConnectionLimits&) = default;
+};
+
 /// One `[[node]]` of the config. Paths are resolved against the config file's directory.
 struct NodeConfig {
   /// Unique within the cluster, [A-Za-z0-9._-]{1,64}. A worker's name is its shard id.
@@ -159,6 +188,8 @@ struct ClusterConfig {
   /// Closed workflows are purged (history and all) this long after they closed. > 0.
   /// Default: none, closed workflows are kept.
   std::optional<Duration> retention;
+  /// What each connection to the scheduler may do (`[connections]`).
+  ConnectionLimits connections;
   /// Global dispatch limits per task list name; task lists not listed are unlimited.
   std::map<std::string, TaskListLimits> task_lists;
   /// The nodes, in file order; at least one.

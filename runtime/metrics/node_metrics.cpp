@@ -160,6 +160,11 @@ void rpc(Scrape& scrape, const RpcMeters& m) {
                static_cast<double>(m.open.value()));
   scrape.counter("troupe_rpc_connections_accepted_total", "Connections the scheduler's gateway accepted.",
                  as_double(m.accepted.value()));
+  for (size_t i = 0; i < connection_closed_names.size(); ++i) {
+    scrape.counter("troupe_rpc_connections_closed_total",
+                   "Connections the scheduler closed itself, by why (the [connections] limits, a refused credential).",
+                   as_double(m.closed[i].value()), {{"reason", std::string(connection_closed_names[i])}});
+  }
 }
 
 // --- worker -----------------------------------------------------------------------------------

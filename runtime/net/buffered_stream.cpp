@@ -5,8 +5,8 @@
 
 namespace troupe::runtime {
 
-BufferedStream::BufferedStream(kj::Own<kj::AsyncIoStream> inner)
-    : inner_(kj::mv(inner)), tasks_(*this) {}
+BufferedStream::BufferedStream(kj::Own<kj::AsyncIoStream> inner, Backlog backlog)
+    : inner_(kj::mv(inner)), backlog_policy_(backlog), tasks_(*this) {}
 
 BufferedStream::~BufferedStream() noexcept(false) = default;
 
@@ -23,6 +23,11 @@ size_t BufferedStream::take_read_ahead(kj::byte* out, size_t max) {
 }
 
 kj::Promise<size_t> BufferedStream::tryRead(void* buffer, size_t min_bytes, size_t max_bytes) {
+  if (backlog_policy_ == Backlog::HOLD_READS && backlog() > max_buffered_bytes && write_error_ == nullptr) {
+    auto paf = kj::newPromiseAndFulfiller<void>();
+    read_waiters_.push_back(kj::mv(paf.fulfiller));
+    return paf.promise.then([this, buffer, min_bytes, max_bytes] { return tryRead(buffer, min_bytes, max_bytes); });
+  }
   auto* out = static_cast<kj::byte*>(buffer);
   const size_t have = take_read_ahead(out, max_bytes);
   if (have >= min_bytes) return have;
@@ -90,6 +95,7 @@ kj::Promise<void> BufferedStream::flush() {
   return inner_->write(writing_.data(), writing_.size()).then([this, released = kj::mv(released)]() mutable {
     writing_.clear();
     for (auto& waiter : released) waiter->fulfill();
+    if (backlog() <= max_buffered_bytes) release_reads();
     return flush();
   });
 }
@@ -101,6 +107,14 @@ void BufferedStream::taskFailed(kj::Exception&& exception) {
   for (auto& waiter : drain_waiters_) waiter->reject(kj::cp(exception));
   drain_waiters_.clear();
   write_error_ = kj::mv(exception);
+  // The reader will see the connection end rather than wait for writes that cannot happen.
+  release_reads();
+}
+
+void BufferedStream::release_reads() {
+  auto waiters = kj::mv(read_waiters_);
+  read_waiters_.clear();
+  for (auto& waiter : waiters) waiter->fulfill();
 }
 
 void BufferedStream::shutdownWrite() {

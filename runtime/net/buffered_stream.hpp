@@ -11,7 +11,9 @@
 //    following small reads from it.
 // A write returns at once unless the buffer holds more than `max_buffered_bytes`; then it
 // returns once its bytes have been written to the socket, so a slow peer slows the writer
-// down as before.
+// down as before. A server's stream can also hold reads back while that much waits to go out:
+// a peer that sends calls and never reads their answers then stops being heard instead of
+// making the server queue answers without end.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +31,13 @@ class BufferedStream final : public kj::AsyncIoStream, private kj::TaskSet::Erro
   /// Buffered bytes beyond which a write waits for the buffer to drain.
   static constexpr size_t max_buffered_bytes = 1024 * 1024;
 
-  explicit BufferedStream(kj::Own<kj::AsyncIoStream> inner);
+  /// What the stream does when the peer reads less than it is sent.
+  enum class Backlog {
+    KEEP_READING,  ///< a client's: answers to its calls must keep arriving
+    HOLD_READS,    ///< a server's: read nothing more while over max_buffered_bytes wait to go out
+  };
+
+  explicit BufferedStream(kj::Own<kj::AsyncIoStream> inner, Backlog backlog = Backlog::KEEP_READING);
   ~BufferedStream() noexcept(false);
 
   kj::Promise<size_t> tryRead(void* buffer, size_t min_bytes, size_t max_bytes) override;
@@ -51,6 +59,10 @@ class BufferedStream final : public kj::AsyncIoStream, private kj::TaskSet::Erro
   /// Copies buffered read-ahead bytes into `out`, at most `max`; returns how many.
   size_t take_read_ahead(kj::byte* out, size_t max);
   kj::Promise<size_t> read_more(kj::byte* out, size_t have, size_t min_bytes, size_t max_bytes);
+  /// Bytes written by the caller that have not reached the socket yet.
+  size_t backlog() const { return pending_.size() + writing_.size(); }
+  /// Lets reads held back by the backlog go on, once it is small again.
+  void release_reads();
 
   /// Called after bytes were added to `pending_`: arranges for them to go out.
   kj::Promise<void> after_append();
@@ -70,6 +82,9 @@ class BufferedStream final : public kj::AsyncIoStream, private kj::TaskSet::Erro
   kj::Maybe<kj::Exception> write_error_;
   /// Writers held back (the buffer was over max_buffered_bytes) until their bytes are written.
   std::vector<kj::Own<kj::PromiseFulfiller<void>>> drain_waiters_;
+  Backlog backlog_policy_;
+  /// Reads held back (HOLD_READS) until the backlog is at most max_buffered_bytes.
+  std::vector<kj::Own<kj::PromiseFulfiller<void>>> read_waiters_;
 
   kj::TaskSet tasks_;  ///< last: destroyed (cancelling a flush) before the buffers it uses
 };

@@ -4,6 +4,8 @@
 // Tab completion and history.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -231,5 +233,35 @@ TEST_SUITE("integration.admin_shell") {
       std::ifstream in(home + "/.troupe_history");
       return contains(std::string(std::istreambuf_iterator<char>(in), {}), "diagnose");
     }, 10s));
+  }
+}
+
+TEST_SUITE("integration.admin_shell") {
+  TEST_CASE("a shell whose connection the scheduler closed as idle connects again at its next command") {
+    troupe::test::ClusterSpec spec;
+    spec.workers = {};
+    spec.log_level = "debug";
+    spec.connections = {"idle_timeout = \"300ms\""};
+    Cluster cluster(spec);
+    auto scheduler = troupe::test::start_node_with_output(cluster.config, "scheduler");
+    REQUIRE(troupe::test::await_log_line(*scheduler, "ready", 30s));
+    troupe::test::ChildProcess shell({troupe::test::cli_binary(), "shell", "--json", "--address",
+                                      "127.0.0.1:" + std::to_string(cluster.port)});
+    REQUIRE(shell.write_stdin("store\n"));
+    auto first = shell.read_line(20s);
+    REQUIRE(first);
+    CHECK(contains(*first, "\"batches\""));
+    std::string seen;
+    auto closed = troupe::test::await_log_line(*scheduler, "closing a connection", 20s, &seen);
+    REQUIRE_MESSAGE(closed, seen);
+    CHECK(closed->field("why") == "idle_timeout");
+    REQUIRE(shell.write_stdin("store\n"));
+    auto second = shell.read_line(20s);
+    REQUIRE(second);
+    CHECK(contains(*second, "\"batches\""));
+    shell.close_stdin();
+    const int status = shell.wait();
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
   }
 }

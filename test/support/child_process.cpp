@@ -66,6 +66,17 @@ std::optional<std::string> ChildProcess::read_line(std::chrono::milliseconds tim
   }
 }
 
+bool ChildProcess::write_stdin(const std::string& text) {
+  for (size_t sent = 0; sent < text.size();) {
+    if (stdin_fd_ < 0) return false;
+    const ssize_t n = ::write(stdin_fd_, text.data() + sent, text.size() - sent);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 void ChildProcess::close_stdin() {
   if (stdin_fd_ >= 0) ::close(stdin_fd_);
   stdin_fd_ = -1;

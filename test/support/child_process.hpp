@@ -25,6 +25,8 @@ class ChildProcess {
   /// when `timeout` passes first.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
 
+  /// Writes `text` to the child's stdin (all of it; false if the child no longer reads it).
+  bool write_stdin(const std::string& text);
   /// Closes the child's stdin, so a child reading it sees end of file.
   void close_stdin();
 

@@ -81,6 +81,11 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
   if (!spec.recovery_window.empty()) out << "recovery_window = \"" << spec.recovery_window << "\"\n";
   if (!spec.token_file.empty()) out << "token_file = " << quoted(spec.token_file) << "\n";
   out << "\n";
+  if (!spec.connections.empty()) {
+    out << "[connections]\n";
+    for (const auto& line : spec.connections) out << line << "\n";
+    out << "\n";
+  }
   for (const auto& [list, limit] : spec.task_list_limits) {
     out << "[task_lists." << quoted(list) << "]\nrate = " << limit.rate << "\n";
     if (limit.burst) out << "burst = " << *limit.burst << "\n";

@@ -87,6 +87,9 @@ struct ClusterSpec {
   /// Every node's `log_level` and `log_format`; empty: the defaults (info, text).
   std::string log_level;
   std::string log_format;
+  /// Lines of the `[connections]` table, each "key = value" as TOML (`handshake_timeout =
+  /// "500ms"`); empty: no table, the defaults.
+  std::vector<std::string> connections;
 };
 
 /// The TOML text of `spec` with the scheduler listening on 127.0.0.1:`port`. Relative paths

@@ -51,10 +51,10 @@ struct Pipe {
   kj::Own<BufferedStream> buffered;
   kj::Own<kj::AsyncIoStream>& peer = pipe.ends[1];
 
-  Pipe() {
+  explicit Pipe(BufferedStream::Backlog backlog = BufferedStream::Backlog::KEEP_READING) {
     auto counting = kj::heap<CountingStream>(kj::mv(pipe.ends[0]));
     counted = counting.get();
-    buffered = kj::heap<BufferedStream>(kj::mv(counting));
+    buffered = kj::heap<BufferedStream>(kj::mv(counting), backlog);
   }
 
   /// Reads exactly `n` bytes from the peer end.
@@ -166,5 +166,31 @@ TEST_SUITE("runtime.buffered_stream") {
     p.io.provider->getTimer().afterDelay(1 * kj::MILLISECONDS).wait(p.io.waitScope);
     CHECK(p.counted->writes == 1);
     CHECK_THROWS_WITH(p.buffered->write("more", 4).wait(p.io.waitScope), doctest::Contains("peer gone"));
+  }
+
+  TEST_CASE("a server's stream reads nothing while its peer leaves too much unread, and reads again once it took it") {
+    Pipe p(BufferedStream::Backlog::HOLD_READS);
+    const std::string big = text(BufferedStream::max_buffered_bytes + 1, 'b');
+    auto written = p.buffered->write(big.data(), big.size());
+    p.peer->write("call", 4).wait(p.io.waitScope);
+    char got[4];
+    auto read = p.buffered->tryRead(got, 4, 4);
+    // The peer sent a call but has not read the answers: the call is not taken.
+    CHECK_FALSE(read.poll(p.io.waitScope));
+    CHECK(p.peer_reads(big.size()) == big);
+    written.wait(p.io.waitScope);
+    CHECK(read.wait(p.io.waitScope) == 4);
+    CHECK(std::string(got, 4) == "call");
+  }
+
+  TEST_CASE("a client's stream keeps reading whatever it has not written yet") {
+    Pipe p;
+    const std::string big = text(BufferedStream::max_buffered_bytes + 1, 'b');
+    auto written = p.buffered->write(big.data(), big.size());
+    p.peer->write("answer", 6).wait(p.io.waitScope);
+    char got[6];
+    CHECK(p.buffered->tryRead(got, 6, 6).wait(p.io.waitScope) == 6);
+    CHECK(p.peer_reads(big.size()) == big);
+    written.wait(p.io.waitScope);
   }
 }

@@ -181,6 +181,40 @@ data_dir = "data/gpu-worker-1"
     CHECK(w.line == 28);
   }
 
+  TEST_CASE("[connections] sets the scheduler's connection limits; left out, the defaults hold") {
+    ConfigFile f;
+    const std::string node = "\n[[node]]\nname = \"s\"\nroles = [\"scheduler\"]\nlisten = \"127.0.0.1:7700\"\ndata_dir = \"d\"\n";
+    auto defaults = f.load("[cluster]\nname = \"c\"\n" + node);
+    REQUIRE(defaults);
+    CHECK(defaults->connections == ConnectionLimits{});
+    CHECK(defaults->connections.max_connections == 1024);
+    CHECK(defaults->connections.handshake_timeout == std::chrono::seconds(10));
+    auto set = f.load(R"([cluster]
+name = "c"
+
+[connections]
+max_connections = 10
+max_connections_per_peer = 2
+handshake_timeout = "2s"
+idle_timeout = "5m"
+max_unadmitted_bytes = "16KiB"
+max_message_bytes = "1MiB"
+max_calls_in_flight_bytes = "2MiB"
+)" + node);
+    REQUIRE(set);
+    CHECK(set->connections.max_connections == 10);
+    CHECK(set->connections.max_connections_per_peer == 2);
+    CHECK(set->connections.handshake_timeout == std::chrono::seconds(2));
+    CHECK(set->connections.idle_timeout == std::chrono::minutes(5));
+    CHECK(set->connections.max_unadmitted_bytes == 16 * 1024);
+    CHECK(set->connections.max_message_bytes == 1 << 20);
+    CHECK(set->connections.max_calls_in_flight_bytes == 2 << 20);
+    auto bad = f.load("[cluster]\nname = \"c\"\n\n[connections]\nmax_connections = 0\nidle_timeout = \"0s\"\nmax_message_bytes = \"1KiB\"\n" + node);
+    CHECK(has_problem(bad, f.path, 5, "connections.max_connections", "must be at least 1"));
+    CHECK(has_problem(bad, f.path, 6, "connections.idle_timeout", "must be longer than zero"));
+    CHECK(has_problem(bad, f.path, 7, "connections.max_message_bytes", "must be from 65536"));
+  }
+
   TEST_CASE("defaults apply to keys left out") {
     ConfigFile f;
     auto config = f.load(R"([cluster]

@@ -91,6 +91,7 @@ int shell_command(const Args& args) {
   auto connected = connect_admin(args);
   if (!connected) return failed(connected.error());
   ShellSession session(std::move(*connected), connection_words(args), *json);
+  session.reconnect_with([&args] { return connect_admin(args); });
   if (auto command = args.get("command")) return session.run(*command, std::cout, std::cerr);
   if (isatty(STDIN_FILENO)) {
     // Tab offers the newest workflows of the index too, over a client connection made at the

@@ -150,6 +150,16 @@ Result<std::vector<std::string>> split_words(const std::string& line) {
   return words;
 }
 
+template <class Call>
+auto ShellSession::on_admin(Call call) -> decltype(call(std::declval<client::AdminClient&>())) {
+  auto result = call(*admin_);
+  if (result || result.error().code != Errc::UNAVAILABLE || !reconnect_) return result;
+  auto again = reconnect_();
+  if (!again) return result;
+  admin_ = std::move(*again);
+  return call(*admin_);
+}
+
 ShellSession::ShellSession(std::unique_ptr<client::AdminClient> admin, std::vector<std::string> connection, bool json)
     : admin_(std::move(admin)), connection_(std::move(connection)), json_(json), cli_(command_table()) {
   commands_ = {
@@ -249,7 +259,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
         return usage("--sort takes kind, mailbox or age, not '" + s->second + "'");
       }
     }
-    auto list = admin_->actors(kind, sort, static_cast<uint32_t>(*limit));
+    auto list = on_admin([&](client::AdminClient& admin) { return admin.actors(kind, sort, static_cast<uint32_t>(*limit)); });
     if (!list) return complain(err, list.error());
     if (json) {
       Json j = Json::object();
@@ -274,7 +284,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
     auto w = parse_words(words, {}, {"json"});
     if (!w) return usage(w.error().message);
     if (w->positionals.size() != 1) return usage("actor takes one ID");
-    auto a = admin_->actor(w->positionals[0]);
+    auto a = on_admin([&](client::AdminClient& admin) { return admin.actor(w->positionals[0]); });
     if (!a) return complain(err, a.error());
     if (wants_json(*w)) {
       Json j = actor_json(a->summary);
@@ -312,7 +322,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
     auto w = parse_words(words, {}, {"json"});
     if (!w) return usage(w.error().message);
     if (w->positionals.size() != 1) return usage("diagnose takes one WORKFLOW");
-    auto d = admin_->diagnose(w->positionals[0]);
+    auto d = on_admin([&](client::AdminClient& admin) { return admin.diagnose(w->positionals[0]); });
     if (!d) return complain(err, d.error());
     if (wants_json(*w)) {
       Json j = Json::object();
@@ -343,7 +353,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
     auto limit = number_option(*w, "limit", 0);
     if (!from) return usage(from.error().message);
     if (!limit) return usage(limit.error().message);
-    auto page = admin_->history(w->positionals[0], *from, static_cast<uint32_t>(*limit));
+    auto page = on_admin([&](client::AdminClient& admin) { return admin.history(w->positionals[0], *from, static_cast<uint32_t>(*limit)); });
     if (!page) return complain(err, page.error());
     if (wants_json(*w)) {
       Json events = Json::array();
@@ -359,7 +369,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
   if (name == "tasklists") {
     auto w = parse_words(words, {}, {"json"});
     if (!w) return usage(w.error().message);
-    auto lists = admin_->task_lists();
+    auto lists = on_admin([&](client::AdminClient& admin) { return admin.task_lists(); });
     if (!lists) return complain(err, lists.error());
     if (wants_json(*w)) {
       Json all = Json::array();
@@ -404,7 +414,7 @@ int ShellSession::run(const std::string& line, std::ostream& out, std::ostream& 
   if (name == "store") {
     auto w = parse_words(words, {}, {"json"});
     if (!w) return usage(w.error().message);
-    auto s = admin_->store();
+    auto s = on_admin([&](client::AdminClient& admin) { return admin.store(); });
     if (!s) return complain(err, s.error());
     if (wants_json(*w)) {
       Json engine = Json::object();
@@ -487,7 +497,7 @@ std::vector<std::string> ShellSession::complete(const std::vector<std::string>& 
     // workers, task lists; and workflows from the index, which has those without an actor.
     // The roster's ids, unprobed: a Tab costs the scheduler no message to any actor.
     const std::string kind = completes == "workflow" ? "workflow" : completes == "worker" ? "worker" : "";
-    if (auto ids = admin_->ids(kind, prefix, 0)) {
+    if (auto ids = on_admin([&](client::AdminClient& admin) { return admin.ids(kind, prefix, 0); })) {
       for (const auto& id : *ids) add(id);
     }
     if (completes == "workflow" && indexed_) {

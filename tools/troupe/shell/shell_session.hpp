@@ -45,8 +45,19 @@ class ShellSession {
   /// The shell's commands, the admin ones first.
   const std::vector<ShellCommand>& commands() const { return commands_; }
 
+  /// How to connect again when the admin connection is gone (the scheduler closed it as idle,
+  /// or restarted): the next admin command connects again and carries on. Unset: it fails.
+  using Reconnect = std::function<Result<std::unique_ptr<client::AdminClient>>()>;
+  void reconnect_with(Reconnect reconnect) { reconnect_ = std::move(reconnect); }
+
  private:
+  /// `call(admin)`; once more on a new connection if the connection was lost (every admin
+  /// call only reads, so repeating one is safe).
+  template <class Call>
+  auto on_admin(Call call) -> decltype(call(std::declval<client::AdminClient&>()));
+
   std::unique_ptr<client::AdminClient> admin_;
+  Reconnect reconnect_;
   std::vector<std::string> connection_;
   bool json_;
   bool quit_ = false;
