@@ -14,6 +14,7 @@
 
 #include "runtime/net/buffered_stream.hpp"
 #include "runtime/net/guarded_stream.hpp"
+#include "runtime/net/tls.hpp"
 #include "schema/node_log.hpp"
 
 namespace troupe::runtime {
@@ -61,18 +62,15 @@ class Listener {
   }
 
  private:
-  /// One open connection and everything that lives as long as it does.
-  struct Connection {
-    std::shared_ptr<ConnectionTicket> ticket;
+  /// A connection's RPC system and the streams under it, once its TLS handshake is done.
+  struct Rpc {
     kj::Own<kj::AsyncIoStream> stream;
     capnp::TwoPartyVatNetwork network;
     capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
     kj::Promise<void> ended = nullptr;  ///< last: cancelled before what it watches goes
 
-    Connection(std::shared_ptr<ConnectionTicket> t, kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client bootstrap,
-               const ConnectionLimits& limits)
-        : ticket(std::move(t)),
-          stream(kj::mv(s)),
+    Rpc(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client bootstrap, const ConnectionLimits& limits)
+        : stream(kj::mv(s)),
           network(*stream, capnp::rpc::twoparty::Side::SERVER, reader_options(limits)),
           rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {
       rpc.setFlowLimit(limits.max_calls_in_flight_bytes / sizeof(capnp::word));
@@ -85,15 +83,22 @@ class Listener {
     }
   };
 
+  /// One open connection and everything that lives as long as it does.
+  struct Connection {
+    std::shared_ptr<ConnectionTicket> ticket;
+    kj::Own<Rpc> rpc;  ///< null while the TLS handshake runs
+    kj::Promise<void> handshake = nullptr;  ///< last: cancelled (by a close) before the rest goes
+  };
+
   struct ErrorHandler final : kj::TaskSet::ErrorHandler {
     void taskFailed(kj::Exception&&) override {}  // nop: each task handles its own failures
   };
 
   kj::Promise<void> accept_loop() {
     // evalNow: accept() may fail at once, before it returns a promise.
-    return kj::evalNow([this] { return receiver_->accept(); })
+    return kj::evalNow([this] { return receiver_->acceptAuthenticated(); })
         .then(
-            [this](kj::Own<kj::AsyncIoStream>&& stream) {
+            [this](kj::AuthenticatedStream&& stream) {
               accepted(kj::mv(stream));
               return accept_loop();
             },
@@ -110,14 +115,14 @@ class Listener {
             });
   }
 
-  void accepted(kj::Own<kj::AsyncIoStream> stream) {
+  void accepted(kj::AuthenticatedStream accepted) {
     if (failures_ > 0) {
       log_or_none(setup_.log).warn("accepting connections again", {{"failed_accepts", failures_}});
       failures_ = 0;
       backoff_ = first_accept_backoff;
     }
     if (setup_.meters) setup_.meters->accepted.add();
-    std::string peer = peer_address(*stream);
+    std::string peer = peer_address(*accepted.stream);
     const auto& limits = setup_.limits;
     const bool node_full = open_.size() >= limits.max_connections;
     if (node_full || per_peer_[peer] >= limits.max_connections_per_peer) {
@@ -140,17 +145,48 @@ class Listener {
     });
     ++per_peer_[peer];
     if (setup_.meters) setup_.meters->open.add(1);
+    auto made = kj::heap<Connection>();
+    made->ticket = ticket;
+    auto& connection = *open_.emplace(id, kj::mv(made)).first->second;
+    if (!setup_.tls) {
+      serve(connection, kj::mv(accepted.stream));
+      return;
+    }
+    // The handshake counts against handshake_timeout like the rest of admission.
+    connection.handshake = setup_.tls->context()
+                               .wrapServer(kj::mv(accepted))
+                               .then(
+                                   [this, id](kj::AuthenticatedStream&& secured) {
+                                     auto it = open_.find(id);
+                                     if (it == open_.end()) return;
+                                     auto* identity = dynamic_cast<kj::TlsPeerIdentity*>(secured.peerIdentity.get());
+                                     if (identity != nullptr && identity->hasCertificate()) {
+                                       it->second->ticket->certificate_name(identity->getCommonName().cStr());
+                                     }
+                                     serve(*it->second, kj::mv(secured.stream));
+                                   },
+                                   [this, id](kj::Exception&& e) {
+                                     log_or_none(setup_.log).debug("TLS handshake failed",
+                                                                   {{"peer", open_.count(id) ? open_.at(id)->ticket->peer() : ""},
+                                                                    {"error", e.getDescription().cStr()}});
+                                     tasks_.add(kj::evalLater([this, id] { close(id, ConnectionClosed::TLS_FAILED); }));
+                                   })
+                               .eagerlyEvaluate(nullptr);
+  }
+
+  /// Starts the connection's RPC system over `stream` (the socket's, or TLS's over it).
+  void serve(Connection& connection, kj::Own<kj::AsyncIoStream> stream) {
+    const auto& ticket = connection.ticket;
+    const uint64_t id = ticket->id();
     auto buffered = kj::heap<BufferedStream>(kj::mv(stream), BufferedStream::Backlog::HOLD_READS);
-    auto connection = kj::heap<Connection>(
-        ticket, kj::heap<GuardedStream>(kj::mv(buffered), ticket, limits.max_unadmitted_bytes),
-        setup_.gateway(ticket), limits);
-    connection->ended = connection->network.onDisconnect()
-                            .then([this, id] {
-                              // Later: the connection must not be destroyed from inside its own callback.
-                              tasks_.add(kj::evalLater([this, id] { close(id, std::nullopt); }));
-                            })
-                            .eagerlyEvaluate(nullptr);
-    open_.emplace(id, kj::mv(connection));
+    connection.rpc = kj::heap<Rpc>(kj::heap<GuardedStream>(kj::mv(buffered), ticket, setup_.limits.max_unadmitted_bytes),
+                                   setup_.gateway(ticket), setup_.limits);
+    connection.rpc->ended = connection.rpc->network.onDisconnect()
+                                .then([this, id] {
+                                  // Later: the connection must not be destroyed from inside its own callback.
+                                  tasks_.add(kj::evalLater([this, id] { close(id, std::nullopt); }));
+                                })
+                                .eagerlyEvaluate(nullptr);
   }
 
   /// Drops connection `id` if it is still open; `why` the scheduler closed it (nullopt: it ended).

@@ -25,10 +25,15 @@ class NodeLog;
 
 namespace troupe::runtime {
 
+class TlsEndpoint;
+
 struct GatewayListenerSetup {
   ConnectionLimits limits;
   std::shared_ptr<NodeLog> log;      ///< nullptr: nowhere
   std::shared_ptr<RpcMeters> meters;  ///< nullptr: not counted
+  /// Every connection is TLS with this server endpoint; nullptr: plaintext (loopback only, as
+  /// the config checks).
+  std::shared_ptr<TlsEndpoint> tls;
   /// The bootstrap capability of one new connection, which admits or refuses `ticket`.
   std::function<capnp::Capability::Client(std::shared_ptr<ConnectionTicket> ticket)> gateway;
 };

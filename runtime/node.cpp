@@ -32,6 +32,7 @@
 #include "runtime/incarnation.hpp"
 #include "runtime/metrics/node_metrics.hpp"
 #include "runtime/metrics/server.hpp"
+#include "runtime/net/tls.hpp"
 #include "runtime/process/process_supervisor.hpp"
 #include "runtime/retention.hpp"
 #include "runtime/rpc_thread.hpp"
@@ -189,6 +190,28 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     cluster_token = std::move(*read);
   }
 
+  // What a scheduler presents in its TLS handshakes, read before anything starts.
+  std::shared_ptr<TlsEndpoint> scheduler_tls;
+  if (node.scheduler && !cluster.plaintext) {
+    auto tls = TlsEndpoint::server({cluster.tls_ca, node.tls_certificate, node.tls_key},
+                                   cluster.require_client_certificates);
+    if (!tls) {
+      log->error("cannot start", {{"error", tls.error().message}});
+      return 3;
+    }
+    scheduler_tls = std::move(*tls);
+  }
+  // And what a worker trusts (and presents, with a certificate of its own) connecting to it.
+  std::shared_ptr<TlsEndpoint> worker_tls;
+  if (node.worker && !cluster.plaintext) {
+    auto tls = TlsEndpoint::client({cluster.tls_ca, node.tls_certificate, node.tls_key});
+    if (!tls) {
+      log->error("cannot start", {{"error", tls.error().message}});
+      return 3;
+    }
+    worker_tls = std::move(*tls);
+  }
+
   // Counted only on a node that serves its metrics: elsewhere the actors skip a null pointer.
   const bool metered = !node.metrics.empty();
   std::shared_ptr<storage::RocksHistoryStore> store;
@@ -261,6 +284,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     scheduler->system = &system;
     scheduler->log = log;
     scheduler->connection_limits = cluster.connections;
+    scheduler->tls = std::move(scheduler_tls);
     fit_descriptor_limit(cluster.connections, *log);
     scheduler->store = store;
     scheduler->dispatcher = actors::spawn_dispatcher(system, dispatch);
@@ -324,6 +348,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     agent->executor = local_executor;
     agent->node = node;
     agent->cluster_token = cluster_token;
+    agent->tls = worker_tls;
     agent->worker_id = *worker_id;
     if (agent->node.scheduler_address.empty()) agent->node.scheduler_address = node.listen;
     agent->exit = [stop](const std::string& reason) { stop->stop(1, reason); };

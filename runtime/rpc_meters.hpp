@@ -17,9 +17,10 @@ enum class ConnectionClosed : uint8_t {
   IDLE_TIMEOUT,       ///< admitted, then nothing sent and nothing in progress for idle_timeout
   REFUSED,            ///< its credential was refused
   UNADMITTED_BYTES,   ///< sent more than max_unadmitted_bytes before it was admitted
+  TLS_FAILED,         ///< its TLS handshake failed (not TLS, an untrusted or missing certificate)
 };
-inline constexpr std::array<std::string_view, 5> connection_closed_names = {
-    "over_limit", "handshake_timeout", "idle_timeout", "refused", "unadmitted_bytes"};
+inline constexpr std::array<std::string_view, 6> connection_closed_names = {
+    "over_limit", "handshake_timeout", "idle_timeout", "refused", "unadmitted_bytes", "tls_failed"};
 
 struct RpcMeters {
   meters::Gauge open;        ///< connections open now

@@ -1214,6 +1214,7 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
   setup.limits = services->connection_limits;
   setup.log = services->log;
   setup.meters = services->rpc_meters;
+  setup.tls = services->tls;
   setup.gateway = [services, workers, &tasks, &timer = io.provider->getTimer()](std::shared_ptr<ConnectionTicket> ticket) {
     return capnp::Capability::Client(kj::heap<GatewayImpl>(services, tasks, timer, workers, std::move(ticket)));
   };

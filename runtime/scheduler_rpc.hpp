@@ -24,6 +24,7 @@ class TaskSet;
 namespace troupe::runtime {
 
 class Retention;
+class TlsEndpoint;
 
 struct SchedulerServices {
   caf::actor_system* system = nullptr;
@@ -53,6 +54,9 @@ struct SchedulerServices {
   std::shared_ptr<RpcMeters> rpc_meters;
   /// What each connection may do ([connections] in the config).
   ConnectionLimits connection_limits;
+  /// Every connection is TLS with this endpoint; nullptr: plaintext (a loopback scheduler whose
+  /// config says so).
+  std::shared_ptr<TlsEndpoint> tls;
 };
 
 /// The durable state of workflow `id`, from its replayed history, with why its waiting tasks

@@ -25,6 +25,7 @@
 #include "schema/worker.capnp.h"
 #include "runtime/logs/log_files.hpp"
 #include "runtime/net/buffered_stream.hpp"
+#include "runtime/net/tls.hpp"
 #include "runtime/shell_runner.hpp"
 #include "runtime/wire.hpp"
 #include "schema/node_log.hpp"
@@ -498,6 +499,11 @@ class Agent : public std::enable_shared_from_this<Agent> {
     tasks_.add(io_.provider->getNetwork()
                    .parseAddress(address.host, address.port)
                    .then([](kj::Own<kj::NetworkAddress> a) { return a->connect().attach(kj::mv(a)); })
+                   .then([self](kj::Own<kj::AsyncIoStream> stream) -> kj::Promise<kj::Own<kj::AsyncIoStream>> {
+                     if (!self->setup_->tls) return kj::mv(stream);
+                     return self->setup_->tls->context().wrapClient(kj::mv(stream),
+                                                                    self->setup_->node.scheduler_address.host);
+                   })
                    .then([self](kj::Own<kj::AsyncIoStream> stream) { return self->registered(kj::mv(stream)); })
                    .catch_([self](kj::Exception&& e) {
                      self->drop_connection();

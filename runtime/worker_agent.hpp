@@ -25,6 +25,8 @@ struct WorkerMeters;
 
 namespace troupe::runtime {
 
+class TlsEndpoint;
+
 struct WorkerAgentSetup {
   caf::actor_system* system = nullptr;
   actors::executor_actor executor;
@@ -32,6 +34,8 @@ struct WorkerAgentSetup {
   /// The worker's persisted identity (runtime/identity/worker_id.hpp), presented at registration.
   std::string worker_id;
   std::string cluster_token;  ///< presented at registration; empty when the cluster has none
+  /// The connection to the scheduler is TLS with this client endpoint; nullptr: plaintext.
+  std::shared_ptr<TlsEndpoint> tls;
   RpcThread* rpc = nullptr;
   /// Asks the node to exit (MUST_DIE, requestSuicide); called on the RPC thread.
   std::function<void(const std::string& reason)> exit;

@@ -20,14 +20,16 @@ struct AdminClient::Impl {
   std::string address;
   std::shared_ptr<ThreadIo> thread_io = ThreadIo::of_this_thread();
   kj::AsyncIoContext& io = thread_io->io;
+  std::shared_ptr<runtime::TlsEndpoint> tls;  ///< nullptr: plaintext
   kj::Own<Connection> connection;
   schema::Gateway::Client gateway;
   capnp::RemotePromise<schema::Gateway::AdminResults> handshake;
   schema::AdminService::Client service;
 
-  Impl(const std::string& host, uint16_t port, const std::string& token)
+  Impl(const std::string& host, uint16_t port, const std::string& token, std::shared_ptr<runtime::TlsEndpoint> endpoint)
       : address(host + ":" + std::to_string(port)),
-        gateway(connect_gateway(io, host, port, connection)),
+        tls(std::move(endpoint)),
+        gateway(connect_gateway(io, host, port, tls.get(), connection)),
         handshake(ask(gateway, token)),
         service(handshake.getAdmin()) {}
 
@@ -63,7 +65,9 @@ Result<std::unique_ptr<AdminClient>> AdminClient::connect(const std::string& hos
                                                          const ConnectOptions& options) {
   const std::string address = host + ":" + std::to_string(port);
   try {
-    auto impl = std::make_unique<Impl>(host, port, options.token);
+    auto tls = client_tls(options);
+    if (!tls) return tls.error();
+    auto impl = std::make_unique<Impl>(host, port, options.token, std::move(*tls));
     auto expired = impl->io.provider->getTimer()
                        .afterDelay(options.timeout.count() * kj::MICROSECONDS)
                        .then([address]() -> Result<bool> {

@@ -22,11 +22,23 @@ std::shared_ptr<ThreadIo> ThreadIo::of_this_thread() {
   return made;
 }
 
+Result<std::shared_ptr<runtime::TlsEndpoint>> client_tls(const ConnectOptions& options) {
+  if (!options.tls) return std::shared_ptr<runtime::TlsEndpoint>();
+  auto endpoint = runtime::TlsEndpoint::client(
+      {options.tls->ca_file, options.tls->certificate_file, options.tls->key_file});
+  if (!endpoint) return endpoint.error();
+  return std::shared_ptr<runtime::TlsEndpoint>(std::move(*endpoint));
+}
+
 kj::Promise<schema::Gateway::Client> connect_gateway(kj::AsyncIoContext& io, const std::string& host, uint16_t port,
-                                                     kj::Own<Connection>& connection) {
+                                                     runtime::TlsEndpoint* tls, kj::Own<Connection>& connection) {
   return io.provider->getNetwork()
       .parseAddress(host, port)
       .then([](kj::Own<kj::NetworkAddress> where) { return where->connect().attach(kj::mv(where)); })
+      .then([tls, host](kj::Own<kj::AsyncIoStream> tcp) -> kj::Promise<kj::Own<kj::AsyncIoStream>> {
+        if (tls == nullptr) return kj::mv(tcp);
+        return tls->context().wrapClient(kj::mv(tcp), host);
+      })
       .then([&connection](kj::Own<kj::AsyncIoStream> tcp) {
         connection = kj::heap<Connection>(kj::mv(tcp));
         return connection->rpc.bootstrap().castAs<schema::Gateway>();

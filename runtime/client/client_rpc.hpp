@@ -10,17 +10,22 @@
 #include <kj/async-io.h>
 
 #include "runtime/client/gateway_client.hpp"
+#include "runtime/net/tls.hpp"
 #include "runtime/wire.hpp"
 #include "schema/gateway.capnp.h"
 
 namespace troupe::client {
 
-/// The RPC system over one TCP connection, made once the connection is up.
+/// The RPC system over one TCP connection (TLS over it, or not), made once the connection is up.
 struct Connection {
   kj::Own<kj::AsyncIoStream> stream;
   capnp::TwoPartyClient rpc;
   explicit Connection(kj::Own<kj::AsyncIoStream> tcp);
 };
+
+/// The TLS endpoint `options` ask for: nullptr for plaintext; INVALID_ARGUMENT or NOT_FOUND
+/// naming a file that cannot be used.
+Result<std::shared_ptr<runtime::TlsEndpoint>> client_tls(const ConnectOptions& options);
 
 /// A thread has one KJ event loop at most: the clients made on one thread share it.
 struct ThreadIo {
@@ -30,8 +35,9 @@ struct ThreadIo {
 
 /// Connects to host:port and bootstraps the scheduler's Gateway; `connection` holds the
 /// connection once it is made.
+/// `tls` (nullptr: plaintext) must live as long as the connection.
 kj::Promise<schema::Gateway::Client> connect_gateway(kj::AsyncIoContext& io, const std::string& host, uint16_t port,
-                                                     kj::Own<Connection>& connection);
+                                                     runtime::TlsEndpoint* tls, kj::Own<Connection>& connection);
 
 /// The scheduler's error in a response, if it set one.
 template <class Response>

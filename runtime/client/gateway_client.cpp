@@ -111,6 +111,7 @@ struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
   std::string address;
   std::shared_ptr<ThreadIo> thread_io = ThreadIo::of_this_thread();
   kj::AsyncIoContext& io = thread_io->io;
+  std::shared_ptr<runtime::TlsEndpoint> tls;  ///< nullptr: plaintext
   kj::Own<Connection> connection;
   /// The scheduler's Gateway: a promise until the connection is made.
   schema::Gateway::Client gateway;
@@ -128,14 +129,15 @@ struct GatewayClient::Impl : kj::TaskSet::ErrorHandler {
     return request.send();
   }
 
-  Impl(const std::string& host, uint16_t port, const std::string& token)
+  Impl(const std::string& host, uint16_t port, const std::string& token, std::shared_ptr<runtime::TlsEndpoint> endpoint)
       : address(host + ":" + std::to_string(port)),
+        tls(std::move(endpoint)),
         gateway(connect(host, port)),
         handshake(ask_client(gateway, token)),
         service(handshake.getClient()) {}
 
   kj::Promise<schema::Gateway::Client> connect(const std::string& host, uint16_t port) {
-    return connect_gateway(io, host, port, connection);
+    return connect_gateway(io, host, port, tls.get(), connection);
   }
 
   kj::WaitScope& wait_scope() { return io.waitScope; }
@@ -214,7 +216,9 @@ Result<std::unique_ptr<GatewayClient>> GatewayClient::connect(const std::string&
   const std::string address = host + ":" + std::to_string(port);
   const Duration timeout = options.timeout;
   try {
-    auto impl = std::make_unique<Impl>(host, port, options.token);
+    auto tls = client_tls(options);
+    if (!tls) return tls.error();
+    auto impl = std::make_unique<Impl>(host, port, options.token, std::move(*tls));
     // The connection is made lazily: wait for the handshake now, so an unreachable scheduler
     // or a refused token shows here rather than on the first call.
     auto ready = kj::mv(impl->handshake).then(

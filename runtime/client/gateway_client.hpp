@@ -190,9 +190,20 @@ struct DrainRequest {
   bool exit_when_drained = false;
 };
 
+/// How a client speaks TLS with the scheduler: whom it trusts, and what it presents.
+struct TlsOptions {
+  std::string ca_file;           ///< CA certificates (PEM) that sign the scheduler's; empty: the system's
+  std::string certificate_file;  ///< a client certificate (PEM), where the cluster requires one; empty: none
+  std::string key_file;          ///< its private key
+};
+
 struct ConnectOptions {
   Duration timeout = std::chrono::seconds(5);  ///< for the connection, not for later calls
   std::string token;  ///< the cluster's secret, when its scheduler requires one
+  /// TLS, as every scheduler speaks unless its config is plaintext; nullopt: plaintext (a
+  /// loopback scheduler whose config allows it). The scheduler's certificate must name the host
+  /// connected to.
+  std::optional<TlsOptions> tls;
 };
 
 class GatewayClient {

@@ -47,14 +47,18 @@ constexpr std::string_view cluster_keys[] = {"name",
                                              "quarantine_max_backoff",
                                              "recovery_window",
                                              "worker_lease",
-                                             "retention"};
+                                             "retention",
+                                             "tls_ca",
+                                             "plaintext",
+                                             "require_client_certificates"};
 constexpr std::string_view limit_keys[] = {"rate", "burst"};
 constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
                                           "task_lists", "resource_id", "max_concurrent_sessions",
                                           "rate",       "log_dir",     "log_cap",
                                           "actor_threads", "definitions", "workflow_cache",
-                                          "metrics",    "log_level",   "log_format"};
+                                          "metrics",    "log_level",   "log_format",
+                                          "tls_certificate", "tls_key"};
 /// Keys that only mean something on a node with the scheduler role, resp. the worker role.
 constexpr std::string_view scheduler_only_keys[] = {"listen", "sync", "definitions", "workflow_cache"};
 constexpr std::string_view worker_only_keys[] = {
@@ -230,6 +234,7 @@ class Checker {
     read_connections(root, config);
     read_task_lists(root, config);
     read_nodes(root, config);
+    check_tls(root, config);
     if (problems_.empty()) return config;
     std::stable_sort(problems_.begin(), problems_.end(),
                      [](const Problem& a, const Problem& b) { return a.line < b.line; });
@@ -436,6 +441,11 @@ class Checker {
     if (!name) missing(line, "cluster", "name", "the cluster's name");
     if (auto s = name_value(name, "cluster name")) out.name = *s;
     if (auto p = path_value(field(*t, "token_file", "cluster", line))) out.token_file = *p;
+    if (auto p = path_value(field(*t, "tls_ca", "cluster", line))) out.tls_ca = *p;
+    if (auto b = bool_value(field(*t, "plaintext", "cluster", line))) out.plaintext = *b;
+    if (auto b = bool_value(field(*t, "require_client_certificates", "cluster", line))) {
+      out.require_client_certificates = *b;
+    }
     if (auto b = bool_value(field(*t, "replace_unhealthy_workers", "cluster", line))) {
       out.replace_unhealthy_workers = *b;
     }
@@ -529,6 +539,59 @@ class Checker {
   }
 
   // --- [task_lists.NAME] ---------------------------------------------------------------------
+
+  // --- TLS ------------------------------------------------------------------------------------
+
+  /// Whether `host` can only be reached from this machine.
+  static bool loopback(const std::string& host) {
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  }
+
+  /// The TLS keys of [cluster] and the nodes, checked together, and their defaults: every
+  /// connection is encrypted unless the config says plaintext, which only a loopback scheduler
+  /// may. Without paths, the files are looked for under certs/ beside the config (what
+  /// `troupe certs` and `troupe up` make): ca.pem, and NODE.pem with NODE.key.
+  void check_tls(const toml::table& root, ClusterConfig& config) {
+    const toml::table* cluster = root["cluster"].as_table();
+    const int cluster_line = cluster ? line_of(cluster->source(), 0) : 0;
+    auto cluster_field = [&](std::string_view key) {
+      return cluster ? field(*cluster, key, "cluster", cluster_line) : Field{};
+    };
+    const Field plaintext = cluster_field("plaintext");
+    const Field require = cluster_field("require_client_certificates");
+    const Field ca = cluster_field("tls_ca");
+    if (config.plaintext && config.require_client_certificates) {
+      problem(require.line, require.path, "needs TLS, and the cluster is plaintext");
+    }
+    if (config.plaintext && ca) problem(ca.line, ca.path, "the cluster is plaintext (plaintext = true)");
+    if (!config.plaintext && config.tls_ca.empty()) config.tls_ca = resolve("certs/ca.pem");
+    const toml::array* nodes = root["node"].as_array();
+    for (size_t i = 0; i < config.nodes.size(); ++i) {
+      NodeConfig& node = config.nodes[i];
+      const toml::table* t = nodes && i < nodes->size() ? nodes->get(i)->as_table() : nullptr;
+      if (t == nullptr) continue;
+      const std::string path = index_path("node", i);
+      const Field certificate = field(*t, "tls_certificate", path, node.line);
+      const Field key = field(*t, "tls_key", path, node.line);
+      if (certificate && !key) missing(node.line, path, "tls_key", "the private key of tls_certificate");
+      if (key && !certificate) missing(node.line, path, "tls_certificate", "the certificate of tls_key");
+      if (config.plaintext) {
+        if (certificate) problem(certificate.line, certificate.path, "the cluster is plaintext (plaintext = true)");
+        if (node.scheduler && !node.listen.empty() && !loopback(node.listen.host)) {
+          problem(plaintext.line, plaintext.path,
+                  "plaintext is allowed only for a scheduler on a loopback address, and " + node.name +
+                      " listens on " + node.listen.to_string() +
+                      ": leave it out, and the connections are encrypted (see tls_certificate)");
+        }
+        continue;
+      }
+      const bool presents = node.scheduler || config.require_client_certificates;
+      if (!certificate && presents && !node.name.empty()) {
+        node.tls_certificate = resolve("certs/" + node.name + ".pem");
+        node.tls_key = resolve("certs/" + node.name + ".key");
+      }
+    }
+  }
 
   // --- [connections] ------------------------------------------------------------------------
 
@@ -720,6 +783,8 @@ class Checker {
     }
     if (auto a = address_value(field(t, "metrics", path, line), true)) node.metrics = *a;
     node_log_settings(t, path, line, node);
+    if (auto p = path_value(field(t, "tls_certificate", path, line))) node.tls_certificate = *p;
+    if (auto p = path_value(field(t, "tls_key", path, line))) node.tls_key = *p;
 
     const Field log_dir = field(t, "log_dir", path, line);
     if (auto p = path_value(log_dir)) {

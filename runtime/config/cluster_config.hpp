@@ -139,6 +139,14 @@ struct NodeConfig {
   /// RPC thread and the history store's commit thread need a core too).
   uint32_t actor_threads = 0;
 
+  /// The node's TLS certificate (PEM, may hold its chain) and private key: a scheduler's is
+  /// what it presents to every client and worker; a worker's, when set, is its client
+  /// certificate. Default (a scheduler's, and a worker's when the cluster has
+  /// require_client_certificates): certs/NAME.pem and certs/NAME.key beside the config.
+  /// Empty in a plaintext cluster.
+  std::string tls_certificate;
+  std::string tls_key;
+
   /// Line of the node's `[[node]]` header in the config file (1-based).
   int line = 0;
 };
@@ -149,6 +157,16 @@ struct ClusterConfig {
   std::string name;
   /// File holding the shared secret for node and client authentication. Default: none.
   std::optional<std::string> token_file;
+  /// The CA certificates (PEM) that sign the scheduler's certificate, which workers and
+  /// clients trust, and the client certificates the scheduler accepts. Default:
+  /// certs/ca.pem beside the config; empty in a plaintext cluster.
+  std::string tls_ca;
+  /// No TLS: every connection is plain Cap'n Proto, the token crosses the wire in clear.
+  /// Allowed only when the scheduler listens on a loopback address. Default: false.
+  bool plaintext = false;
+  /// The scheduler admits only connections that present a certificate signed by tls_ca
+  /// (mutual TLS), workers and clients alike. Default: false.
+  bool require_client_certificates = false;
   /// Worker -> scheduler heartbeat period, > 0. Default: 1s.
   Duration heartbeat_interval = std::chrono::seconds(1);
   /// No heartbeat for this long: the worker is UNHEALTHY. >= heartbeat_interval.

@@ -68,6 +68,10 @@ class ConnectionTicket {
   uint64_t unadmitted_bytes() const { return unadmitted_bytes_; }
   Clock::time_point accepted_at() const { return accepted_at_; }
 
+  /// The common name of the certificate the peer presented in its TLS handshake (empty: none).
+  void certificate_name(std::string name) { certificate_name_ = std::move(name); }
+  const std::string& certificate_name() const { return certificate_name_; }
+
   /// Set by the listener: what refuse() sets in motion.
   void on_refused(std::function<void()> f) { on_refused_ = std::move(f); }
 
@@ -81,6 +85,7 @@ class ConnectionTicket {
   bool admitted_ = false;
   bool refused_ = false;
   std::string identity_;
+  std::string certificate_name_;
   uint32_t calls_in_flight_ = 0;
   uint64_t unadmitted_bytes_ = 0;
   std::function<void()> on_refused_;

@@ -217,7 +217,7 @@ ChaosCluster::ChaosCluster(const std::string& dir, const Timings& t,
   fs::create_directories(dir_ + "/nodes");
   std::ostringstream out;
   const std::string quoted_address = "\"" + address() + "\"";
-  out << "[cluster]\nname = \"chaos\"\n"
+  out << "[cluster]\nname = \"chaos\"\nplaintext = true\n"
       << "heartbeat_interval = \"" << t.heartbeat_interval << "\"\n"
       << "unhealthy_after = \"" << t.unhealthy_after << "\"\n"
       << "must_die_after = \"" << t.must_die_after << "\"\n"

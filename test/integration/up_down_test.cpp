@@ -203,8 +203,23 @@ TEST_SUITE("integration.up_down") {
     }
     CHECK(nodes_of(cluster.config) == pids);
 
+    SUBCASE("the cluster is encrypted by default: up made its CA and certificates; a plaintext client is refused") {
+      CHECK(up.output.find("made " + (fs::canonical(cluster.dir.path()) / "certs" / "ca.pem").string()) !=
+            std::string::npos);
+      for (const auto& node : node_names) CHECK(fs::exists(cluster.dir.path() + "/certs/" + node + ".pem"));
+      CHECK((fs::status(cluster.dir.path() + "/certs/ca.key").permissions() & fs::perms::group_all) == fs::perms::none);
+      const std::string address = "127.0.0.1:" + std::to_string(cluster.port);
+      const auto listed = troupe_cli({"list", "--config", cluster.config});
+      CHECK_MESSAGE(listed.exit_code == 0, listed.output);
+      const auto plain = troupe_cli({"list", "--address", address});
+      CHECK(plain.exit_code == 3);
+      CHECK_MESSAGE(plain.output.find("a scheduler speaks TLS unless its config says plaintext") != std::string::npos,
+                    plain.output);
+      const auto trusted = troupe_cli({"list", "--address", address, "--tls-ca", cluster.dir.path() + "/certs/ca.pem"});
+      CHECK_MESSAGE(trusted.exit_code == 0, trusted.output);
+    }
+
     SUBCASE("the scheduler runs the example workflows on the workers") {
-      troupe::test::connect(cluster.port);  // waits until the scheduler accepts connections
       const std::string suffix = "-" + std::to_string(::getpid());
       for (const std::string name : {"diamond", "fanout", "retry-heartbeat", "async-approval", "training"}) {
         CHECK(run_example(cluster, name) == "example-" + name + suffix + " SUCCESS\n");

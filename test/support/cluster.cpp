@@ -69,7 +69,9 @@ std::string log_keys(const ClusterSpec& spec) {
 std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
   const std::string address = quoted("127.0.0.1:" + std::to_string(port));
   std::ostringstream out;
-  out << "[cluster]\nname = \"test\"\nheartbeat_interval = \"" << spec.heartbeat_interval
+  out << "[cluster]\nname = \"test\"\n" << (spec.plaintext ? "plaintext = true\n" : "")
+      << (spec.require_client_certificates ? "require_client_certificates = true\n" : "")
+      << "heartbeat_interval = \"" << spec.heartbeat_interval
       << "\"\nunhealthy_after = \"" << spec.unhealthy_after << "\"\nmust_die_after = \"" << spec.must_die_after
       << "\"\n";
   if (!spec.kill_grace.empty()) out << "kill_grace = \"" << spec.kill_grace << "\"\n";

@@ -87,6 +87,11 @@ struct ClusterSpec {
   /// Every node's `log_level` and `log_format`; empty: the defaults (info, text).
   std::string log_level;
   std::string log_format;
+  /// `plaintext = true` in [cluster] (every test cluster but the TLS tests'); false: TLS, with
+  /// the certificates `troupe certs` makes under certs/ (the test makes them).
+  bool plaintext = true;
+  /// `require_client_certificates = true` (mutual TLS); needs plaintext = false.
+  bool require_client_certificates = false;
   /// Lines of the `[connections]` table, each "key = value" as TOML (`handshake_timeout =
   /// "500ms"`); empty: no table, the defaults.
   std::vector<std::string> connections;

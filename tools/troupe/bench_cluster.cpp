@@ -107,7 +107,7 @@ class BenchCluster {
   Result<void> write_config() const {
     const std::string metrics = options_.metrics ? "metrics = \"127.0.0.1:0\"\n" : "";
     std::ofstream out(config_path());
-    out << "# Written by troupe bench.\n[cluster]\nname = \"bench\"\n\n"
+    out << "# Written by troupe bench.\n[cluster]\nname = \"bench\"\nplaintext = true\n\n"
         << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = \"127.0.0.1:" << port_ << "\"\n"
         << "data_dir = \"data\"\nsync = " << (options_.sync ? "true" : "false") << "\n" << metrics << "\n"
         << "[[node]]\nname = \"worker\"\nroles = [\"worker\"]\nscheduler = \"127.0.0.1:" << port_ << "\"\n"
@@ -125,7 +125,7 @@ class BenchCluster {
   Result<std::unique_ptr<client::GatewayClient>> connect(Duration within) {
     const auto deadline = Clock::now() + within;
     for (;;) {
-      auto client = client::GatewayClient::connect("127.0.0.1", port_, {2s, {}});
+      auto client = client::GatewayClient::connect("127.0.0.1", port_, {2s, {}, std::nullopt});
       if (client || Clock::now() > deadline) return client;
       if (auto alive = check_alive(); !alive) return alive.error();
       std::this_thread::sleep_for(20ms);

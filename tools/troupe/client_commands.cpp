@@ -463,9 +463,11 @@ std::string shell_word(const std::string& text) {
 /// The command that lists the next page: the same filters and order, from `cursor`.
 std::string next_page_command(const Args& args, const std::string& cursor) {
   std::string command = "troupe list";
-  for (const char* option : {"state", "name", "since", "until", "limit", "sort", "address", "config", "token-file"}) {
+  for (const char* option : {"state", "name", "since", "until", "limit", "sort", "address", "config", "token-file",
+                             "tls-ca", "tls-certificate", "tls-key"}) {
     if (auto value = args.get(option)) command += std::string(" --") + option + " " + shell_word(*value);
   }
+  if (args.has("plaintext")) command += " --plaintext";
   return command + " --after " + shell_word(cursor);
 }
 

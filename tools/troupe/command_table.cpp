@@ -71,8 +71,14 @@ std::vector<ExitStatus> bench_exits() {
 const std::vector<OptionSpec>& connection_options() {
   static const std::vector<OptionSpec> options = {
       {"address", "HOST:PORT", "the scheduler (default: $TROUPE_ADDRESS, else 127.0.0.1:7700)"},
-      {"config", "CLUSTER.toml", "take the address from the config's scheduler node, and the token from its token_file"},
+      {"config", "CLUSTER.toml",
+       "take the address from the config's scheduler node, the token from its token_file, and TLS as it says"},
       {"token-file", "F", "the cluster's token, when its config names a token_file"},
+      {"tls-ca", "FILE", "speak TLS, trusting the CA certificates in FILE (the cluster's tls_ca, certs/ca.pem)"},
+      {"tls-certificate", "FILE", "the client certificate to present, where the cluster requires one"},
+      {"tls-key", "FILE", "its private key"},
+      {"plaintext", "", "no TLS, for a scheduler whose config says plaintext (the default with --address on "
+                        "a loopback address; anywhere else TLS is, trusting the system's CAs without --tls-ca)"},
   };
   return options;
 }
@@ -583,6 +589,24 @@ std::vector<CommandSpec> command_table() {
                     {exit_failed, "a node did not come up (the end of its log is printed)"},
                     usage_exit("or a bad config (every problem is listed)")},
           .run = up_command,
+      },
+      {
+          .path = "certs",
+          .section = clusters,
+          .summary = "make the TLS certificates a cluster config needs, where missing",
+          .arguments = {{"CLUSTER.toml"}},
+          .description =
+              "Makes the cluster's own certificate authority and a certificate per node, under certs/ beside the "
+              "config, where the config leaves its TLS paths to their defaults and the files are missing: "
+              "certs/ca.pem and ca.key (the CA, keep ca.key secret), then certs/NODE.pem and NODE.key for every "
+              "node, signed by it (a scheduler's names its listen host, localhost, 127.0.0.1 and ::1). Keys are "
+              "EC P-256, mode 0600. Files that exist are left alone; 'troupe up' does this before it starts "
+              "anything. With a PKI of your own, set tls_ca, tls_certificate and tls_key in the config instead.",
+          .examples = {"troupe certs examples/cluster.toml"},
+          .exits = {{exit_ok, "every file the config needs is there"},
+                    {exit_failed, "a file could not be made (the message says which and why)"},
+                    usage_exit("or a bad config")},
+          .run = certs_command,
       },
       {
           .path = "down",

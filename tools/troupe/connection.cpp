@@ -39,6 +39,41 @@ Result<std::string> cluster_token(const Args& args) {
 }
 
 
+bool loopback(const std::string& host) { return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0; }
+
+/// How to speak TLS with the scheduler at `address`, nullopt for plaintext: --plaintext, else
+/// the TLS flags, else --config's [cluster], else plaintext on a loopback address (what a
+/// plaintext cluster must use) and TLS trusting the system's CAs anywhere else.
+Result<std::optional<client::TlsOptions>> tls_options(const Args& args, const runtime::Address& address) {
+  auto plaintext = args.boolean("plaintext", false);
+  if (!plaintext) return plaintext.error();
+  if (*plaintext) {
+    for (const char* flag : {"tls-ca", "tls-certificate", "tls-key"}) {
+      if (args.has(flag)) return fail(Errc::INVALID_ARGUMENT, std::string("--plaintext and --") + flag + " contradict");
+    }
+    return std::optional<client::TlsOptions>();
+  }
+  if (args.has("tls-certificate") != args.has("tls-key")) {
+    return fail(Errc::INVALID_ARGUMENT, "--tls-certificate and --tls-key go together");
+  }
+  client::TlsOptions tls;
+  tls.certificate_file = args.get("tls-certificate").value_or("");
+  tls.key_file = args.get("tls-key").value_or("");
+  if (auto ca = args.get("tls-ca")) {
+    tls.ca_file = *ca;
+    return std::optional(tls);
+  }
+  if (auto path = args.get("config")) {
+    auto config = runtime::load_cluster_config(*path);
+    if (!config) return config.error();
+    if (config->plaintext) return std::optional<client::TlsOptions>();
+    tls.ca_file = config->tls_ca;
+    return std::optional(tls);
+  }
+  if (!tls.certificate_file.empty() || !loopback(address.host)) return std::optional(tls);
+  return std::optional<client::TlsOptions>();
+}
+
 /// Connects with `Client::connect` to the scheduler and token the options name.
 template <class Client>
 Result<std::unique_ptr<Client>> connect_to(const Args& args) {
@@ -46,9 +81,20 @@ Result<std::unique_ptr<Client>> connect_to(const Args& args) {
   if (!address) return address.error();
   auto token = cluster_token(args);
   if (!token) return token.error();
+  auto tls = tls_options(args, *address);
+  if (!tls) return tls.error();
   client::ConnectOptions options;
   options.token = std::move(*token);
-  return Client::connect(address->host, address->port, options);
+  options.tls = std::move(*tls);
+  auto connected = Client::connect(address->host, address->port, options);
+  if (!connected && connected.error().code == Errc::UNAVAILABLE && !options.tls &&
+      connected.error().message.find("disconnected") != std::string::npos) {
+    // A TLS scheduler hangs up on a client that does not speak it.
+    return fail(Errc::UNAVAILABLE, connected.error().message +
+                                       " (a scheduler speaks TLS unless its config says plaintext: pass --config "
+                                       "CLUSTER.toml, or --tls-ca with its CA certificate)");
+  }
+  return connected;
 }
 
 }  // namespace

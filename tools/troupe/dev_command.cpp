@@ -1,6 +1,7 @@
 // troupe dev: writes the one-node cluster config it runs (so the config's validation and
 // defaults apply exactly as for troupe-node) and runs that node in this process.
 #include "tools/troupe/dev_command.hpp"
+#include "tools/troupe/cluster_certificates.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -51,6 +52,8 @@ int dev_command(const Args& args) {
   }
   auto cluster = runtime::parse_cluster_config(toml, config_path.string(), dir.string());
   if (!cluster) return complain(cluster.error().message);
+  auto certificates = make_missing_certificates(*cluster);
+  if (!certificates) return complain(certificates.error().message);
   std::cerr << "troupe dev: data in " << dir.string() << ", clients connect to " << config.listen
             << "; Ctrl-C stops\n";
   return runtime::run_node(*cluster, cluster->nodes.front());

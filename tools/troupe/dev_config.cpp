@@ -1,6 +1,8 @@
 // troupe dev's config as a toml++ document, printed by toml++'s own formatter.
 #include "tools/troupe/dev_config.hpp"
 
+#include "runtime/config/cluster_config.hpp"
+
 #include <toml++/toml.h>
 
 #include <sstream>
@@ -31,6 +33,12 @@ std::string dev_config_toml(const DevConfig& config) {
   // Ctrl-C stops troupe dev at once: what runs is interrupted, reported, and runs again (the
   // same attempt) when it starts next.
   toml::table cluster{{"name", "dev"}, {"shutdown_grace", "0s"}};
+  // On a loopback address, plain Cap'n Proto, so that the CLI's defaults reach it; anywhere
+  // else TLS with certificates troupe dev makes beside the config (certs/).
+  const auto host = runtime::parse_address(config.listen);
+  if (host && (host->host == "localhost" || host->host == "::1" || host->host.rfind("127.", 0) == 0)) {
+    cluster.insert("plaintext", true);
+  }
   if (!config.token_file.empty()) cluster.insert("token_file", config.token_file);
 
   toml::table lists;

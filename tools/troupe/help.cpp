@@ -140,7 +140,7 @@ std::string command_markdown(const CommandSpec& c, const std::vector<CommandSpec
     out += "\n";
   }
   std::string options = md_options(c.options);
-  if (c.connects) options += "- `--address`, `--config`, `--token-file`: the connection options\n";
+  if (c.connects) options += "- `--address`, `--config`, `--token-file`, `--tls-ca`, `--plaintext`...: the connection options\n";
   if (!options.empty()) out += "Options:\n\n" + options + "\n";
   if (!c.examples.empty()) {
     out += "```sh\n";

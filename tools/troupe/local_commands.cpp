@@ -1,6 +1,7 @@
 // up, down, describe states, version and the benchmarks: parse their values, call the layer
 // that does the work, print its answer.
 #include "tools/troupe/local_commands.hpp"
+#include "tools/troupe/cluster_certificates.hpp"
 
 #include <unistd.h>
 
@@ -257,11 +258,29 @@ int version_command(const Args& args) {
   return exit_ok;
 }
 
+int certs_command(const Args& args) {
+  auto cluster = cluster_argument(args);
+  if (!cluster) return exit_usage;
+  auto written = make_missing_certificates(cluster->first);
+  if (!written) return local_failure(written.error());
+  if (cluster->first.plaintext) {
+    std::cout << "the cluster is plaintext (plaintext = true): it needs no certificates\n";
+  } else if (written->empty()) {
+    std::cout << "every certificate the config needs is there\n";
+  }
+  for (const auto& path : *written) std::cout << "made " << path << "\n";
+  return exit_ok;
+}
+
 int up_command(const Args& args) {
   auto json = args.boolean("json", false);
   if (!json) return usage_error(args, json.error().message);
   auto cluster = cluster_argument(args);
   if (!cluster) return exit_usage;
+  // Encrypted from the first start: the cluster's own CA and certificates, unless it has some.
+  auto certificates = make_missing_certificates(cluster->first);
+  if (!certificates) return local_failure(certificates.error());
+  for (const auto& path : *certificates) std::cerr << "troupe up: made " << path << "\n";
   UpOptions options;
   options.config_path = cluster->second;
   options.nodes = args.all("node");

@@ -8,6 +8,8 @@ namespace troupe::cli {
 
 /// `troupe up CLUSTER.toml [--node NAME]... [--timeout D] [--node-binary F] [--json]`
 int up_command(const Args& args);
+/// `troupe certs CLUSTER.toml`: the TLS files the config needs, made where missing.
+int certs_command(const Args& args);
 /// `troupe down CLUSTER.toml [--node NAME]... [--grace D] [--json]`
 int down_command(const Args& args);
 /// `troupe describe states [--format markdown|dot|json] [--json]`

@@ -215,6 +215,51 @@ max_calls_in_flight_bytes = "2MiB"
     CHECK(has_problem(bad, f.path, 7, "connections.max_message_bytes", "must be from 65536"));
   }
 
+  TEST_CASE("TLS: certificates default to certs/ beside the config; plaintext is for a loopback scheduler only") {
+    ConfigFile f;
+    const std::string nodes = R"(
+[[node]]
+name = "s"
+roles = ["scheduler"]
+listen = "LISTEN"
+data_dir = "d"
+
+[[node]]
+name = "w"
+roles = ["worker"]
+scheduler = "LISTEN"
+task_lists = { default = 1 }
+)";
+    auto with = [&](const std::string& cluster, const std::string& listen) {
+      std::string text = cluster + nodes;
+      for (size_t at; (at = text.find("LISTEN")) != std::string::npos;) text.replace(at, 6, listen);
+      return f.load(text);
+    };
+    const std::string certs = normal(f.dir / "certs");
+    auto tls = with("[cluster]\nname = \"c\"\n", "sched.example:7700");
+    REQUIRE(tls);
+    CHECK_FALSE(tls->plaintext);
+    CHECK(tls->tls_ca == certs + "/ca.pem");
+    CHECK(tls->nodes[0].tls_certificate == certs + "/s.pem");
+    CHECK(tls->nodes[0].tls_key == certs + "/s.key");
+    CHECK(tls->nodes[1].tls_certificate.empty());  // a worker presents none unless required
+
+    auto mutual = with("[cluster]\nname = \"c\"\nrequire_client_certificates = true\n", "sched.example:7700");
+    REQUIRE(mutual);
+    CHECK(mutual->nodes[1].tls_certificate == certs + "/w.pem");
+
+    auto loopback = with("[cluster]\nname = \"c\"\nplaintext = true\n", "127.0.0.1:7700");
+    REQUIRE(loopback);
+    CHECK(loopback->plaintext);
+    CHECK(loopback->tls_ca.empty());
+    CHECK(loopback->nodes[0].tls_certificate.empty());
+
+    auto exposed = with("[cluster]\nname = \"c\"\nplaintext = true\n", "0.0.0.0:7700");
+    CHECK(has_problem(exposed, f.path, 3, "cluster.plaintext", "allowed only for a scheduler on a loopback address"));
+    auto both = with("[cluster]\nname = \"c\"\nplaintext = true\nrequire_client_certificates = true\n", "127.0.0.1:7700");
+    CHECK(has_problem(both, f.path, 4, "cluster.require_client_certificates", "the cluster is plaintext"));
+  }
+
   TEST_CASE("defaults apply to keys left out") {
     ConfigFile f;
     auto config = f.load(R"([cluster]

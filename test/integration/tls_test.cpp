@@ -1,0 +1,133 @@
+// TLS on a real cluster (troupe-node processes on 127.0.0.1, certificates made by `troupe
+// certs`): workers and clients speak it with the scheduler, a client that does not, or that
+// trusts another CA, is refused, and with require_client_certificates a client without a
+// certificate signed by the cluster's CA is refused too.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "runtime/client/gateway_client.hpp"
+#include "test/support/cli.hpp"
+#include "test/support/cluster.hpp"
+#include "test/support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using troupe::client::ConnectOptions;
+using troupe::client::GatewayClient;
+using troupe::client::TlsOptions;
+using troupe::test::Cluster;
+using troupe::test::ClusterSpec;
+using troupe::test::eventually;
+
+namespace {
+
+/// A TLS cluster of a scheduler and worker-a, its certificates made by `troupe certs`.
+struct TlsCluster {
+  Cluster cluster;
+  std::string certs = cluster.dir / "certs";
+
+  explicit TlsCluster(bool require_client_certificates = false) : cluster(spec(require_client_certificates)) {
+    auto made = troupe::test::troupe_cli({"certs", cluster.config});
+    REQUIRE_MESSAGE(made.code == 0, made.output);
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+  }
+
+  static ClusterSpec spec(bool require_client_certificates) {
+    ClusterSpec s;
+    s.plaintext = false;
+    s.require_client_certificates = require_client_certificates;
+    s.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    return s;
+  }
+
+  ConnectOptions trusting(const std::string& ca, const std::string& certificate = {}) const {
+    ConnectOptions options;
+    options.tls = TlsOptions{ca, certificate.empty() ? "" : certificate + ".pem", certificate.empty() ? "" : certificate + ".key"};
+    return options;
+  }
+
+  troupe::Result<std::unique_ptr<GatewayClient>> connect(const ConnectOptions& options) const {
+    return GatewayClient::connect("127.0.0.1", cluster.port, options);
+  }
+
+  /// Connects as `options` say, retrying while the scheduler starts.
+  std::unique_ptr<GatewayClient> connected(const ConnectOptions& options) const {
+    std::unique_ptr<GatewayClient> client;
+    REQUIRE(eventually([&] {
+      auto c = connect(options);
+      if (c) client = std::move(*c);
+      return client != nullptr;
+    }, 30s));
+    return client;
+  }
+};
+
+std::string one_task(const std::string& marker) {
+  return R"({"name": "one", "tasks": [{"name": "t", "shell": {"command": ["touch", ")" + marker + R"("]}}]})";
+}
+
+}  // namespace
+
+TEST_SUITE("integration.tls") {
+  TEST_CASE("over TLS the worker registers and runs a workflow a client submitted; plaintext and another CA are refused") {
+    TlsCluster c;
+    auto client = c.connected(c.trusting(c.certs + "/ca.pem"));
+    troupe::client::StartRequest start;
+    start.workflow_id = "over-tls";
+    start.definition_json = one_task(c.cluster.dir / "ran");
+    REQUIRE(client->start(start).has_value());
+    auto result = client->result("over-tls", std::chrono::seconds(30));
+    REQUIRE(result.has_value());
+    CHECK(result->state == "SUCCESS");
+    CHECK(fs::exists(c.cluster.dir / "ran"));
+
+    // Plain Cap'n Proto on a TLS port: the handshake fails and the scheduler hangs up.
+    ConnectOptions plain;
+    auto refused = c.connect(plain);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().code == troupe::Errc::UNAVAILABLE);
+
+    // A CA of someone else's: the scheduler's certificate is not trusted.
+    troupe::test::TempDir elsewhere;
+    std::ofstream(elsewhere / "other.toml") << "[cluster]\nname = \"other\"\n\n[[node]]\nname = \"s\"\nroles = "
+                                               "[\"scheduler\"]\nlisten = \"127.0.0.1:1\"\ndata_dir = \"d\"\n";
+    auto other = troupe::test::troupe_cli({"certs", elsewhere / "other.toml"});
+    REQUIRE_MESSAGE(other.code == 0, other.output);
+    auto untrusted = c.connect(c.trusting(elsewhere / "certs/ca.pem"));
+    REQUIRE_FALSE(untrusted.has_value());
+    CHECK_MESSAGE(untrusted.error().message.find("certificate") != std::string::npos, untrusted.error().message);
+
+    // The CLI takes TLS from the config, and says what to do when it speaks plaintext to TLS.
+    auto listed = troupe::test::troupe_cli({"list", "--config", c.cluster.config});
+    CHECK_MESSAGE(listed.code == 0, listed.output);
+    CHECK(listed.output.find("over-tls") != std::string::npos);
+    auto plain_cli = troupe::test::troupe_cli({"list", "--address", "127.0.0.1:" + std::to_string(c.cluster.port)});
+    CHECK(plain_cli.code == 3);
+    CHECK(plain_cli.output.find("pass --config CLUSTER.toml, or --tls-ca") != std::string::npos);
+  }
+
+  TEST_CASE("with require_client_certificates a client needs a certificate from the cluster's CA; the worker has one") {
+    TlsCluster c(true);
+    // The worker presents certs/worker-a.pem; a client presenting one of the CA's certificates
+    // (here the scheduler's own, made by troupe certs) is admitted, and sees the worker.
+    auto client = c.connected(c.trusting(c.certs + "/ca.pem", c.certs + "/scheduler"));
+    troupe::client::StartRequest start;
+    start.workflow_id = "mutual";
+    start.definition_json = one_task(c.cluster.dir / "ran");
+    REQUIRE(client->start(start).has_value());
+    auto result = client->result("mutual", std::chrono::seconds(30));
+    REQUIRE(result.has_value());
+    CHECK(result->state == "SUCCESS");
+
+    auto anonymous = c.connect(c.trusting(c.certs + "/ca.pem"));
+    CHECK_FALSE(anonymous.has_value());
+    auto listed = troupe::test::troupe_cli({"list", "--config", c.cluster.config, "--tls-certificate",
+                                            c.certs + "/worker-a.pem", "--tls-key", c.certs + "/worker-a.key"});
+    CHECK_MESSAGE(listed.code == 0, listed.output);
+  }
+}
