@@ -69,6 +69,7 @@ Result<std::unique_ptr<TlsEndpoint>> TlsEndpoint::server(const TlsFiles& files, 
   }
   endpoint->keypair_ = kj::TlsKeypair{kj::mv(KJ_ASSERT_NONNULL(private_key)), kj::mv(KJ_ASSERT_NONNULL(chain))};
   kj::TlsContext::Options options;
+  options.minVersion = kj::TlsVersion::TLS_1_2;
   options.defaultKeypair = KJ_ASSERT_NONNULL(endpoint->keypair_);
   if (verify_clients) {
     auto trusted = read_certificates(files.ca);
@@ -88,6 +89,7 @@ Result<std::unique_ptr<TlsEndpoint>> TlsEndpoint::server(const TlsFiles& files, 
 Result<std::unique_ptr<TlsEndpoint>> TlsEndpoint::client(const TlsFiles& files) {
   std::unique_ptr<TlsEndpoint> endpoint(new TlsEndpoint());
   kj::TlsContext::Options options;
+  options.minVersion = kj::TlsVersion::TLS_1_2;
   if (!files.ca.empty()) {
     auto trusted = read_certificates(files.ca);
     if (!trusted) return trusted.error();

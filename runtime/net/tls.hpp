@@ -33,9 +33,6 @@ class TlsEndpoint {
 
   kj::TlsContext& context() { return *context_; }
 
-  /// The name a server certificate must carry when the client connects to `host`.
-  static std::string expected_name(const std::string& host) { return host; }
-
  private:
   TlsEndpoint() = default;
   kj::Maybe<kj::TlsKeypair> keypair_;
