@@ -238,7 +238,7 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     }
     auto fences = std::make_shared<actors::FenceCounter>(*incarnation);
     scheduler->cluster_token = cluster_token;
-    auto key = cluster_token.empty() ? read_or_create_key_file(node.data_dir + "/task-token.key") : Result<std::string>(cluster_token);
+    auto key = read_or_create_key_file(node.data_dir + "/task-token.key");
     if (!key) {
       log->error("cannot start", {{"error", key.error().message}});
       return 3;

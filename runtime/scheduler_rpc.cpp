@@ -177,7 +177,8 @@ void fill_invocation(schema::InvocationSpec::Builder spec, const actors::Invocat
   spec.setHeartbeatTimeoutMs(static_cast<uint32_t>(std::min<int64_t>(inv.heartbeat_timeout_us / 1000, UINT32_MAX)));
   if (inv.async_completion) {
     spec.setAsyncCompletion(true);
-    spec.setTaskToken(mint_task_token(token_key, {inv.workflow_id, inv.task_name, inv.invocation_id}));
+    spec.setTaskToken(
+        mint_task_token(token_key, {inv.workflow_id, inv.task_name, inv.invocation_id, new_task_token_nonce()}));
   }
   if (!inv.session_id.empty()) spec.setSessionId(inv.session_id);
 }

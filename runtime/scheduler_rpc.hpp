@@ -37,8 +37,8 @@ struct SchedulerServices {
   /// The cluster's secret (its token file): clients and workers must present it. Empty: the
   /// cluster has none and the gateway admits anyone who can connect.
   std::string cluster_token;
-  /// The key of task tokens (asyncCompletion): the cluster's secret, else one kept in the
-  /// scheduler's data directory, so tokens outlive a restart either way.
+  /// The key of task tokens (asyncCompletion): one of the scheduler's own, kept in its data
+  /// directory so tokens outlive a restart, and derivable from no credential a client holds.
   std::string task_token_key;
   /// The registered definitions clients may start by name; nullptr: none (JSON only).
   /// Used by the client bridge actor alone.

@@ -26,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kPrefix = "tt1.";
-constexpr uint8_t kClaimsVersion = 1;
+constexpr uint8_t kClaimsVersion = 2;
 constexpr size_t kMacSize = 32;
 constexpr size_t kMinSecretSize = 16;
 constexpr std::string_view kAlphabet =
@@ -114,7 +114,7 @@ void put_field(std::string& out, std::string_view field) {
 /// Version byte, then each field as a 4-byte big-endian length and its bytes: a prefix code,
 /// so no two claim sets share an encoding, whatever bytes the fields hold.
 std::string encode_claims(const TaskTokenClaims& claims) {
-  for (const std::string* f : {&claims.workflow_id, &claims.task_name, &claims.invocation_id}) {
+  for (const std::string* f : {&claims.workflow_id, &claims.task_name, &claims.invocation_id, &claims.nonce}) {
     // 4 GiB of id is a bug upstream; a wrapped length would make an ambiguous encoding.
     if (f->size() > UINT32_MAX) throw std::length_error("task token claim longer than 4 GiB");
   }
@@ -122,6 +122,7 @@ std::string encode_claims(const TaskTokenClaims& claims) {
   put_field(out, claims.workflow_id);
   put_field(out, claims.task_name);
   put_field(out, claims.invocation_id);
+  put_field(out, claims.nonce);
   return out;
 }
 
@@ -147,7 +148,7 @@ Result<TaskTokenClaims> decode_claims(std::string_view bytes) {
   }
   size_t pos = 1;
   TaskTokenClaims claims;
-  for (std::string* f : {&claims.workflow_id, &claims.task_name, &claims.invocation_id}) {
+  for (std::string* f : {&claims.workflow_id, &claims.task_name, &claims.invocation_id, &claims.nonce}) {
     auto field = take_field(bytes, pos);
     if (!field) {
       return fail(Errc::INVALID_ARGUMENT, "task token's claims are cut short; "
@@ -197,6 +198,18 @@ std::array<uint8_t, 32> hmac_sha256(std::string_view key, std::string_view data)
 }
 
 }  // namespace detail
+
+std::string new_task_token_nonce() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no random bytes for a task token nonce");
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
 
 std::string mint_task_token(std::string_view secret, const TaskTokenClaims& claims) {
   std::string token(kPrefix);
@@ -249,8 +262,8 @@ Result<TaskTokenClaims> verify_task_token(std::string_view secret, std::string_v
   // timing, how many leading bytes they have right.
   if (CRYPTO_memcmp(expected.data(), mac->data(), kMacSize) != 0) {
     return fail(Errc::INVALID_ARGUMENT,
-                "task token was not signed with this cluster's secret: it was forged, altered, "
-                "or minted by a cluster with a different token file");
+                "task token was not signed by this scheduler: it was forged, altered, "
+                "or minted by another scheduler (each keeps its key in DATA_DIR/task-token.key)");
   }
   return decode_claims(*claims_bytes);
 }

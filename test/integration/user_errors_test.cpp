@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "runtime/auth/task_token.hpp"
 #include "runtime/client/gateway_client.hpp"
 #include "test/support/cli.hpp"
 #include "test/support/cluster.hpp"
@@ -114,6 +115,51 @@ TEST_SUITE("integration.user_errors") {
     CHECK(started.error().message ==
           "the workflow input is not valid JSON: line 2, column 7: expected a value (an object, array, string, "
           "number, true, false or null), found '}'");
+  }
+
+  TEST_CASE("a completion token minted with the cluster token is refused: task tokens have a key of their own") {
+    ClusterSpec spec = Running::one_worker();
+    spec.token_file = "cluster.token";
+    Cluster cluster(spec);
+    const std::string secret = "the-cluster-token-everyone-has-0123456789";
+    std::ofstream(cluster.dir / "cluster.token") << secret << "\n";
+    cluster.start("scheduler");
+    cluster.start("worker-a");
+    client::ConnectOptions options;
+    options.token = secret;
+    std::unique_ptr<client::GatewayClient> client;
+    REQUIRE(eventually([&] {
+      auto c = client::GatewayClient::connect("127.0.0.1", cluster.port, options);
+      if (c) client = std::move(*c);
+      return client != nullptr;
+    }, 30s));
+    const std::string token_file = cluster.dir / "token";
+    client::StartRequest request;
+    request.definition_json = R"({"name": "handoff", "tasks": [{"name": "hand", "asyncCompletion": true,
+        "shell": {"command": ["sh", "-c", "printf %s \"$TROUPE_TASK_TOKEN\" > )" + token_file + R"("]}}]})";
+    request.workflow_id = "forged";
+    REQUIRE(client->start(request));
+    REQUIRE(eventually([&] {
+      auto status = client->describe("forged");
+      return status && !status->tasks.empty() && status->tasks[0].awaiting_completion;
+    }, 30s));
+    const std::string token = read_whole(token_file);
+    // What anyone with the cluster token could make, for an invocation id anyone can predict.
+    CHECK_FALSE(troupe::runtime::verify_task_token(secret, token).has_value());
+    for (const std::string nonce : {"", "00112233445566778899aabbccddeeff"}) {
+      const std::string forged = troupe::runtime::mint_task_token(secret, {"forged", "hand", "forged/hand/1.1", nonce});
+      auto refused = client->complete_task(forged, "{\"approved\": true}");
+      REQUIRE_FALSE(refused);
+      CHECK(refused.error().code == troupe::Errc::INVALID_ARGUMENT);
+      CHECK_MESSAGE(contains(refused.error().message, "not signed by this scheduler"), refused.error().message);
+    }
+    auto status = client->describe("forged");
+    REQUIRE(status);
+    CHECK(status->tasks[0].awaiting_completion);
+    REQUIRE(client->complete_task(token, "{\"approved\": true}"));
+    auto result = client->result("forged", std::chrono::seconds(30));
+    REQUIRE(result);
+    CHECK(result->state == "SUCCESS");
   }
 
   TEST_CASE("a task's result given to complete that is not JSON is refused with its line and column") {

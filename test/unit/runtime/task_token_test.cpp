@@ -19,7 +19,7 @@ using namespace troupe::runtime;
 namespace {
 
 const std::string kSecret = "0123456789abcdef0123456789abcdef";
-const TaskTokenClaims kClaims{"wf-42", "fetch", "wf-42/fetch/3"};
+const TaskTokenClaims kClaims{"wf-42", "fetch", "wf-42/fetch/3", "00112233445566778899aabbccddeeff"};
 
 std::string hex(const std::array<uint8_t, 32>& bytes) {
   static constexpr char digits[] = "0123456789abcdef";
@@ -37,7 +37,7 @@ bool contains(const std::string& text, const std::string& fragment) {
 
 /// The refusal a token gets when it is well formed but not signed with the secret.
 bool is_bad_signature(const Result<TaskTokenClaims>& r) {
-  return !r && contains(r.error().message, "not signed with this cluster's secret");
+  return !r && contains(r.error().message, "not signed by this scheduler");
 }
 
 /// A malformed token's refusal: INVALID_ARGUMENT saying what is wrong, not "bad signature".
@@ -72,12 +72,22 @@ TEST_SUITE("runtime.task_token") {
     // Computed independently (Python hmac/base64) from the format in task_token.hpp, so a
     // change of encoding, which would orphan the tokens of running tasks, fails here.
     CHECK(mint_task_token(kSecret, kClaims) ==
-          "tt1.AQAAAAV3Zi00MgAAAAVmZXRjaAAAAA13Zi00Mi9mZXRjaC8z."
-          "6BNNBUMh-n8_tJxLwCGloInjbC59mDaYdSYnH_w5d7c");
+          "tt1.AgAAAAV3Zi00MgAAAAVmZXRjaAAAAA13Zi00Mi9mZXRjaC8zAAAAIDAwMTEyMjMzNDQ1NTY2Nzc4ODk5YWFiYmNjZGRlZWZm."
+          "LdYAVLxK59SR0RQOItYbXYxhoipsmU-2xm8okEYyKoE");
+  }
+
+  TEST_CASE("nonces are random: two tokens for one invocation differ, and both verify") {
+    TaskTokenClaims a = kClaims, b = kClaims;
+    a.nonce = new_task_token_nonce();
+    b.nonce = new_task_token_nonce();
+    CHECK(a.nonce.size() == 32);
+    CHECK(a.nonce != b.nonce);
+    CHECK(mint_task_token(kSecret, a) != mint_task_token(kSecret, b));
+    CHECK(verify_task_token(kSecret, mint_task_token(kSecret, a)).has_value());
   }
 
   TEST_CASE("tokens are printable and shell-safe") {
-    const std::string token = mint_task_token(kSecret, {"wf é/.", "t\x01 ask", "id;$(rm -rf)"});
+    const std::string token = mint_task_token(kSecret, {"wf é/.", "t\x01 ask", "id;$(rm -rf)", new_task_token_nonce()});
     for (char c : token) {
       const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                       c == '-' || c == '_' || c == '.';
@@ -127,10 +137,10 @@ TEST_SUITE("runtime.task_token") {
 
   TEST_CASE("a signature with unused bits set is refused as altered") {
     // 32 bytes take 43 base64url characters; the last one carries 2 unused bits. A lenient
-    // decoder would read 'c' (28) and 'd' (29) alike, accepting a changed token.
+    // decoder would read 'E' (4) and 'F' (5) alike, accepting a changed token.
     std::string token = mint_task_token(kSecret, kClaims);
-    REQUIRE(token.back() == 'c');  // value 28: unused bits clear
-    token.back() = 'd';
+    REQUIRE(token.back() == 'E');  // value 4: unused bits clear
+    token.back() = 'F';
     check_malformed(token, "not canonical base64url");
   }
 
@@ -181,12 +191,12 @@ TEST_SUITE("runtime.task_token") {
 
   TEST_CASE("claims with separators, unicode and empty fields round-trip") {
     const std::vector<TaskTokenClaims> cases = {
-        {"wf.1.2", "a/b/c", "wf.1.2/a/b/c/7"},
-        {"workflow-ünïcødé-日本語", "задача 🚀", "id-\u2028-\u00a0"},
-        {"", "", ""},
-        {"tt1.", "..", "."},
-        {std::string("nul\0inside", 10), std::string(3, '\0'), "\x01\xff"},
-        {std::string(100000, 'w'), "t", "i"},
+        {"wf.1.2", "a/b/c", "wf.1.2/a/b/c/7", "n"},
+        {"workflow-ünïcødé-日本語", "задача 🚀", "id-\u2028-\u00a0", new_task_token_nonce()},
+        {"", "", "", ""},
+        {"tt1.", "..", ".", "."},
+        {std::string("nul\0inside", 10), std::string(3, '\0'), "\x01\xff", std::string(2, '\0')},
+        {std::string(100000, 'w'), "t", "i", "n"},
     };
     for (const auto& claims : cases) {
       auto r = verify_task_token(kSecret, mint_task_token(kSecret, claims));
@@ -206,7 +216,7 @@ TEST_SUITE("runtime.task_token") {
     for (const auto& w : parts) {
       for (const auto& t : parts) {
         for (const auto& i : parts) {
-          const TaskTokenClaims claims{w, t, i};
+          const TaskTokenClaims claims{w, t, i, w + t};
           const std::string token = mint_task_token(kSecret, claims);
           tokens.insert(token);
           ++sets;
