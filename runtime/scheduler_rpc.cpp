@@ -1154,6 +1154,15 @@ class GatewayImpl final : public schema::Gateway::Server {
                 fail(Errc::INVALID_ARGUMENT, "a worker registers with a shard id, an instance id and at least one task list"));
       return kj::READY_NOW;
     }
+    // A worker that proved who it is with a certificate registers as that worker only: holding
+    // the cluster token, or another worker's certificate, does not make anyone worker X.
+    if (const auto& named = ticket_->certificate_name(); !named.empty() && named != info.shard_id) {
+      set_error(context.getResults().initError(),
+                fail(Errc::INVALID_ARGUMENT, "this connection's certificate names " + named +
+                                                 ": it may register only as worker " + named + ", not " +
+                                                 info.shard_id));
+      return kj::READY_NOW;
+    }
     auto link = std::make_shared<CapnpWorkerLink>(services_->rpc, params.getControl(), tasks_,
                                                   services_->task_token_key);
     auto b = bridge<actors::RegistrationOutcome>();

@@ -4,6 +4,7 @@
 // certificate signed by the cluster's CA is refused too.
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +26,7 @@ using troupe::test::eventually;
 
 namespace {
 
-/// A TLS cluster of a scheduler and worker-a, its certificates made by `troupe certs`.
+/// A TLS cluster of a scheduler and worker-a running, its certificates made by `troupe certs`.
 struct TlsCluster {
   Cluster cluster;
   std::string certs = cluster.dir / "certs";
@@ -41,7 +42,8 @@ struct TlsCluster {
     ClusterSpec s;
     s.plaintext = false;
     s.require_client_certificates = require_client_certificates;
-    s.workers = {{"worker-a", {{"default", 2}}, std::nullopt}};
+    // worker-b is in the config (with a certificate) but started only by the test that needs it.
+    s.workers = {{"worker-a", {{"default", 2}}, std::nullopt}, {"worker-b", {{"default", 2}}, std::nullopt}};
     return s;
   }
 
@@ -129,5 +131,48 @@ TEST_SUITE("integration.tls") {
     auto listed = troupe::test::troupe_cli({"list", "--config", c.cluster.config, "--tls-certificate",
                                             c.certs + "/worker-a.pem", "--tls-key", c.certs + "/worker-a.key"});
     CHECK_MESSAGE(listed.code == 0, listed.output);
+  }
+}
+
+TEST_SUITE("integration.tls") {
+  TEST_CASE("with client certificates a worker can register only as the worker its certificate names") {
+    TlsCluster c(true);
+    c.cluster.start("worker-b");
+    auto client = c.connected(c.trusting(c.certs + "/ca.pem", c.certs + "/scheduler"));
+    uint64_t registrations = 0;
+    REQUIRE(eventually([&] {
+      auto listed = client->workers("worker-a");
+      if (listed && !listed->empty()) registrations = (*listed)[0].registrations;
+      return registrations > 0;
+    }, 30s));
+    // worker-a dies; someone holding worker-b's certificate (and the cluster token, were there
+    // one) starts a worker called worker-a with it.
+    c.cluster.nodes.at("worker-a")->kill(SIGKILL);
+    c.cluster.nodes.at("worker-a")->wait();
+    std::ifstream in(c.cluster.config);
+    std::string config((std::istreambuf_iterator<char>(in)), {});
+    const std::string name = "name = \"worker-a\"\n";
+    const size_t at = config.find(name);
+    REQUIRE(at != std::string::npos);
+    config.insert(at + name.size(), "tls_certificate = \"certs/worker-b.pem\"\ntls_key = \"certs/worker-b.key\"\n");
+    const std::string impostor_config = c.cluster.dir / "impostor.toml";
+    std::ofstream(impostor_config) << config;
+    auto impostor = troupe::test::start_node_with_output(impostor_config, "worker-a");
+    std::string seen;
+    auto refused = troupe::test::await_log_line(*impostor, "registration refused; retrying", 30s, &seen);
+    REQUIRE_MESSAGE(refused, seen);
+    CHECK(refused->field("error") ==
+          "this connection's certificate names worker-b: it may register only as worker worker-b, not worker-a");
+    impostor->kill(SIGKILL);
+    impostor->wait();
+
+    // The real worker-a, with its own certificate, registers again and runs tasks.
+    c.cluster.start("worker-a");
+    auto workers = [&] {
+      auto listed = client->workers("worker-a");
+      return listed && !listed->empty() && (*listed)[0].registrations == registrations + 1 &&
+             (*listed)[0].status == "STARTED";
+    };
+    CHECK(eventually(workers, 30s));
   }
 }
