@@ -124,17 +124,23 @@ class Listener {
     if (setup_.meters) setup_.meters->accepted.add();
     std::string peer = peer_address(*accepted.stream);
     const auto& limits = setup_.limits;
+    // At most half the connections may be waiting to be admitted, so that peers without a
+    // credential cannot take the slots of the workers and clients that have one; past that,
+    // the one that has waited longest makes room, so a flood of them cannot keep a worker
+    // that reconnects from its handshake either.
+    if (auto oldest = oldest_unadmitted(); oldest && unadmitted() >= std::max<uint32_t>(1, limits.max_connections / 2)) {
+      close(*oldest, ConnectionClosed::OVER_LIMIT);
+    }
     const bool node_full = open_.size() >= limits.max_connections;
     if (node_full || per_peer_[peer] >= limits.max_connections_per_peer) {
       // Closed at once (the stream goes out of scope): a peer over its limit gets no RPC system.
       if (per_peer_[peer] == 0) per_peer_.erase(peer);
       count_closed(ConnectionClosed::OVER_LIMIT);
-      if (!over_limit_logged_) {
+      const char* limit = node_full ? "max_connections" : "max_connections_per_peer";
+      if (over_limit_logged_ != limit) {
         log_or_none(setup_.log).warn("connection limit reached; closing new connections until some end",
-                                     {{"peer", peer},
-                                      {"limit", node_full ? "max_connections" : "max_connections_per_peer"},
-                                      {"open", open_.size()}});
-        over_limit_logged_ = true;
+                                     {{"peer", peer}, {"limit", limit}, {"open", open_.size()}});
+        over_limit_logged_ = limit;
       }
       return;
     }
@@ -203,13 +209,29 @@ class Listener {
     }
     if (ticket.unadmitted_bytes() > setup_.limits.max_unadmitted_bytes && !ticket.admitted() && !why) {
       count_closed(ConnectionClosed::UNADMITTED_BYTES);
+      log_or_none(setup_.log).debug("closing a connection",
+                                    {{"peer", ticket.peer()}, {"identity", ticket.identity()}, {"why", "unadmitted_bytes"}});
     }
     if (auto peer = per_peer_.find(ticket.peer()); peer != per_peer_.end() && --peer->second == 0) {
       per_peer_.erase(peer);
     }
     if (setup_.meters) setup_.meters->open.add(-1);
     open_.erase(it);
-    if (open_.size() < setup_.limits.max_connections) over_limit_logged_ = false;
+    if (open_.size() < setup_.limits.max_connections) over_limit_logged_.clear();
+  }
+
+  /// Connections open and not admitted yet (scans: accepts are rare next to calls).
+  size_t unadmitted() const {
+    size_t n = 0;
+    for (const auto& [id, connection] : open_) n += connection->ticket->admitted() ? 0 : 1;
+    return n;
+  }
+  std::optional<uint64_t> oldest_unadmitted() const {
+    std::optional<uint64_t> oldest;
+    for (const auto& [id, connection] : open_) {
+      if (!connection->ticket->admitted() && (!oldest || id < *oldest)) oldest = id;
+    }
+    return oldest;
   }
 
   void count_closed(ConnectionClosed why) {
@@ -251,7 +273,7 @@ class Listener {
   std::unordered_map<uint64_t, kj::Own<Connection>> open_;
   std::unordered_map<std::string, uint32_t> per_peer_;
   uint64_t last_id_ = 0;
-  bool over_limit_logged_ = false;
+  std::string over_limit_logged_;  ///< the limit last said to be reached, until connections end
   /// Failed accepts in a row, and the wait before the next try.
   uint64_t failures_ = 0;
   kj::Duration backoff_ = first_accept_backoff;

@@ -150,7 +150,8 @@ Result<void> make_certificate_authority(const std::string& certificate_path, con
 
 Result<void> issue_certificate(const std::string& ca_certificate_path, const std::string& ca_key_path,
                                const std::string& certificate_path, const std::string& key_path,
-                               const std::string& name, const std::vector<std::string>& hosts, int days) {
+                               const std::string& name, const std::vector<std::string>& hosts,
+                               CertificateUse use, int days) {
   if (auto readable = check_readable(ca_certificate_path); !readable) return readable.error();
   if (auto readable = check_readable(ca_key_path); !readable) return readable.error();
   Owned<BIO> ca_in(BIO_new_file(ca_certificate_path.c_str(), "r"));
@@ -183,7 +184,7 @@ Result<void> issue_certificate(const std::string& ca_certificate_path, const std
   std::vector<std::pair<int, std::string>> extensions = {
       {NID_basic_constraints, "critical,CA:FALSE"},
       {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
-      {NID_ext_key_usage, "serverAuth,clientAuth"},
+      {NID_ext_key_usage, use == CertificateUse::CLIENT ? "clientAuth" : "serverAuth,clientAuth"},
       {NID_authority_key_identifier, "keyid:always"}};
   if (!names.empty()) extensions.emplace_back(NID_subject_alt_name, names);
   for (const auto& [nid, value] : extensions) {

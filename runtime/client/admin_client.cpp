@@ -65,7 +65,7 @@ Result<std::unique_ptr<AdminClient>> AdminClient::connect(const std::string& hos
                                                          const ConnectOptions& options) {
   const std::string address = host + ":" + std::to_string(port);
   try {
-    auto tls = client_tls(options);
+    auto tls = client_tls(host, options);
     if (!tls) return tls.error();
     auto impl = std::make_unique<Impl>(host, port, options.token, std::move(*tls));
     auto expired = impl->io.provider->getTimer()

@@ -6,6 +6,7 @@
 #include <kj/io.h>
 
 #include "runtime/net/buffered_stream.hpp"
+#include "schema/host.hpp"
 
 namespace troupe::client {
 
@@ -22,8 +23,18 @@ std::shared_ptr<ThreadIo> ThreadIo::of_this_thread() {
   return made;
 }
 
-Result<std::shared_ptr<runtime::TlsEndpoint>> client_tls(const ConnectOptions& options) {
-  if (!options.tls) return std::shared_ptr<runtime::TlsEndpoint>();
+Result<std::shared_ptr<runtime::TlsEndpoint>> client_tls(const std::string& host, const ConnectOptions& options) {
+  if (!options.tls) {
+    // A scheduler speaks plaintext only on a loopback address (its config is refused
+    // otherwise), so plaintext anywhere else would only hand the token to whoever answers.
+    if (!is_loopback_host(host)) {
+      return fail(Errc::INVALID_ARGUMENT, "refusing to connect to " + host +
+                                              " without TLS: set ConnectOptions.tls (the CA that signs the "
+                                              "scheduler's certificate; a scheduler speaks plaintext only on a "
+                                              "loopback address)");
+    }
+    return std::shared_ptr<runtime::TlsEndpoint>();
+  }
   auto endpoint = runtime::TlsEndpoint::client(
       {options.tls->ca_file, options.tls->certificate_file, options.tls->key_file});
   if (!endpoint) return endpoint.error();

@@ -23,9 +23,10 @@ struct Connection {
   explicit Connection(kj::Own<kj::AsyncIoStream> tcp);
 };
 
-/// The TLS endpoint `options` ask for: nullptr for plaintext; INVALID_ARGUMENT or NOT_FOUND
-/// naming a file that cannot be used.
-Result<std::shared_ptr<runtime::TlsEndpoint>> client_tls(const ConnectOptions& options);
+/// The TLS endpoint `options` ask for to reach `host`: nullptr for plaintext, which only a
+/// loopback host may be spoken to in; INVALID_ARGUMENT otherwise, or naming a file that cannot
+/// be used (NOT_FOUND when it does not exist).
+Result<std::shared_ptr<runtime::TlsEndpoint>> client_tls(const std::string& host, const ConnectOptions& options);
 
 /// A thread has one KJ event loop at most: the clients made on one thread share it.
 struct ThreadIo {

@@ -216,7 +216,7 @@ Result<std::unique_ptr<GatewayClient>> GatewayClient::connect(const std::string&
   const std::string address = host + ":" + std::to_string(port);
   const Duration timeout = options.timeout;
   try {
-    auto tls = client_tls(options);
+    auto tls = client_tls(host, options);
     if (!tls) return tls.error();
     auto impl = std::make_unique<Impl>(host, port, options.token, std::move(*tls));
     // The connection is made lazily: wait for the handshake now, so an unreachable scheduler

@@ -542,11 +542,6 @@ class Checker {
 
   // --- TLS ------------------------------------------------------------------------------------
 
-  /// Whether `host` can only be reached from this machine.
-  static bool loopback(const std::string& host) {
-    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-  }
-
   /// The TLS keys of [cluster] and the nodes, checked together, and their defaults: every
   /// connection is encrypted unless the config says plaintext, which only a loopback scheduler
   /// may. Without paths, the files are looked for under certs/ beside the config (what
@@ -577,7 +572,7 @@ class Checker {
       if (key && !certificate) missing(node.line, path, "tls_certificate", "the certificate of tls_key");
       if (config.plaintext) {
         if (certificate) problem(certificate.line, certificate.path, "the cluster is plaintext (plaintext = true)");
-        if (node.scheduler && !node.listen.empty() && !loopback(node.listen.host)) {
+        if (node.scheduler && !node.listen.empty() && !is_loopback_host(node.listen.host)) {
           problem(plaintext.line, plaintext.path,
                   "plaintext is allowed only for a scheduler on a loopback address, and " + node.name +
                       " listens on " + node.listen.to_string() +
@@ -610,7 +605,14 @@ class Checker {
       c.max_connections_per_peer = static_cast<uint32_t>(*n);
     }
     if (auto d = duration_value(field(*t, "handshake_timeout", path, line))) c.handshake_timeout = *d;
-    if (auto d = duration_value(field(*t, "idle_timeout", path, line))) c.idle_timeout = *d;
+    const Field idle = field(*t, "idle_timeout", path, line);
+    if (auto d = duration_value(idle)) c.idle_timeout = *d;
+    // A worker's heartbeats are what keeps its connection from being idle.
+    if (c.idle_timeout < 2 * out.heartbeat_interval) {
+      problem(idle.line, idle.path,
+              format_duration(c.idle_timeout) + " must be at least twice heartbeat_interval (" +
+                  format_duration(out.heartbeat_interval) + "): idle workers would be cut off between heartbeats");
+    }
     const auto at_least = [&](const char* key, uint64_t lo, uint64_t hi, uint64_t& into) {
       const Field k = field(*t, key, path, line);
       auto bytes = size_value(k);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "schema/duration.hpp"
+#include "schema/host.hpp"
 #include "schema/node_log.hpp"
 #include "schema/result.hpp"
 

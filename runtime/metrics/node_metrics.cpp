@@ -162,7 +162,7 @@ void rpc(Scrape& scrape, const RpcMeters& m) {
                  as_double(m.accepted.value()));
   for (size_t i = 0; i < connection_closed_names.size(); ++i) {
     scrape.counter("troupe_rpc_connections_closed_total",
-                   "Connections the scheduler closed itself, by why (the [connections] limits, a refused credential).",
+                   "Connections the scheduler closed itself, by why (the [connections] limits, a refused credential, a failed TLS handshake).",
                    as_double(m.closed[i].value()), {{"reason", std::string(connection_closed_names[i])}});
   }
 }

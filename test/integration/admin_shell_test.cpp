@@ -241,7 +241,7 @@ TEST_SUITE("integration.admin_shell") {
     troupe::test::ClusterSpec spec;
     spec.workers = {};
     spec.log_level = "debug";
-    spec.connections = {"idle_timeout = \"300ms\""};
+    spec.connections = {"idle_timeout = \"500ms\""};
     Cluster cluster(spec);
     auto scheduler = troupe::test::start_node_with_output(cluster.config, "scheduler");
     REQUIRE(troupe::test::await_log_line(*scheduler, "ready", 30s));

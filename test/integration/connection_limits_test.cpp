@@ -220,7 +220,7 @@ TEST_SUITE("integration.connection_limits") {
     REQUIRE(fifth >= 0);
     CHECK(hung_up_within(fifth, 10s));
     ::close(fifth);
-    for (int fd : held.fds) CHECK_FALSE(hung_up_within(fd, 0ms));
+    for (int fd : held.fds) CHECK_FALSE(hung_up_within(fd, 100ms));
     CHECK(troupe::test::has_log_line(read_file(scheduler.log), "connection limit reached; closing new connections until some end",
                                      {{"limit", "max_connections_per_peer"}}));
 
@@ -229,15 +229,38 @@ TEST_SUITE("integration.connection_limits") {
     CHECK(eventually([&] { return client_answers(scheduler.cluster.port); }, 10s));
   }
 
-  TEST_CASE("max_connections counts every peer's connections together") {
-    Scheduler scheduler({"max_connections = 3", "handshake_timeout = \"1h\""});
-    Fds held;
-    for (int i = 0; i < 3; ++i) held.fds.push_back(open_connection(scheduler.cluster.port));
-    const int fourth = open_connection(scheduler.cluster.port);
-    CHECK(hung_up_within(fourth, 10s));
-    ::close(fourth);
-    CHECK(troupe::test::has_log_line(read_file(scheduler.log), "connection limit reached; closing new connections until some end",
-                                     {{"limit", "max_connections"}}));
+  TEST_CASE("max_connections counts every connection; past half of them waiting for admission, the oldest makes room") {
+    Scheduler scheduler({"max_connections = 4", "handshake_timeout = \"1h\""});
+    const int first = open_connection(scheduler.cluster.port);
+    const int second = open_connection(scheduler.cluster.port);
+    // A third connection without a credential: the oldest waiting one is closed for it.
+    const int third = open_connection(scheduler.cluster.port);
+    CHECK(hung_up_within(first, 10s));
+    CHECK_FALSE(hung_up_within(second, 100ms));
+    // A client with a credential gets in the same way (the oldest waiting one, second, makes
+    // room), and keeps its slot once admitted.
+    troupe::client::ConnectOptions options;
+    std::vector<std::unique_ptr<troupe::client::GatewayClient>> admitted;
+    auto connect_client = [&] {
+      auto c = troupe::client::GatewayClient::connect("127.0.0.1", scheduler.cluster.port, options);
+      REQUIRE(c.has_value());
+      admitted.push_back(std::move(*c));
+    };
+    connect_client();
+    CHECK(hung_up_within(second, 10s));
+    connect_client();
+    connect_client();
+    CHECK_FALSE(hung_up_within(third, 100ms));
+    // Three admitted and one waiting fill max_connections: the next is closed at once.
+    const int fifth = open_connection(scheduler.cluster.port);
+    CHECK(hung_up_within(fifth, 10s));
+    CHECK_FALSE(hung_up_within(third, 100ms));
+    CHECK(eventually([&] {
+      return troupe::test::has_log_line(read_file(scheduler.log), "connection limit reached; closing new connections until some end",
+                                        {{"limit", "max_connections"}});
+    }, 5s));
+    for (const auto& client : admitted) CHECK(client->list(troupe::client::ListQuery{}).has_value());
+    for (int fd : {first, second, third, fifth}) ::close(fd);
   }
 
   TEST_CASE("a connection that presents no credential within handshake_timeout is closed; an admitted one stays") {

@@ -94,6 +94,12 @@ TEST_SUITE("integration.tls") {
     REQUIRE_FALSE(refused.has_value());
     CHECK(refused.error().code == troupe::Errc::UNAVAILABLE);
 
+    // The library never sends a token in clear beyond this machine: nothing is dialled.
+    auto beyond = GatewayClient::connect("10.255.255.1", c.cluster.port, plain);
+    REQUIRE_FALSE(beyond.has_value());
+    CHECK(beyond.error().code == troupe::Errc::INVALID_ARGUMENT);
+    CHECK(beyond.error().message.find("without TLS") != std::string::npos);
+
     // A CA of someone else's: the scheduler's certificate is not trusted.
     troupe::test::TempDir elsewhere;
     std::ofstream(elsewhere / "other.toml") << "[cluster]\nname = \"other\"\n\n[[node]]\nname = \"s\"\nroles = "

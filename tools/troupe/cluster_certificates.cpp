@@ -1,5 +1,6 @@
 #include "tools/troupe/cluster_certificates.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -36,12 +37,26 @@ Result<std::vector<std::string>> make_missing_certificates(const runtime::Cluste
                                               " to sign one: make it with your own CA, or set tls_certificate and "
                                               "tls_key for node " + node.name);
     }
-    std::vector<std::string> hosts = {node.name, "localhost", "127.0.0.1", "::1"};
-    if (node.scheduler && !node.listen.empty() && node.listen.host != "localhost" &&
-        node.listen.host != "127.0.0.1" && node.listen.host != "::1") {
-      hosts.push_back(node.listen.host);
+    // A scheduler's certificate names every host it is dialled by: its listen host, what the
+    // workers of the config name as their scheduler, and the loopback names. A worker's is a
+    // client certificate naming the worker only, so it cannot pose as the scheduler.
+    std::vector<std::string> hosts = {node.name};
+    auto use = runtime::CertificateUse::CLIENT;
+    if (node.scheduler) {
+      use = runtime::CertificateUse::SERVER_AND_CLIENT;
+      for (const std::string loopback : {"localhost", "127.0.0.1", "::1"}) hosts.push_back(loopback);
+      auto add = [&hosts](const std::string& host) {
+        const bool wildcard = host == "0.0.0.0" || host == "::";
+        if (!host.empty() && !wildcard && std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+          hosts.push_back(host);
+        }
+      };
+      add(node.listen.host);
+      for (const auto& other : config.nodes) {
+        if (other.worker && other.scheduler_address.port == node.listen.port) add(other.scheduler_address.host);
+      }
     }
-    if (auto made = runtime::issue_certificate(ca, ca_key, certificate, key, node.name, hosts); !made) {
+    if (auto made = runtime::issue_certificate(ca, ca_key, certificate, key, node.name, hosts, use); !made) {
       return made.error();
     }
     written.push_back(certificate);

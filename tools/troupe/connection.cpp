@@ -39,8 +39,6 @@ Result<std::string> cluster_token(const Args& args) {
 }
 
 
-bool loopback(const std::string& host) { return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0; }
-
 /// How to speak TLS with the scheduler at `address`, nullopt for plaintext: --plaintext, else
 /// the TLS flags, else --config's [cluster], else plaintext on a loopback address (what a
 /// plaintext cluster must use) and TLS trusting the system's CAs anywhere else.
@@ -66,11 +64,12 @@ Result<std::optional<client::TlsOptions>> tls_options(const Args& args, const ru
   if (auto path = args.get("config")) {
     auto config = runtime::load_cluster_config(*path);
     if (!config) return config.error();
-    if (config->plaintext) return std::optional<client::TlsOptions>();
+    // Plaintext only where the config allows it: on the loopback address dialled.
+    if (config->plaintext && is_loopback_host(address.host)) return std::optional<client::TlsOptions>();
     tls.ca_file = config->tls_ca;
     return std::optional(tls);
   }
-  if (!tls.certificate_file.empty() || !loopback(address.host)) return std::optional(tls);
+  if (!tls.certificate_file.empty() || !is_loopback_host(address.host)) return std::optional(tls);
   return std::optional<client::TlsOptions>();
 }
 
@@ -88,6 +87,7 @@ Result<std::unique_ptr<Client>> connect_to(const Args& args) {
   options.tls = std::move(*tls);
   auto connected = Client::connect(address->host, address->port, options);
   if (!connected && connected.error().code == Errc::UNAVAILABLE && !options.tls &&
+      connected.error().message.find("cannot reach") != std::string::npos &&
       connected.error().message.find("disconnected") != std::string::npos) {
     // A TLS scheduler hangs up on a client that does not speak it.
     return fail(Errc::UNAVAILABLE, connected.error().message +

@@ -36,7 +36,7 @@ std::string dev_config_toml(const DevConfig& config) {
   // On a loopback address, plain Cap'n Proto, so that the CLI's defaults reach it; anywhere
   // else TLS with certificates troupe dev makes beside the config (certs/).
   const auto host = runtime::parse_address(config.listen);
-  if (host && (host->host == "localhost" || host->host == "::1" || host->host.rfind("127.", 0) == 0)) {
+  if (host && is_loopback_host(host->host)) {
     cluster.insert("plaintext", true);
   }
   if (!config.token_file.empty()) cluster.insert("token_file", config.token_file);

@@ -254,6 +254,16 @@ task_lists = { default = 1 }
     CHECK(loopback->tls_ca.empty());
     CHECK(loopback->nodes[0].tls_certificate.empty());
 
+    CHECK(is_loopback_host("127.0.0.1"));
+    CHECK(is_loopback_host("127.8.9.10"));
+    CHECK(is_loopback_host("::1"));
+    CHECK(is_loopback_host("localhost"));
+    CHECK_FALSE(is_loopback_host("127.evil.example"));
+    CHECK_FALSE(is_loopback_host("0.0.0.0"));
+    CHECK_FALSE(is_loopback_host("128.0.0.1"));
+    CHECK_FALSE(is_loopback_host("::"));
+    auto named = with("[cluster]\nname = \"c\"\nplaintext = true\n", "127.evil.example:7700");
+    CHECK(has_problem(named, f.path, 3, "cluster.plaintext", "allowed only for a scheduler on a loopback address"));
     auto exposed = with("[cluster]\nname = \"c\"\nplaintext = true\n", "0.0.0.0:7700");
     CHECK(has_problem(exposed, f.path, 3, "cluster.plaintext", "allowed only for a scheduler on a loopback address"));
     auto both = with("[cluster]\nname = \"c\"\nplaintext = true\nrequire_client_certificates = true\n", "127.0.0.1:7700");

@@ -106,7 +106,10 @@ int shell_command(const Args& args) {
       client::ListQuery newest;
       newest.limit = completed_workflows;
       auto page = (*gateway)->list(newest);
-      if (!page) return {};
+      if (!page) {
+        gateway->reset();  // closed as idle, or the scheduler restarted: connect again next Tab
+        return {};
+      }
       std::vector<std::string> ids;
       for (const auto& w : page->workflows) ids.push_back(w.workflow_id);
       return ids;
