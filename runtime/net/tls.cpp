@@ -13,7 +13,8 @@ Result<std::string> read_pem(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return fail(Errc::NOT_FOUND, "cannot read the " + std::string(what) + " " + path +
-                                     ": make one with `troupe certs` (troupe up does it for a cluster on this machine)");
+                                     ": `troupe certs CLUSTER.toml` makes the default ones (troupe up does it), or "
+                                     "point tls_ca, tls_certificate and tls_key at your own");
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -53,10 +54,8 @@ Result<kj::Array<kj::TlsCertificate>> read_certificates(const std::string& path)
   return builder.finish();
 }
 
-}  // namespace
-
-Result<std::unique_ptr<TlsEndpoint>> TlsEndpoint::server(const TlsFiles& files, bool verify_clients) {
-  std::unique_ptr<TlsEndpoint> endpoint(new TlsEndpoint());
+/// The certificate (with its chain) and private key in `files`.
+Result<kj::TlsKeypair> read_keypair(const TlsFiles& files) {
   auto certificate = read_pem(files.certificate, "TLS certificate");
   if (!certificate) return certificate.error();
   auto key = read_pem(files.key, "TLS key");
@@ -67,7 +66,16 @@ Result<std::unique_ptr<TlsEndpoint>> TlsEndpoint::server(const TlsFiles& files, 
   if (auto ok = parsed(files.certificate, "TLS certificate", [&] { chain = kj::TlsCertificate(*certificate); }); !ok) {
     return ok.error();
   }
-  endpoint->keypair_ = kj::TlsKeypair{kj::mv(KJ_ASSERT_NONNULL(private_key)), kj::mv(KJ_ASSERT_NONNULL(chain))};
+  return kj::TlsKeypair{kj::mv(KJ_ASSERT_NONNULL(private_key)), kj::mv(KJ_ASSERT_NONNULL(chain))};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TlsEndpoint>> TlsEndpoint::server(const TlsFiles& files, bool verify_clients) {
+  std::unique_ptr<TlsEndpoint> endpoint(new TlsEndpoint());
+  auto keypair = read_keypair(files);
+  if (!keypair) return keypair.error();
+  endpoint->keypair_ = kj::mv(*keypair);
   kj::TlsContext::Options options;
   options.minVersion = kj::TlsVersion::TLS_1_2;
   options.defaultKeypair = KJ_ASSERT_NONNULL(endpoint->keypair_);
@@ -98,17 +106,9 @@ Result<std::unique_ptr<TlsEndpoint>> TlsEndpoint::client(const TlsFiles& files) 
     options.trustedCertificates = endpoint->trusted_;
   }
   if (!files.certificate.empty()) {
-    auto certificate = read_pem(files.certificate, "TLS certificate");
-    if (!certificate) return certificate.error();
-    auto key = read_pem(files.key, "TLS key");
-    if (!key) return key.error();
-    kj::Maybe<kj::TlsPrivateKey> private_key;
-    kj::Maybe<kj::TlsCertificate> chain;
-    if (auto ok = parsed(files.key, "TLS key", [&] { private_key = kj::TlsPrivateKey(*key); }); !ok) return ok.error();
-    if (auto ok = parsed(files.certificate, "TLS certificate", [&] { chain = kj::TlsCertificate(*certificate); }); !ok) {
-      return ok.error();
-    }
-    endpoint->keypair_ = kj::TlsKeypair{kj::mv(KJ_ASSERT_NONNULL(private_key)), kj::mv(KJ_ASSERT_NONNULL(chain))};
+    auto keypair = read_keypair(files);
+    if (!keypair) return keypair.error();
+    endpoint->keypair_ = kj::mv(*keypair);
     options.defaultKeypair = KJ_ASSERT_NONNULL(endpoint->keypair_);
   }
   KJ_IF_MAYBE(e, kj::runCatchingExceptions([&] { endpoint->context_ = kj::heap<kj::TlsContext>(kj::mv(options)); })) {
