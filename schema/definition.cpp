@@ -6,6 +6,9 @@
 //      members of one union, integers out of range;
 //   3. decode with capnp::JsonCodec and check meaning: names, dependencies, cycles, durations,
 //      timeouts, retry policies, sessions.
+// A definition a scheduler takes from a user is also held to InputLimits and strict JSON: its
+// size and its JSON (UTF-8 strings, each member named once) before pass 1, its tasks, names and
+// task inputs after pass 3. One read back from a history is not: it was taken once already.
 #include "schema/definition.hpp"
 
 #include "schema/recreate_token.hpp"
@@ -23,6 +26,7 @@
 #include <kj/exception.h>
 
 #include "schema/json_syntax.hpp"
+#include "schema/limits.hpp"
 #include "schema/suggest.hpp"
 #include "schema/workflow.capnp.h"
 
@@ -208,10 +212,10 @@ class SpecBuilder {
     return *parsed;
   }
 
-  /// A non-empty name without NUL, '/' or control characters, at most 200 bytes.
+  /// A non-empty name without NUL, '/' or control characters. (Its length is a limit of what a
+  /// scheduler takes: definition_limit_problems.)
   void check_name(const std::string& name, const std::string& path, const char* what) {
     if (name.empty()) return problem(path, std::string(what) + " is required");
-    if (name.size() > 200) return problem(path, std::string(what) + " is longer than 200 bytes");
     for (unsigned char c : name) {
       if (c < 0x20 || c == '/' || c == 0x7f) {
         return problem(path, std::string(what) + " '" + name +
@@ -408,8 +412,8 @@ void placement_and_failure(SpecBuilder& b, schema::SessionDefinition::Reader ses
   }
 }
 
-std::optional<WorkflowSpec> build_spec(schema::WorkflowDefinition::Reader def,
-                                       const capnp::JsonCodec& codec, Problems& problems) {
+/// The spec `def` describes, as far as it can be built: complete when `problems` gained nothing.
+WorkflowSpec build_spec(schema::WorkflowDefinition::Reader def, const capnp::JsonCodec& codec, Problems& problems) {
   SpecBuilder b(problems);
   WorkflowSpec spec;
   spec.name = text(def.getName());
@@ -543,35 +547,26 @@ std::optional<WorkflowSpec> build_spec(schema::WorkflowDefinition::Reader def,
     spec.topological_order = std::get<0>(order);
     spec.index_tasks();
   }
-  if (!problems.empty()) return std::nullopt;
   return spec;
 }
 
-}  // namespace
+/// Definitions nest no deeper than this (task inputs included): deep enough for any real one,
+/// shallow enough for capnp's decoder, which recurses.
+constexpr size_t definition_max_depth = 64;
 
-std::optional<uint32_t> WorkflowSpec::find_task(std::string_view name) const {
-  if (task_index.by_name.size() == tasks.size()) {
-    auto it = task_index.by_name.find(name);
-    if (it == task_index.by_name.end()) return std::nullopt;
-    return it->second;
-  }
-  for (uint32_t i = 0; i < tasks.size(); ++i) {
-    if (tasks[i].name == name) return i;
-  }
-  return std::nullopt;
-}
-
-void WorkflowSpec::index_tasks() {
-  task_index.by_name.clear();
-  task_index.by_name.reserve(tasks.size());
-  for (uint32_t i = 0; i < tasks.size(); ++i) task_index.by_name.emplace(tasks[i].name, i);
-}
-
-DefinitionCheck check_definition(std::string_view json) {
+/// check_definition, with `limits` and the strict JSON rules when they are given.
+DefinitionCheck check(std::string_view json, const InputLimits* limits) {
   DefinitionCheck check;
-  // The codec says neither where a syntax error is nor what a non-object is: ask first.
-  constexpr size_t max_depth = 64;
-  if (auto syntax = json_syntax_error(json, max_depth)) {
+  if (limits != nullptr) {
+    check.problems = definition_text_problems(json, *limits);
+    if (!check.problems.empty()) return check;
+  }
+  // The codec says neither where a syntax error is nor what a non-object is: ask first. Stored
+  // definitions are read as they were taken, when strings were not checked for UTF-8.
+  JsonRules rules;
+  rules.max_depth = definition_max_depth;
+  rules.utf8 = false;
+  if (auto syntax = json_syntax_error(json, rules)) {
     check.problems.push_back({"$", "is not valid JSON: " + syntax->to_string()});
     return check;
   }
@@ -581,7 +576,7 @@ DefinitionCheck check_definition(std::string_view json) {
   }
   RawJsonHandler raw_json;  // outlives the codec
   capnp::JsonCodec codec;
-  codec.setMaxNestingDepth(max_depth);
+  codec.setMaxNestingDepth(definition_max_depth);
   codec.setRejectUnknownFields(true);
   codec.addTypeHandler(raw_json);
   capnp::MallocMessageBuilder raw_message;
@@ -605,17 +600,118 @@ DefinitionCheck check_definition(std::string_view json) {
     check.problems.push_back({"$", std::string("cannot be decoded: ") + e.getDescription().cStr()});
     return check;
   }
-  check.spec = build_spec(definition.asReader(), codec, check.problems);
+  WorkflowSpec spec = build_spec(definition.asReader(), codec, check.problems);
+  if (limits != nullptr) {
+    // Reported with the others: the names are read whatever else is wrong.
+    auto over = definition_limit_problems(spec, *limits);
+    check.problems.insert(check.problems.end(), std::make_move_iterator(over.begin()),
+                          std::make_move_iterator(over.end()));
+  }
+  if (check.problems.empty()) check.spec = std::move(spec);
   return check;
+}
+
+}  // namespace
+
+std::optional<uint32_t> WorkflowSpec::find_task(std::string_view name) const {
+  if (task_index.by_name.size() == tasks.size()) {
+    auto it = task_index.by_name.find(name);
+    if (it == task_index.by_name.end()) return std::nullopt;
+    return it->second;
+  }
+  for (uint32_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+void WorkflowSpec::index_tasks() {
+  task_index.by_name.clear();
+  task_index.by_name.reserve(tasks.size());
+  for (uint32_t i = 0; i < tasks.size(); ++i) task_index.by_name.emplace(tasks[i].name, i);
+}
+
+DefinitionCheck check_definition(std::string_view json) { return check(json, nullptr); }
+
+DefinitionCheck check_definition(std::string_view json, const InputLimits& limits) { return check(json, &limits); }
+
+std::vector<DefinitionProblem> definition_text_problems(std::string_view json, const InputLimits& limits) {
+  std::vector<DefinitionProblem> problems;
+  if (json.size() > limits.definition_bytes) {
+    problems.push_back({"$", over_limit("the definition", describe_bytes(json.size()),
+                                        describe_bytes(limits.definition_bytes), "definition_size",
+                                        "make it smaller (give large data to the tasks as the workflow input, "
+                                        "or by reference, rather than in the definition), or raise the limit")});
+    return problems;
+  }
+  JsonRules strict;
+  strict.max_depth = definition_max_depth;
+  strict.unique_names = true;
+  // A grammar error is left to check_definition, which reports it as it always has.
+  if (auto error = json_syntax_error(json, strict); error && error->kind != JsonErrorKind::SYNTAX) {
+    problems.push_back({error->path, "line " + std::to_string(error->line) + ", column " +
+                                         std::to_string(error->column) + ": " + error->message});
+  }
+  return problems;
+}
+
+std::vector<DefinitionProblem> definition_limit_problems(const WorkflowSpec& spec, const InputLimits& limits) {
+  std::vector<DefinitionProblem> problems;
+  if (spec.tasks.size() > limits.tasks) {
+    problems.push_back({"$.tasks", over_limit("the workflow", std::to_string(spec.tasks.size()) + " tasks",
+                                              std::to_string(limits.tasks) + " tasks", "tasks_per_workflow",
+                                              "split it into several workflows, or raise the limit")});
+  }
+  auto name = [&](const std::string& value, const std::string& path, const char* what) {
+    if (value.size() <= limits.name_bytes) return;
+    problems.push_back({path, over_limit(what, describe_bytes(value.size()), describe_bytes(limits.name_bytes),
+                                         "name_length", "choose a shorter one, or raise the limit")});
+  };
+  auto body = [&](const TaskBody& body, const std::string& path) {
+    if (const auto* handler = std::get_if<HandlerSpec>(&body)) name(handler->name, path + ".handler", "the handler name");
+  };
+  name(spec.name, "$.name", "the workflow name");
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    const TaskSpec& task = spec.tasks[i];
+    const std::string path = index_path("$.tasks", i);
+    name(task.name, path + ".name", "the task name");
+    name(task.task_list, path + ".taskList", "the task list");
+    body(task.body, path);
+    if (task.has_input && task.input_json.size() > limits.input_bytes) {
+      problems.push_back({path + ".input", over_limit("the task's input", describe_bytes(task.input_json.size()),
+                                                      describe_bytes(limits.input_bytes), "input_size",
+                                                      "pass large data by reference (a path or URL the task can "
+                                                      "read), or raise the limit")});
+    }
+  }
+  for (size_t s = 0; s < spec.sessions.size(); ++s) {
+    const SessionSpec& session = spec.sessions[s];
+    const std::string path = index_path("$.sessions", s);
+    name(session.name, path + ".name", "the session name");
+    name(session.resource_id, path + ".resourceId", "the resource id");
+    if (session.env_enter) body(*session.env_enter, path + ".envEnter");
+    if (session.env_exit) body(*session.env_exit, path + ".envExit");
+  }
+  return problems;
+}
+
+Error definition_refused(const std::vector<DefinitionProblem>& problems) {
+  std::string message = "the workflow definition has " + std::to_string(problems.size()) +
+                        (problems.size() == 1 ? " problem:" : " problems:");
+  for (const auto& p : problems) message += "\n  " + p.path + ": " + p.message;
+  return fail(Errc::INVALID_ARGUMENT, std::move(message));
 }
 
 Result<WorkflowSpec> parse_definition(std::string_view json) {
   auto check = check_definition(json);
   if (check.spec) return std::move(*check.spec);
-  std::string message = "the workflow definition has " + std::to_string(check.problems.size()) +
-                        (check.problems.size() == 1 ? " problem:" : " problems:");
-  for (const auto& p : check.problems) message += "\n  " + p.path + ": " + p.message;
-  return fail(Errc::INVALID_ARGUMENT, std::move(message));
+  return definition_refused(check.problems);
+}
+
+Result<WorkflowSpec> parse_definition(std::string_view json, const InputLimits& limits) {
+  auto check = check_definition(json, limits);
+  if (check.spec) return std::move(*check.spec);
+  return definition_refused(check.problems);
 }
 
 }  // namespace troupe

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "schema/duration.hpp"
+#include "schema/limits.hpp"
 #include "schema/result.hpp"
 
 namespace troupe {
@@ -147,11 +148,29 @@ struct DefinitionCheck {
   std::vector<DefinitionProblem> problems;
 };
 
-/// Decodes and validates definition JSON. Never throws for bad input.
+/// Decodes and validates definition JSON as stored: one a scheduler took before (read back from
+/// a history), or built by troupe itself. Neither limits nor the strict JSON rules apply: what
+/// was taken once is read the same way ever after. Never throws for bad input.
 DefinitionCheck check_definition(std::string_view json);
+
+/// Decodes and validates definition JSON as a scheduler takes it from a user: check_definition's
+/// rules, then its size, its number of tasks, the lengths of its names and the sizes of its
+/// tasks' inputs within `limits`, and strict JSON (UTF-8 strings, no member named twice in one
+/// object, each problem at its JSON path). Never throws for bad input.
+DefinitionCheck check_definition(std::string_view json, const InputLimits& limits);
 
 /// check_definition() as a Result: INVALID_ARGUMENT listing every problem, one per line,
 /// "path: message".
 Result<WorkflowSpec> parse_definition(std::string_view json);
+Result<WorkflowSpec> parse_definition(std::string_view json, const InputLimits& limits);
+
+/// For a caller holding a spec check_definition(json) made (a DefinitionCache's), what
+/// check_definition(json, limits) adds, in two parts so that text over the size limit is never
+/// parsed: the problems of the text (its size, strict JSON), then those of its spec.
+std::vector<DefinitionProblem> definition_text_problems(std::string_view json, const InputLimits& limits);
+std::vector<DefinitionProblem> definition_limit_problems(const WorkflowSpec& spec, const InputLimits& limits);
+
+/// INVALID_ARGUMENT listing `problems` (not empty), as parse_definition does.
+Error definition_refused(const std::vector<DefinitionProblem>& problems);
 
 }  // namespace troupe

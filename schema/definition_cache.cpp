@@ -26,6 +26,16 @@ Result<SharedDefinition> DefinitionCache::get(std::string_view json) {
   return entry;
 }
 
+Result<SharedDefinition> DefinitionCache::get(std::string_view json, const InputLimits& limits) {
+  if (auto problems = definition_text_problems(json, limits); !problems.empty()) return definition_refused(problems);
+  auto shared = get(json);
+  if (!shared) return shared.error();
+  if (auto problems = definition_limit_problems(*shared->spec, limits); !problems.empty()) {
+    return definition_refused(problems);
+  }
+  return shared;
+}
+
 size_t DefinitionCache::size() const {
   std::lock_guard lock(mutex_);
   return lru_.size();

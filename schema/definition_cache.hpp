@@ -30,6 +30,11 @@ class DefinitionCache {
   /// definitions are not cached).
   Result<SharedDefinition> get(std::string_view json);
 
+  /// get(), for a definition a user submits: its text is checked against `limits` and the
+  /// strict JSON rules first (a text over the size limit is never parsed), its spec against
+  /// `limits` after. Errors as parse_definition(json, limits).
+  Result<SharedDefinition> get(std::string_view json, const InputLimits& limits);
+
   size_t size() const;
 
  private:

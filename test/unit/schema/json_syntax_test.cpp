@@ -86,8 +86,8 @@ TEST_SUITE("schema.json_syntax") {
     REQUIRE(error);
     CHECK(error->column == json_max_depth + 1);
     CHECK(error->message == "nested deeper than 512 levels");
-    CHECK_FALSE(json_syntax_error(std::string(10, '[') + std::string(10, ']'), 10));
-    CHECK(json_syntax_error(std::string(11, '[') + std::string(11, ']'), 10));
+    CHECK_FALSE(json_syntax_error(std::string(10, '[') + std::string(10, ']'), JsonRules{.max_depth = 10}));
+    CHECK(json_syntax_error(std::string(11, '[') + std::string(11, ']'), JsonRules{.max_depth = 10}));
   }
 
   TEST_CASE("json_kind_of names what a text holds at its top level") {
@@ -133,5 +133,86 @@ TEST_SUITE("schema.definition") {
     CHECK(spec->tasks[1].input_json == R"({"n":1})");
     CHECK(spec->tasks[2].has_input);
     CHECK(spec->tasks[2].input_json == "null");
+  }
+}
+
+TEST_SUITE("schema.json_syntax") {
+  TEST_CASE("a string that is not UTF-8 is refused at its JSON path and byte offset") {
+    struct Bad {
+      std::string text;
+      std::string path;
+      size_t offset;
+      std::string says;
+    };
+    const std::vector<Bad> cases = {
+        {"\"\xff\"", "$", 1, "invalid UTF-8 at byte offset 1 (byte 0 of the string): byte 0xff cannot occur in UTF-8"},
+        {"{\"name\": \"ab\xc3(\"}", "$.name", 12, "byte 2 of the string): the character that begins with byte 0xc3"},
+        {"{\"tasks\": [{\"name\": \"a\"}, {\"name\": \"\xed\xa0\x80\"}]}", "$.tasks[1].name", 36,
+         "encode a UTF-16 surrogate"},
+        // In a member name: the path is the object's.
+        {"{\"ok\": 1, \"n\xe9me\": 2}", "$", 12, "(byte 1 of a member name)"},
+        {"{\"a b\": [\"\x80\"]}", "$[\"a b\"][0]", 10, "continues a character that never began"},
+        // Escapes that stand for half a surrogate pair decode to no character.
+        {"[\"\\ud800\"]", "$[0]", 2, "\\ud800 is half of a UTF-16 surrogate pair without its other half"},
+        {"[\"\\udc00\\ud800\"]", "$[0]", 2, "\\udc00 is half of a UTF-16 surrogate pair"},
+        {"[\"\\ud83d\\u0041\"]", "$[0]", 2, "\\ud83d is half"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.text);
+      auto error = json_syntax_error(c.text);
+      REQUIRE(error);
+      CHECK(error->kind == JsonErrorKind::INVALID_UTF8);
+      CHECK(error->path == c.path);
+      CHECK(error->offset == c.offset);
+      CHECK_MESSAGE(error->message.find(c.says) != std::string::npos, error->message);
+      // Read as troupe read it before it checked, it passes.
+      CHECK_FALSE(json_syntax_error(c.text, JsonRules{.utf8 = false}));
+    }
+    // A whole surrogate pair is one character.
+    CHECK_FALSE(json_syntax_error("\"\\ud83c\\udf89 \xf0\x9f\x8e\x89\""));
+  }
+
+  TEST_CASE("check_json says where invalid UTF-8 is: line, column, path and byte offset") {
+    auto checked = check_json("{\"who\": \"x\xff\"}", "the workflow input");
+    REQUIRE_FALSE(checked);
+    CHECK(checked.error().message ==
+          "the workflow input is not valid JSON: line 1, column 11, at $.who: invalid UTF-8 at byte offset 10 "
+          "(byte 1 of the string): byte 0xff cannot occur in UTF-8; JSON text must be UTF-8");
+  }
+
+  TEST_CASE("with unique_names, a member named twice in one object is refused at its path") {
+    const JsonRules strict{.unique_names = true};
+    struct Twice {
+      std::string text;
+      std::string path;
+      std::string says;
+    };
+    const std::vector<Twice> cases = {
+        {"{\"a\": 1, \"a\": 2}", "$.a", "the member name \"a\" is given twice in one object (at byte offset 9, "
+                                         "and first at line 1, column 2)"},
+        {"{\"tasks\": [{\"name\": \"x\"}, {\"name\": \"y\",\n \"name\": \"z\"}]}", "$.tasks[1].name",
+         "first at line 1, column 28"},
+        // The same name however it is written.
+        {"{\"a\": 1, \"\\u0061\": 2}", "$.a", "the member name \"a\" is given twice"},
+        {"{\"x\": {\"k\": 1}, \"y\": {\"k\": 2, \"k\": 3}}", "$.y.k", "given twice"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.text);
+      auto error = json_syntax_error(c.text, strict);
+      REQUIRE(error);
+      CHECK(error->kind == JsonErrorKind::DUPLICATE_NAME);
+      CHECK(error->path == c.path);
+      CHECK_MESSAGE(error->message.find(c.says) != std::string::npos, error->message);
+      // RFC 8259 allows them, and so do inputs and results.
+      CHECK_FALSE(json_syntax_error(c.text));
+    }
+    // The same name in different objects, and many names in one (past the small-object list).
+    CHECK_FALSE(json_syntax_error("[{\"a\": 1}, {\"a\": 2, \"b\": {\"a\": 3}}]", strict));
+    std::string many = "{";
+    for (int i = 0; i < 100; ++i) many += (i ? ", \"k" : "\"k") + std::to_string(i) + "\": " + std::to_string(i);
+    CHECK_FALSE(json_syntax_error(many + "}", strict));
+    auto again = json_syntax_error(many + ", \"k57\": 0}", strict);
+    REQUIRE(again);
+    CHECK(again->path == "$.k57");
   }
 }
