@@ -225,6 +225,9 @@ std::function<void()> effects_of(Self self, const TaskTransition& t, std::string
             disarm(self, {TimerKind::SCHEDULE_TO_CLOSE});
           }
           break;
+        case TaskAction::STOP_HEARTBEAT_TIMER:
+          disarm(self, {TimerKind::HEARTBEAT});
+          break;
         case TaskAction::REJOIN:
           disarm(self, {TimerKind::SCHEDULE_TO_START});
           if (timeouts.schedule_to_start && st.model.state == TaskState::DISPATCHING) {
@@ -464,7 +467,8 @@ void dispatch_when_settled(Self self, TaskEvent event) {
 bool timer_applies(TimerKind kind, const TaskModel& model) {
   switch (kind) {
     case TimerKind::SCHEDULE_TO_START: return model.state == TaskState::DISPATCHING;
-    case TimerKind::START_TO_CLOSE:
+    // A handed-off attempt is still bounded by its startToClose; it has nothing to heartbeat.
+    case TimerKind::START_TO_CLOSE: return TaskMachine::is_on_executor(model.state) && !model.kill_requested;
     case TimerKind::HEARTBEAT:
       return TaskMachine::is_on_executor(model.state) && !model.kill_requested && !model.awaiting_completion;
     case TimerKind::BACKOFF: return model.state == TaskState::DELAY_EXECUTION;
@@ -653,7 +657,7 @@ void on_report(Self self, const TaskReport& report) {
       });
       break;
     case TaskReport::HANDED_OFF:
-      decide(self, TaskEvent::HEARTBEAT,
+      decide(self, TaskEvent::HANDED_OFF,
              [&](Body b) { b.initTaskAwaitingCompletion().setInvocationId(report.invocation_id); });
       break;
     case TaskReport::SUCCEEDED:
@@ -733,7 +737,14 @@ void recover(Self self) {
       rearm_task_timer();
       if (s.model.awaiting_completion) {
         // Handed off: nothing runs on a worker; its token ends it (or a timeout, a kill).
-        if (timeouts.start_to_close) arm(self, TimerKind::START_TO_CLOSE, *timeouts.start_to_close);
+        // startToClose counts from the dispatch, as without the restart, but a deadline that
+        // passed while the scheduler was down, when no completion could reach it, is held for
+        // the recovery window: whoever holds the token may try again meanwhile.
+        if (timeouts.start_to_close) {
+          const int64_t deadline = s.model.dispatched_us + timeouts.start_to_close->count();
+          arm(self, TimerKind::START_TO_CLOSE,
+              deadline > now ? Duration(deadline - now) : s.wiring->recovery_window);
+        }
         if (s.model.kill_requested) arm(self, TimerKind::KILL_GRACE, kill_grace(s));
         break;
       }

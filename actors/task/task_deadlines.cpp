@@ -30,12 +30,12 @@ std::vector<DueTimer> due_timers(const TaskModel& model, const TimeoutsSpec& tim
     due.push_back({TimerKind::BACKOFF, model.delay_until_us});
     return due;
   }
-  // On an executor. A handed-off invocation waits for its token: neither of its own timers runs.
-  if (model.awaiting_completion) return due;
+  // On an executor. A handed-off invocation waits for its token, within its startToClose; it has
+  // nothing to heartbeat.
   if (timeouts.start_to_close) {
     due.push_back({TimerKind::START_TO_CLOSE, model.dispatched_us + timeouts.start_to_close->count()});
   }
-  if (timeouts.heartbeat && model.state == TaskState::RUNNING) {
+  if (timeouts.heartbeat && model.state == TaskState::RUNNING && !model.awaiting_completion) {
     due.push_back({TimerKind::HEARTBEAT, model.heartbeat_us + timeouts.heartbeat->count()});
   }
   return due;

@@ -1,7 +1,8 @@
 // The task state table. Reading guide: START queues the task (DISPATCHING); a slot makes it
 // DISPATCHED (at once, with no DISPATCHING, when one was free) and the executor RUNNING;
 // the attempt ends in SUCCESS, in FAILURE, or in DELAY_EXECUTION when it will be retried
-// (DISPATCH queues it again). PAUSE and KILL stop a
+// (DISPATCH queues it again). An asyncCompletion invocation that HANDED_OFF stays RUNNING,
+// under its startToClose, until its token ends it. PAUSE and KILL stop a
 // task that is not on an executor at once; one that is gets a cancellation and stays until
 // the executor confirms (KILLED, PAUSED) or the kill's grace period runs out. An operator's FORCE
 // (skip) ends a task that is not on an executor; an UPDATE of its options is recorded in every
@@ -35,6 +36,9 @@ void on_executor(std::vector<R>& rows, S s) {
   rows.push_back({s, E::PAUSE, s, {A::PERSIST}});
   // Kept for the next attempt: this one runs on with the options it was sent with.
   rows.push_back({s, E::UPDATE, s, {A::PERSIST}});
+  // The invocation ended on its worker and left the task to its token: nothing heartbeats any
+  // more, but the attempt is still bounded by its startToClose, which runs on from the dispatch.
+  rows.push_back({s, E::HANDED_OFF, S::RUNNING, {A::PERSIST, A::STOP_HEARTBEAT_TIMER}});
 }
 
 std::vector<R> rows() {
@@ -146,6 +150,7 @@ std::string_view TaskMachineTraits::name(TaskEvent e) {
     case E::FAILOVER: return "FAILOVER";
     case E::FORCE: return "FORCE";
     case E::UPDATE: return "UPDATE";
+    case E::HANDED_OFF: return "HANDED_OFF";
   }
   return "?";
 }
@@ -167,6 +172,7 @@ std::string_view TaskMachineTraits::name(TaskAction a) {
     case A::NOTIFY_WORKFLOW: return "notify workflow";
     case A::REARM_TASK_TIMER: return "re-arm scheduleToClose";
     case A::REJOIN: return "rejoin task list";
+    case A::STOP_HEARTBEAT_TIMER: return "stop heartbeat timer";
   }
   return "?";
 }

@@ -40,6 +40,7 @@ enum class TaskEvent : uint8_t {
   FAILOVER,    ///< the invocation's executor was lost
   FORCE,       ///< an operator marks the task succeeded (skipTask); never while on an executor
   UPDATE,      ///< an operator changed the task's options (updateTask) for its next dispatch
+  HANDED_OFF,  ///< an asyncCompletion invocation handed off: its token ends it, or startToClose
 };
 
 /// What the task actor does for a transition, in this order.
@@ -60,6 +61,7 @@ enum class TaskAction : uint8_t {
   REARM_TASK_TIMER,     ///< arm scheduleToClose again for the options now in force (none: disarm)
   REJOIN,               ///< join the (new) task list again after WITHDRAW: arm scheduleToStart;
                         ///< grants are refused from the withdrawal until then
+  STOP_HEARTBEAT_TIMER, ///< disarm the heartbeat timeout (nothing is left to heartbeat)
 };
 
 struct TaskMachineTraits {
@@ -67,7 +69,7 @@ struct TaskMachineTraits {
   using Event = TaskEvent;
   using Action = TaskAction;
   static constexpr size_t states = 11;
-  static constexpr size_t events = 16;
+  static constexpr size_t events = 17;
   static std::string_view name(TaskState s);
   static std::string_view name(TaskEvent e);
   static std::string_view name(TaskAction a);

@@ -19,8 +19,7 @@ std::optional<TaskEvent> TaskModel::event_of(Body::Which body, TaskState state) 
     case Body::TASK_DISPATCHED: return TaskEvent::DISPATCHED;
     case Body::TASK_RUNNING: return TaskEvent::RUNNING;
     case Body::TASK_HEARTBEAT: return TaskEvent::HEARTBEAT;
-    // A hand-off is news from a running invocation, as a heartbeat is: the task stays RUNNING.
-    case Body::TASK_AWAITING_COMPLETION: return TaskEvent::HEARTBEAT;
+    case Body::TASK_AWAITING_COMPLETION: return TaskEvent::HANDED_OFF;
     case Body::TASK_TIMED_OUT: return TaskEvent::TIMEOUT;
     case Body::TASK_RETRY_SCHEDULED: return TaskEvent::RETRY;
     case Body::TASK_PAUSE_REQUESTED: return TaskEvent::PAUSE;

@@ -92,7 +92,7 @@ TEST_SUITE("actors.machines") {
   TEST_CASE("the task table matches its specification pair by pair") {
     const std::string on_executor =
         "SUCCEEDED>SUCCESS FAILED>FAILURE TIMEOUT>FAILURE RETRY>DELAY_EXECUTION KILLED>KILLED "
-        "PAUSED>PAUSED FAILOVER>FAILOVER ";
+        "PAUSED>PAUSED FAILOVER>FAILOVER HANDED_OFF>RUNNING ";
     walk<TaskMachine, TaskMachineTraits>({
         {"SUBMITTED", "START>DISPATCHING DISPATCHED>DISPATCHED PAUSE>PAUSED KILL>KILLED "
                       "FORCE>FORCED_SUCCESS UPDATE>SUBMITTED"},
@@ -180,6 +180,17 @@ TEST_SUITE("actors.machines") {
         if (TaskMachine::is_on_executor(row.from)) CHECK(row.actions.size() == 1);
         CHECK(row.actions.contains(TaskAction::REJOIN) == (row.from == TaskState::DISPATCHING));
         CHECK(row.actions.contains(TaskAction::WITHDRAW) == (row.from == TaskState::DISPATCHING));
+      }
+      // A hand-off stops only the heartbeat timeout: the attempt's startToClose runs on, so an
+      // asyncCompletion task whose token is never used times out like any other attempt.
+      if (row.event == TaskEvent::HANDED_OFF) {
+        CHECK(TaskMachine::is_on_executor(row.from));
+        CHECK(row.to == TaskState::RUNNING);
+        CHECK(row.actions == ActionList<TaskAction>{TaskAction::PERSIST, TaskAction::STOP_HEARTBEAT_TIMER});
+      }
+      CHECK(row.actions.contains(TaskAction::STOP_HEARTBEAT_TIMER) == (row.event == TaskEvent::HANDED_OFF));
+      for (TaskAction stops : {TaskAction::STOP_ATTEMPT_TIMERS, TaskAction::STOP_ALL_TIMERS}) {
+        if (row.actions.contains(stops)) CHECK(row.event != TaskEvent::HANDED_OFF);
       }
       // Only a dispatch sends an invocation (from the task list, or at once with a free slot).
       CHECK(row.actions.contains(TaskAction::SEND) == (row.to == TaskState::DISPATCHED && row.from != row.to));
