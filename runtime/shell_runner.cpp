@@ -94,16 +94,7 @@ Result<void> write_private_file(const std::string& path, const std::string& cont
 /// A name part unique to `invocation_id`: safe_file_name() maps many ids to one name, so the
 /// input files of two invocations whose names differ only in bytes it replaces would otherwise
 /// collide.
-std::string invocation_tag(std::string_view invocation_id) {
-  uint64_t hash = 0xcbf29ce484222325;  // FNV-1a, 64 bits
-  for (unsigned char c : invocation_id) {
-    hash ^= c;
-    hash *= 0x100000001b3;
-  }
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
-}
+std::string invocation_tag(std::string_view invocation_id) { return file_name_tag(invocation_id); }
 
 void remove_files(const std::vector<std::string>& files) {
   std::error_code ec;
@@ -129,6 +120,8 @@ Result<std::vector<std::string>> pass_inputs(const actors::Invocation& invocatio
     return ok();
   };
   const std::string unique_stem = stem + "." + invocation_tag(invocation.invocation_id);
+  static_assert(sizeof ".0123456789abcdef.workflow-input.json" - 1 <= log_stem_growth_bytes,
+                "the names made beside a log must fit the room invocation_log_path leaves");
   const std::string input_file = unique_stem + ".input.json";
   auto passed = pass("TROUPE_INPUT", invocation.input_json, input_file);
   if (passed) {

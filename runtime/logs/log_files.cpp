@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -37,7 +38,18 @@ bool lies_inside(const std::filesystem::path& dir, const std::filesystem::path& 
 
 }  // namespace
 
-std::string safe_file_name(std::string_view part) {
+std::string file_name_tag(std::string_view text) {
+  uint64_t hash = 0xcbf29ce484222325;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3;
+  }
+  char tag[17];
+  std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(hash));
+  return tag;
+}
+
+std::string safe_file_name(std::string_view part, size_t max_bytes) {
   std::string out;
   out.reserve(part.size());
   for (char c : part) {
@@ -46,6 +58,11 @@ std::string safe_file_name(std::string_view part) {
     out += plain ? c : '_';
   }
   if (out.empty() || out == "." || out == "..") out = "_" + out;
+  if (out.size() > max_bytes) {
+    // Shortened names keep their start, which a person reads, and the whole part's hash.
+    out.resize(std::max<size_t>(max_bytes, 32) - 17);
+    out += "~" + file_name_tag(part);
+  }
   return out;
 }
 
@@ -54,8 +71,11 @@ std::string invocation_log_path(std::string_view log_dir, std::string_view workf
   // The id ends in ATTEMPT.DISPATCH after its last '/'.
   const auto slash = invocation_id.rfind('/');
   const std::string_view suffix = slash == std::string_view::npos ? invocation_id : invocation_id.substr(slash + 1);
+  const std::string attempt = "." + safe_file_name(suffix, 64);
+  // TASK.ATTEMPT.DISPATCH, and the names made beside the log from it, stay within NAME_MAX.
+  const size_t task_bytes = max_file_name_bytes - log_stem_growth_bytes - attempt.size();
   std::string path(log_dir);
-  path += "/" + safe_file_name(workflow_id) + "/" + safe_file_name(task_name) + "." + safe_file_name(suffix) + ".log";
+  path += "/" + safe_file_name(workflow_id) + "/" + safe_file_name(task_name, task_bytes) + attempt + ".log";
   return path;
 }
 

@@ -33,6 +33,43 @@ TEST_SUITE("runtime.log_files") {
     CHECK(safe_file_name("a b/c") == "a_b_c");
   }
 
+  TEST_CASE("the longest workflow ids and names give log paths the file system takes") {
+    test::TempDir dir;
+    // As long as the limits allow (512-byte ids, 1024-byte names), and past them.
+    for (const size_t id_bytes : {size_t{200}, size_t{255}, size_t{256}, size_t{512}, size_t{4000}}) {
+      for (const size_t name_bytes : {size_t{1}, size_t{196}, size_t{200}, size_t{1024}}) {
+        CAPTURE(id_bytes);
+        CAPTURE(name_bytes);
+        const std::string id(id_bytes, 'w'), task(name_bytes, 't');
+        const std::string invocation = id + "/" + task + "/4294967295.4294967295";
+        const auto path = *invocation_log_path(dir.path(), invocation);
+        const std::filesystem::path file(path);
+        CHECK(file.parent_path().filename().string().size() <= max_file_name_bytes);
+        // The longest name the shell runner makes beside the log fits as well.
+        const std::string stem = path.substr(0, path.size() - 4);
+        const std::string beside = stem + ".0123456789abcdef.workflow-input.json";
+        CHECK(std::filesystem::path(beside).filename().string().size() <= max_file_name_bytes);
+        write(beside, "{}");
+        write(path, "log of " + std::to_string(id_bytes));
+        auto read = read_invocation_log(dir.path(), invocation, 0, 1024);
+        REQUIRE_MESSAGE(read, (read ? "" : read.error().message));
+        CHECK(read->data == "log of " + std::to_string(id_bytes));
+      }
+    }
+  }
+
+  TEST_CASE("a part shortened to fit keeps its start and a hash of the whole, so long parts stay apart") {
+    CHECK(safe_file_name(std::string(255, 'a')) == std::string(255, 'a'));  // names that fit are kept
+    const std::string long_a = std::string(300, 'x') + "a", long_b = std::string(300, 'x') + "b";
+    const std::string a = safe_file_name(long_a), b = safe_file_name(long_b);
+    CHECK(a.size() == max_file_name_bytes);
+    CHECK(a.starts_with(std::string(238, 'x') + "~"));
+    CHECK(a != b);
+    CHECK(a == safe_file_name(long_a));  // the same on every call, node and build
+    CHECK(file_name_tag("") == "cbf29ce484222325");
+    CHECK(safe_file_name(std::string(100, 'n'), 40) == std::string(23, 'n') + "~" + file_name_tag(std::string(100, 'n')));
+  }
+
   TEST_CASE("an id that is not an invocation's is refused") {
     for (const char* id : {"", "build", "wf/build", "wf/build/", "/build/1.1"}) {
       CAPTURE(id);
