@@ -14,6 +14,7 @@
 #include "actors/worker/fence.hpp"
 #include "schema/definition_cache.hpp"
 #include "schema/duration.hpp"
+#include "schema/limits.hpp"
 
 namespace troupe {
 class NodeLog;
@@ -46,6 +47,9 @@ struct Wiring {
   /// Like Temporal's workflow cache, it bounds the scheduler's memory by what is busy rather
   /// than by what is open.
   size_t workflow_cache = 10000;
+  /// What the scheduler takes from users: the directory holds a submitted definition to it, and a
+  /// task the result its worker reports (a larger one fails the attempt, ResultTooLarge).
+  InputLimits limits;
   /// The scheduler incarnation's fence: a dispatch records the fence its runTask carries.
   /// nullptr where executors are in process (no fencing needed): fence 0.0.
   std::shared_ptr<FenceCounter> fences;

@@ -296,6 +296,8 @@ int run_node(const ClusterConfig& cluster, const NodeConfig& node) {
     wiring.kill_grace = cluster.kill_grace;
     wiring.recovery_window = cluster.recovery_window;
     wiring.workflow_cache = node.workflow_cache;
+    wiring.limits = cluster.limits;
+    scheduler->limits = cluster.limits;
     scheduler->directory = actors::spawn_directory(system, store, wiring);
     RetentionOptions retention;
     retention.retention = cluster.retention;

@@ -29,7 +29,7 @@
 #include "runtime/wire.hpp"
 #include "runtime/worker_admin.hpp"
 #include "schema/gateway.capnp.h"
-#include "schema/json_syntax.hpp"
+#include "schema/limits.hpp"
 #include "schema/wire_states.hpp"
 #include "schema/worker.capnp.h"
 #include "schema/duration.hpp"
@@ -710,7 +710,7 @@ class ClientServiceImpl : public schema::ClientService::Server {
     std::string result = params.hasResultJson() ? text(params.getResultJson()) : "";
     if (result.empty()) result = bytes(params.getResult());
     // Empty: no result. Anything else is the task's result, JSON as a handler's would be.
-    if (auto valid = result.empty() ? ok() : check_json(result, "the task's result"); !valid) {
+    if (auto valid = check_task_result(result, services_->limits); !valid) {
       set_error(context.getResults().initError(), valid.error());
       return kj::READY_NOW;
     }
@@ -721,6 +721,10 @@ class ClientServiceImpl : public schema::ClientService::Server {
   kj::Promise<void> failTask(FailTaskContext context) override {
     auto params = context.getParams();
     TaskReport report{{}, TaskReport::FAILED, {}, text(params.getReason()), text(params.getDetails()), false};
+    if (auto valid = check_task_failure(report.reason, report.details, services_->limits); !valid) {
+      set_error(context.getResults().initError(), valid.error());
+      return kj::READY_NOW;
+    }
     if (report.reason.empty()) report.reason = "Failed";
     return end_task(text(params.getToken()), std::move(report), context.getResults().initError());
   }
@@ -786,12 +790,16 @@ class ClientServiceImpl : public schema::ClientService::Server {
     auto params = context.getParams();
     std::string input = params.hasInputJson() ? text(params.getInputJson()) : "";
     if (input.empty()) input = "{}";
-    if (auto valid = check_json(input, "the workflow input"); !valid) {
+    std::string id = text(params.getWorkflowId());
+    if (auto valid = check_workflow_id(id, services_->limits); !valid) {
+      set_error(context.getResults().initError(), valid.error());
+      return kj::READY_NOW;
+    }
+    if (auto valid = check_workflow_input(input, services_->limits); !valid) {
       set_error(context.getResults().initError(), valid.error());
       return kj::READY_NOW;
     }
     auto b = bridge<std::string>();
-    std::string id = text(params.getWorkflowId());
     if (id.empty()) id = new_workflow_id();
     std::string json = text(params.getDefinitionJson());
     std::string run_from = text(params.getRunFrom());

@@ -57,6 +57,9 @@ struct SchedulerServices {
   /// Every connection is TLS with this endpoint; nullptr: plaintext (a loopback scheduler whose
   /// config says so).
   std::shared_ptr<TlsEndpoint> tls;
+  /// What the gateway takes from clients: workflow ids, inputs, results and failures it checks
+  /// itself; definitions go to the directory, which holds them to the same limits.
+  InputLimits limits;
 };
 
 /// The durable state of workflow `id`, from its replayed history, with why its waiting tasks

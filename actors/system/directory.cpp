@@ -359,12 +359,14 @@ directory_actor::behavior_type directory(Self self, std::shared_ptr<storage::His
         auto& st = self->state;
         if (auto checked = storage::check_id(id, "workflow id"); !checked) return to_caf(checked.error());
         std::shared_ptr<const WorkflowSpec> spec;
+        // Held to the limits here, where every submission passes once its definition is text
+        // (a registered one is read by the client bridge), and never again on replay.
         if (st.wiring->definitions) {
-          auto shared = st.wiring->definitions->get(json);
+          auto shared = st.wiring->definitions->get(json, st.wiring->limits);
           if (!shared) return to_caf(shared.error());
           spec = std::move(shared->spec);
         } else {
-          auto parsed = parse_definition(json);
+          auto parsed = parse_definition(json, st.wiring->limits);
           if (!parsed) return to_caf(parsed.error());
           spec = std::make_shared<const WorkflowSpec>(std::move(*parsed));
         }

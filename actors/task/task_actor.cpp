@@ -16,6 +16,7 @@
 #include "actors/system/actor_roster.hpp"
 #include "actors/task/task_deadlines.hpp"
 #include "actors/task/task_probe.hpp"
+#include "schema/limits.hpp"
 #include "schema/node_log.hpp"
 
 namespace troupe::actors {
@@ -661,6 +662,18 @@ void on_report(Self self, const TaskReport& report) {
              [&](Body b) { b.initTaskAwaitingCompletion().setInvocationId(report.invocation_id); });
       break;
     case TaskReport::SUCCEEDED:
+      if (report.payload.size() > s.wiring->limits.result_bytes) {
+        // Recorded, it would travel with every status and result: the attempt fails instead,
+        // and is not retried, since another attempt would most likely return as much.
+        attempt_failed(self,
+                       AttemptFailure{"ResultTooLarge", true, false,
+                                      over_limit("the task's result", describe_bytes(report.payload.size()),
+                                                 describe_bytes(s.wiring->limits.result_bytes), "result_size",
+                                                 "return a reference to large data (a path or URL) instead of the "
+                                                 "data, or raise the limit")},
+                       std::nullopt);
+        break;
+      }
       decide(self, TaskEvent::SUCCEEDED, [&](Body b) {
         auto r = b.initTaskSucceeded();
         r.setInvocationId(report.invocation_id);

@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using Names = std::span<const std::string_view>;
 
-constexpr std::string_view top_keys[] = {"cluster", "connections", "task_lists", "node"};
+constexpr std::string_view top_keys[] = {"cluster", "connections", "task_lists", "limits", "node"};
 constexpr std::string_view connection_keys[] = {"max_connections",       "max_connections_per_peer",
                                                 "handshake_timeout",     "idle_timeout",
                                                 "max_unadmitted_bytes",  "max_message_bytes",
@@ -52,6 +52,8 @@ constexpr std::string_view cluster_keys[] = {"name",
                                              "plaintext",
                                              "require_client_certificates"};
 constexpr std::string_view limit_keys[] = {"rate", "burst"};
+constexpr std::string_view input_limit_keys[] = {"definition_size", "tasks_per_workflow", "workflow_id_length",
+                                                 "name_length",     "input_size",         "result_size"};
 constexpr std::string_view node_keys[] = {"name",       "roles",       "listen",
                                           "data_dir",   "sync",        "scheduler",
                                           "task_lists", "resource_id", "max_concurrent_sessions",
@@ -97,6 +99,15 @@ std::string list(Names names) {
   std::string out;
   for (auto n : names) out += (out.empty() ? "" : ", ") + std::string(n);
   return out;
+}
+
+/// A size as a config writes it: "48MiB", "1KiB", else "1000 bytes".
+std::string format_size(uint64_t bytes) {
+  if (bytes == 0) return "0 bytes";
+  for (auto [unit, shift] : {std::pair{"GiB", 30}, std::pair{"MiB", 20}, std::pair{"KiB", 10}}) {
+    if (bytes % (uint64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;
+  }
+  return std::to_string(bytes) + " bytes";
 }
 
 std::string format_number(double v) {
@@ -233,6 +244,7 @@ class Checker {
     read_cluster(root, config);
     read_connections(root, config);
     read_task_lists(root, config);
+    read_limits(root, config);
     read_nodes(root, config);
     check_tls(root, config);
     if (problems_.empty()) return config;
@@ -664,6 +676,41 @@ class Checker {
                       : static_cast<uint32_t>(std::clamp(std::ceil(*rate), 1.0, double(max_u32)));
       out.task_lists.emplace(std::string(key.str()), l);
     }
+  }
+
+  // --- [limits] ----------------------------------------------------------------------------
+
+  void read_limits(const toml::table& root, ClusterConfig& out) {
+    const Field f = field(root, "limits", "", 0);
+    const auto* t = table_value(f, "a table ([limits])");
+    if (t == nullptr) return;
+    const int line = line_of(t->source(), f.line);
+    check_keys(*t, "limits", input_limit_keys);
+    const InputLimits least = InputLimits::least();
+    const InputLimits most = InputLimits::most();
+    auto size = [&](std::string_view key, uint64_t InputLimits::*member) {
+      const Field k = field(*t, key, "limits", line);
+      auto bytes = size_value(k);
+      if (!bytes) return;
+      if (*bytes < least.*member || *bytes > most.*member) {
+        problem(k.line, k.path,
+                "must be from " + format_size(least.*member) + " to " + format_size(most.*member) + ", not " +
+                    format_size(*bytes));
+        return;
+      }
+      out.limits.*member = *bytes;
+    };
+    auto count = [&](std::string_view key, uint64_t InputLimits::*member) {
+      const auto n = integer_value(field(*t, key, "limits", line), static_cast<int64_t>(least.*member),
+                                   static_cast<int64_t>(most.*member));
+      if (n) out.limits.*member = static_cast<uint64_t>(*n);
+    };
+    size("definition_size", &InputLimits::definition_bytes);
+    count("tasks_per_workflow", &InputLimits::tasks);
+    count("workflow_id_length", &InputLimits::workflow_id_bytes);
+    count("name_length", &InputLimits::name_bytes);
+    size("input_size", &InputLimits::input_bytes);
+    size("result_size", &InputLimits::result_bytes);
   }
 
   // --- [[node]] ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 
 #include "schema/duration.hpp"
 #include "schema/host.hpp"
+#include "schema/limits.hpp"
 #include "schema/node_log.hpp"
 #include "schema/result.hpp"
 
@@ -211,6 +212,9 @@ struct ClusterConfig {
   ConnectionLimits connections;
   /// Global dispatch limits per task list name; task lists not listed are unlimited.
   std::map<std::string, TaskListLimits> task_lists;
+  /// What the scheduler takes from users ([limits]): definition size, tasks per workflow, id and
+  /// name lengths, input and result sizes. Default: InputLimits' defaults.
+  InputLimits limits;
   /// The nodes, in file order; at least one.
   std::vector<NodeConfig> nodes;
   /// The config file as named by the caller (the `source_name` of parse_cluster_config).

@@ -93,6 +93,11 @@ std::string cluster_config_text(const ClusterSpec& spec, uint16_t port) {
     if (limit.burst) out << "burst = " << *limit.burst << "\n";
     out << "\n";
   }
+  if (!spec.limits.empty()) {
+    out << "[limits]\n";
+    for (const auto& [key, value] : spec.limits) out << key << " = " << value << "\n";
+    out << "\n";
+  }
   out << "[[node]]\nname = \"scheduler\"\nroles = [\"scheduler\"]\nlisten = " << address
       << "\ndata_dir = \"data\"\n" << (spec.sync ? "" : "sync = false\n")
       << (spec.definitions.empty() ? "" : "definitions = \"" + spec.definitions + "\"\n")

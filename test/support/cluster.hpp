@@ -54,6 +54,8 @@ struct ClusterSpec {
                                      {"worker-b", {{"default", 2}}, std::nullopt}};
   /// Global dispatch limits by task list name.
   std::map<std::string, TaskListLimit> task_list_limits;
+  /// The [limits] table: keys and their values as TOML ("\"2KiB\"", "3"); empty: none written.
+  std::map<std::string, std::string> limits;
   /// The health timeouts, as config durations.
   std::string heartbeat_interval = "200ms";
   std::string unhealthy_after = "400ms";

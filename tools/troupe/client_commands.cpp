@@ -18,6 +18,7 @@
 #include "runtime/client/gateway_client.hpp"
 #include "schema/duration.hpp"
 #include "schema/json_syntax.hpp"
+#include "schema/limits.hpp"
 #include "tools/troupe/connection.hpp"
 #include "tools/troupe/exit_codes.hpp"
 #include "tools/troupe/json.hpp"
@@ -118,27 +119,49 @@ void print_state(const std::string& id, const std::string& state, bool json) {
   }
 }
 
-/// The text of file `path` (stdin's for -), checked as JSON, a syntax error given as
-/// FILE:LINE:COLUMN: MESSAGE.
-Result<std::string> json_file(const std::string& path) {
+/// What no scheduler takes, whatever its config: refused here rather than sent. The scheduler
+/// holds what it is sent to its own [limits], which may be lower.
+const InputLimits& most() {
+  static const InputLimits limits = InputLimits::most();
+  return limits;
+}
+
+/// INVALID_ARGUMENT if `what` (`bytes` long) exceeds `most`, the largest value of limits.`key`.
+Result<void> within_most(const std::string& what, size_t bytes, uint64_t most, std::string_view key) {
+  if (bytes <= most) return ok();
+  return fail(Errc::INVALID_ARGUMENT, what + " is " + describe_bytes(bytes) + "; no scheduler takes more than " +
+                                          describe_bytes(most) + " (the most limits." + std::string(key) +
+                                          " may be set to in a cluster config): make it smaller");
+}
+
+/// The text of file `path` (stdin's for -), checked as JSON under `rules`, an error given as
+/// FILE:LINE:COLUMN: MESSAGE (with the JSON path of invalid UTF-8 or a member named twice).
+/// `most_bytes` and `key`: the largest such text a scheduler takes, and the limit that says so.
+Result<std::string> json_file(const std::string& path, const JsonRules& rules, uint64_t most_bytes,
+                              std::string_view key) {
   auto text = read_file(path);
   if (!text) return text.error();
-  if (auto error = json_syntax_error(*text)) {
-    return fail(Errc::INVALID_ARGUMENT, (path == "-" ? std::string("<stdin>") : path) + ":" +
-                                            std::to_string(error->line) + ":" + std::to_string(error->column) +
-                                            ": " + error->message);
+  const std::string name = path == "-" ? std::string("<stdin>") : path;
+  if (auto within = within_most(name, text->size(), most_bytes, key); !within) return within.error();
+  if (auto error = json_syntax_error(*text, rules)) {
+    return fail(Errc::INVALID_ARGUMENT,
+                name + ":" + std::to_string(error->line) + ":" + std::to_string(error->column) + ": " +
+                    (error->kind == JsonErrorKind::SYNTAX ? "" : "at " + error->path + ": ") + error->message);
   }
   return text;
 }
 
 /// What `submit WHAT` sends: the file's text, stdin's for -, else WHAT as the name of a
 /// definition registered with the scheduler (a word that names no file and is no path). A
-/// definition read here is checked as JSON first, its syntax errors given as FILE:LINE:COLUMN.
+/// definition read here is checked as JSON first (UTF-8 strings, each member named once), its
+/// errors given as FILE:LINE:COLUMN.
 Result<std::string> definition_argument(const std::string& what) {
   std::error_code ec;
   const bool path_like = what.find('/') != std::string::npos || what.ends_with(".json");
   if (what != "-" && !path_like && !std::filesystem::exists(what, ec)) return what;
-  return json_file(what);
+  JsonRules strict;
+  strict.unique_names = true;
+  return json_file(what, strict, most().definition_bytes, "definition_size");
 }
 
 /// --input JSON, or --input @FILE for an input too large for a command line (Linux takes at
@@ -147,9 +170,12 @@ Result<std::string> input_option(const Args& args) {
   const std::string input = args.get("input").value_or("");
   if (input.starts_with("@")) {
     if (input.size() == 1) return fail(Errc::INVALID_ARGUMENT, "--input @FILE needs a file name after the @");
-    return json_file(input.substr(1));
+    return json_file(input.substr(1), JsonRules{}, most().input_bytes, "input_size");
   }
   if (!input.empty()) {
+    if (auto within = within_most("the workflow input", input.size(), most().input_bytes, "input_size"); !within) {
+      return within.error();
+    }
     if (auto checked = check_json(input, "the workflow input"); !checked) return checked.error();
   }
   return input;
@@ -164,6 +190,7 @@ int submit_command(const Args& args) {
   if (!input) return failed(input.error());
   auto definition = definition_argument(args.positionals().at(0));
   if (!definition) return failed(definition.error());
+  if (auto id = check_workflow_id(args.get("id").value_or(""), most()); !id) return failed(id.error());
 
   auto client = connect(args);
   if (!client) return failed(client.error());
@@ -555,6 +582,9 @@ int complete_command(const Args& args) {
   const auto& words = args.positionals();
   auto json = args.boolean("json", false);
   if (!json) return usage_error(args, json.error().message);
+  if (auto within = within_most("the task's result", words.at(1).size(), most().result_bytes, "result_size"); !within) {
+    return failed(within.error());
+  }
   if (auto checked = check_json(words.at(1), "the task's result"); !checked) return failed(checked.error());
   auto client = connect(args);
   if (!client) return failed(client.error());
@@ -573,6 +603,9 @@ int fail_command(const Args& args) {
   const auto& words = args.positionals();
   auto json = args.boolean("json", false);
   if (!json) return usage_error(args, json.error().message);
+  if (auto checked = check_task_failure(words.at(1), args.get("details").value_or(""), most()); !checked) {
+    return failed(checked.error());
+  }
   auto client = connect(args);
   if (!client) return failed(client.error());
   auto done = (*client)->fail_task(words.at(0), words.at(1), args.get("details").value_or(""));

@@ -1,6 +1,6 @@
 // asyncCompletion tasks on the deterministic coordinator: once a task hands off, its token ends
 // it, or its startToClose does, as for any attempt (retried per its policy), through
-// passivation and restarts too.
+// passivation and restarts too. And a result over the result limit fails its attempt.
 #include <doctest/doctest.h>
 
 #include <optional>
@@ -155,5 +155,38 @@ TEST_SUITE("actors.async_completion") {
       after.advance(1s);
       CHECK(times_of(*at_crash, "wf", "taskRetryScheduled") == std::vector<int64_t>{25'000'000});
     }
+  }
+}
+
+TEST_SUITE("actors.task_limits") {
+  TEST_CASE("a result over the result limit fails its attempt as ResultTooLarge, without a retry") {
+    test::ActorFixture fx;
+    fx.wiring.limits.result_bytes = 1024;
+    fx.handlers->add("sized", [](std::shared_ptr<TaskContext> ctx) {
+      // Returns a JSON string of as many bytes as its input says.
+      const size_t bytes = static_cast<size_t>(std::stoul(ctx->input_json()));
+      ctx->succeed("\"" + std::string(bytes - 2, 'r') + "\"");
+    });
+    auto dir = fx.own(spawn_directory(fx.sys, fx.store, fx.wiring));
+    const std::string json = R"({"name": "results", "tasks": [
+      {"name": "fits", "handler": "sized", "input": 1024},
+      {"name": "big", "handler": "sized", "input": 1025, "retry": {"maximumAttempts": 3}}]})";
+    REQUIRE(submit(fx, dir, "wf", json));
+    fx.run();
+    auto outcome = fx.ask<WorkflowOutcome>(dir, result_atom::value, std::string("wf"));
+    REQUIRE(outcome);
+    CHECK(outcome->state == "FAILED");
+    auto replayed = replay(*fx.store, "wf");
+    REQUIRE(replayed);
+    CHECK(replayed->tasks.at("fits").state == TaskState::SUCCESS);
+    CHECK(replayed->tasks.at("fits").result.size() == 1024);
+    const TaskModel& big = replayed->tasks.at("big");
+    CHECK(big.state == TaskState::FAILURE);
+    CHECK(big.attempt == 1);
+    CHECK(big.failure_reason == "ResultTooLarge");
+    CHECK_MESSAGE(big.failure_details.starts_with("the task's result is 1025 bytes (1.0 KiB); the limit is 1024 "
+                                                  "bytes (1 KiB) (limits.result_size in the cluster config)"),
+                  big.failure_details);
+    CHECK(big.result.empty());
   }
 }

@@ -67,6 +67,46 @@ TEST_SUITE("actors.directory") {
     CHECK(unknown.error().code == Errc::NOT_FOUND);
   }
 
+  TEST_CASE("submissions are held to the limits, and lowering a limit leaves workflows taken before running") {
+    auto store = std::make_shared<storage::MemoryHistoryStore>();
+    {
+      test::ActorFixture fx(LocalExecutorOptions{}, store);
+      fx.wiring.limits.tasks = 3;
+      auto dir = fx.own(spawn_directory(fx.sys, store, fx.wiring));
+      auto ok = fx.ask<std::string>(dir, submit_atom::value, std::string("wf"), std::string(chain),
+                                    std::string("{}"), std::string());
+      REQUIRE(ok);
+      fx.advance(3s);  // b sleeps; the scheduler is about to restart with a lower limit
+    }
+    test::ActorFixture fx(LocalExecutorOptions{}, store);
+    fx.wiring.limits.tasks = 2;
+    fx.wiring.limits.name_bytes = 16;
+    auto dir = fx.own(spawn_directory(fx.sys, store, fx.wiring));
+    auto many = fx.ask<std::string>(dir, submit_atom::value, std::string("wf-2"), std::string(chain),
+                                    std::string("{}"), std::string());
+    REQUIRE_FALSE(many);
+    CHECK(many.error().code == Errc::INVALID_ARGUMENT);
+    CHECK(many.error().message ==
+          "the workflow definition has 1 problem:\n  $.tasks: the workflow is 3 tasks; the limit is 2 tasks "
+          "(limits.tasks_per_workflow in the cluster config): split it into several workflows, or raise the limit");
+    auto named = fx.ask<std::string>(dir, submit_atom::value, std::string("wf-3"),
+                                     std::string(R"({"name": "a-name-of-18-bytes", "tasks": [{"name": "t", "handler": "noop"}]})"),
+                                     std::string("{}"), std::string());
+    REQUIRE_FALSE(named);
+    CHECK(named.error().message.find("$.name: the workflow name is 18 bytes") != std::string::npos);
+    CHECK_FALSE(*store->find_workflow("wf-2"));
+    // The three-task workflow taken before the restart is revived and finishes (b failed over
+    // with the executor it ran on, and runs again).
+    auto revived = fx.ask<uint64_t>(dir, revive_atom::value);
+    REQUIRE(revived);
+    CHECK(*revived == 1);
+    fx.advance(1s);
+    fx.advance(10s);
+    auto outcome = fx.ask<WorkflowOutcome>(dir, result_atom::value, std::string("wf"));
+    REQUIRE_MESSAGE(outcome, (outcome ? "" : outcome.error().message));
+    CHECK(outcome->state == "SUCCESS");
+  }
+
   TEST_CASE("the result of a closed workflow comes from its history") {
     test::ActorFixture fx;
     auto dir = fx.own(spawn_directory(fx.sys, fx.store, fx.wiring));

@@ -308,6 +308,7 @@ task_lists = { default = 2 }
     CHECK_FALSE(config->retention);                    // closed workflows are kept
     CHECK(config->task_lists.at("slow").burst == 1);    // max(1, ceil(0.2))
     CHECK(config->task_lists.at("medium").burst == 3);  // ceil(2.5)
+    CHECK(config->limits == InputLimits{});             // no [limits]: the defaults
 
     const NodeConfig& both = config->nodes[0];
     CHECK(both.scheduler);
@@ -797,6 +798,54 @@ listen = "127.0.0.1:1"
                       "missing required key \"rate\""));
     CHECK(has_problem(load("[task_lists]\ngpu = 5\n"), f.path, 4, "task_lists.gpu",
                       "must be a table with rate and burst"));
+  }
+
+  TEST_CASE("[limits] sets what the scheduler takes from users, each within its bounds") {
+    ConfigFile f;
+    auto load = [&](const std::string& section) {
+      return f.load(with("name = \"dev\"\n", "name = \"dev\"\n" + section));
+    };
+    auto config = load(R"([limits]
+definition_size = "8MiB"
+tasks_per_workflow = 150000
+workflow_id_length = 128
+name_length = 64
+input_size = "512KiB"
+result_size = 2097152
+)");
+    REQUIRE_MESSAGE(config, test::why(config));
+    CHECK(config->limits.definition_bytes == uint64_t{8} << 20);
+    CHECK(config->limits.tasks == 150000);
+    CHECK(config->limits.workflow_id_bytes == 128);
+    CHECK(config->limits.name_bytes == 64);
+    CHECK(config->limits.input_bytes == 512u << 10);
+    CHECK(config->limits.result_bytes == 2u << 20);
+    // Unset keys keep their defaults.
+    auto some = load("[limits]\ntasks_per_workflow = 10\n");
+    REQUIRE_MESSAGE(some, test::why(some));
+    CHECK(some->limits.tasks == 10);
+    CHECK(some->limits.definition_bytes == InputLimits{}.definition_bytes);
+
+    CHECK(has_problem(load("[limits]\ndefinition_size = \"64MiB\"\n"), f.path, 4, "limits.definition_size",
+                      "must be from 1KiB to 48MiB, not 64MiB"));
+    CHECK(has_problem(load("[limits]\ninput_size = 100\n"), f.path, 4, "limits.input_size",
+                      "must be from 1KiB to 8MiB, not 100 bytes"));
+    CHECK(has_problem(load("[limits]\nresult_size = \"9MiB\"\n"), f.path, 4, "limits.result_size",
+                      "must be from 1KiB to 8MiB, not 9MiB"));
+    CHECK(has_problem(load("[limits]\nworkflow_id_length = 1024\n"), f.path, 4, "limits.workflow_id_length",
+                      "must be at most 512, not 1024"));
+    CHECK(has_problem(load("[limits]\nworkflow_id_length = 10\n"), f.path, 4, "limits.workflow_id_length",
+                      "must be at least 64, not 10"));
+    CHECK(has_problem(load("[limits]\nname_length = 4\n"), f.path, 4, "limits.name_length",
+                      "must be at least 16, not 4"));
+    CHECK(has_problem(load("[limits]\ntasks_per_workflow = 0\n"), f.path, 4, "limits.tasks_per_workflow",
+                      "must be at least 1, not 0"));
+    CHECK(has_problem(load("[limits]\ntasks_per_workflow = \"many\"\n"), f.path, 4,
+                      "limits.tasks_per_workflow", "must be an integer, not a string"));
+    CHECK(has_problem(load("[limits]\ntask_count = 5\n"), f.path, 4, "limits.task_count",
+                      "unknown key"));
+    CHECK(has_problem(f.load("limits = 5\n" + std::string(two_nodes)), f.path, 1, "limits",
+                      "must be a table ([limits]), not an integer"));
   }
 
   TEST_CASE("keys of a role the node does not have are errors") {
