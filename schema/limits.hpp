@@ -16,8 +16,9 @@ namespace troupe {
 
 /// The limits, as one value. The defaults fit every example and benchmark, the 100,000-way
 /// fan-out among them; the maxima (InputLimits::most) keep a submission (definition and input
-/// together) and the history event that records it within one RPC message (64 MiB), so that
-/// what was taken can also be read back.
+/// together) and the history event that records it within one RPC message of the default size
+/// (64 MiB), so that what was taken can also be read back. (The cluster config checks the two
+/// against the size it sets, [connections] max_message_bytes.)
 struct InputLimits {
   /// Bytes of a workflow definition's JSON. Larger definitions take longer to check and to
   /// replay and are stored whole in the workflow's first history event.

@@ -245,6 +245,7 @@ class Checker {
     read_connections(root, config);
     read_task_lists(root, config);
     read_limits(root, config);
+    check_submission_fits(root, config);
     read_nodes(root, config);
     check_tls(root, config);
     if (problems_.empty()) return config;
@@ -711,6 +712,29 @@ class Checker {
     count("name_length", &InputLimits::name_bytes);
     size("input_size", &InputLimits::input_bytes);
     size("result_size", &InputLimits::result_bytes);
+  }
+
+  /// A submission (its definition and input) travels in one RPC message and is recorded in one
+  /// history event, so the two limits together, with room for the rest of the message, must not
+  /// exceed the largest message the scheduler reads, defaults included.
+  void check_submission_fits(const toml::table& root, const ClusterConfig& config) {
+    constexpr uint64_t rest_of_message = 4096;  // the workflow id, run-from and framing
+    const InputLimits& limits = config.limits;
+    const uint64_t largest = config.connections.max_message_bytes;
+    if (limits.definition_bytes + limits.input_bytes + rest_of_message <= largest) return;
+    const auto* table = root["limits"].as_table();
+    const Field definition = table ? field(*table, "definition_size", "limits", 0) : Field{};
+    const Field input = table ? field(*table, "input_size", "limits", 0) : Field{};
+    const auto* connections = root["connections"].as_table();
+    const Field message = connections ? field(*connections, "max_message_bytes", "connections", 0) : Field{};
+    const Field& blamed = definition ? definition : input ? input : message;
+    auto given = [](const Field& f) { return bool(f) ? "" : ", the default"; };
+    problem(blamed.line, blamed ? blamed.path : "limits",
+            "limits.definition_size (" + format_size(limits.definition_bytes) + given(definition) +
+                ") and limits.input_size (" + format_size(limits.input_bytes) + given(input) +
+                ") together, with 4KiB for the rest of the message, exceed connections.max_message_bytes (" +
+                format_size(largest) + given(message) +
+                "): a submission is sent in one message; lower the limits or raise max_message_bytes");
   }
 
   // --- [[node]] ------------------------------------------------------------------------------

@@ -200,6 +200,10 @@ idle_timeout = "5m"
 max_unadmitted_bytes = "16KiB"
 max_message_bytes = "1MiB"
 max_calls_in_flight_bytes = "2MiB"
+
+[limits]
+definition_size = "512KiB"
+input_size = "256KiB"
 )" + node);
     REQUIRE(set);
     CHECK(set->connections.max_connections == 10);
@@ -846,6 +850,22 @@ result_size = 2097152
                       "unknown key"));
     CHECK(has_problem(f.load("limits = 5\n" + std::string(two_nodes)), f.path, 1, "limits",
                       "must be a table ([limits]), not an integer"));
+    // A submission must fit in one message, defaults included.
+    auto small = f.load(with("name = \"dev\"\n", "name = \"dev\"\n\n[connections]\nmax_message_bytes = \"16MiB\"\n"));
+    CHECK_MESSAGE(has_problem(small, f.path, 5, "connections.max_message_bytes",
+                              "limits.definition_size (32MiB, the default) and limits.input_size (4MiB, the default) "
+                              "together, with 4KiB for the rest of the message, exceed connections.max_message_bytes "
+                              "(16MiB): a submission is sent in one message; lower the limits or raise "
+                              "max_message_bytes"),
+                  message_of(small));
+    auto lowered = f.load(with("name = \"dev\"\n", "name = \"dev\"\n\n[connections]\nmax_message_bytes = \"16MiB\"\n\n"
+                                                  "[limits]\ndefinition_size = \"11MiB\"\n"));
+    REQUIRE_MESSAGE(lowered, message_of(lowered));
+    auto explicit_size = f.load(with("name = \"dev\"\n", "name = \"dev\"\n\n[limits]\ndefinition_size = \"48MiB\"\n"
+                                                        "input_size = \"8MiB\"\n\n[connections]\nmax_message_bytes = \"56MiB\"\n"));
+    CHECK_MESSAGE(has_problem(explicit_size, f.path, 5, "limits.definition_size",
+                              "limits.definition_size (48MiB) and limits.input_size (8MiB) together"),
+                  message_of(explicit_size));
   }
 
   TEST_CASE("keys of a role the node does not have are errors") {
