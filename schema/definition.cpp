@@ -662,21 +662,28 @@ std::vector<DefinitionProblem> definition_limit_problems(const WorkflowSpec& spe
                                               std::to_string(limits.tasks) + " tasks", "tasks_per_workflow",
                                               "split it into several workflows, or raise the limit")});
   }
-  auto name = [&](const std::string& value, const std::string& path, const char* what) {
+  // Checked at every submission, so paths are made only for what is over a limit.
+  using Path = std::string (*)(const std::string& base);
+  auto name = [&](const std::string& value, const std::string& base, Path path, const char* what) {
     if (value.size() <= limits.name_bytes) return;
-    problems.push_back({path, over_limit(what, describe_bytes(value.size()), describe_bytes(limits.name_bytes),
-                                         "name_length", "choose a shorter one, or raise the limit")});
+    problems.push_back({path(base), over_limit(what, describe_bytes(value.size()), describe_bytes(limits.name_bytes),
+                                               "name_length", "choose a shorter one, or raise the limit")});
   };
-  auto body = [&](const TaskBody& body, const std::string& path) {
-    if (const auto* handler = std::get_if<HandlerSpec>(&body)) name(handler->name, path + ".handler", "the handler name");
+  auto body = [&](const TaskBody& body, const std::string& base, Path path) {
+    if (const auto* handler = std::get_if<HandlerSpec>(&body)) name(handler->name, base, path, "the handler name");
   };
-  name(spec.name, "$.name", "the workflow name");
+  name(spec.name, "$", [](const std::string& b) { return b + ".name"; }, "the workflow name");
   for (size_t i = 0; i < spec.tasks.size(); ++i) {
     const TaskSpec& task = spec.tasks[i];
+    const bool over = task.name.size() > limits.name_bytes || task.task_list.size() > limits.name_bytes ||
+                      (std::holds_alternative<HandlerSpec>(task.body) &&
+                       std::get<HandlerSpec>(task.body).name.size() > limits.name_bytes) ||
+                      (task.has_input && task.input_json.size() > limits.input_bytes);
+    if (!over) continue;
     const std::string path = index_path("$.tasks", i);
-    name(task.name, path + ".name", "the task name");
-    name(task.task_list, path + ".taskList", "the task list");
-    body(task.body, path);
+    name(task.name, path, [](const std::string& b) { return b + ".name"; }, "the task name");
+    name(task.task_list, path, [](const std::string& b) { return b + ".taskList"; }, "the task list");
+    body(task.body, path, [](const std::string& b) { return b + ".handler"; });
     if (task.has_input && task.input_json.size() > limits.input_bytes) {
       problems.push_back({path + ".input", over_limit("the task's input", describe_bytes(task.input_json.size()),
                                                       describe_bytes(limits.input_bytes), "input_size",
@@ -687,10 +694,10 @@ std::vector<DefinitionProblem> definition_limit_problems(const WorkflowSpec& spe
   for (size_t s = 0; s < spec.sessions.size(); ++s) {
     const SessionSpec& session = spec.sessions[s];
     const std::string path = index_path("$.sessions", s);
-    name(session.name, path + ".name", "the session name");
-    name(session.resource_id, path + ".resourceId", "the resource id");
-    if (session.env_enter) body(*session.env_enter, path + ".envEnter");
-    if (session.env_exit) body(*session.env_exit, path + ".envExit");
+    name(session.name, path, [](const std::string& b) { return b + ".name"; }, "the session name");
+    name(session.resource_id, path, [](const std::string& b) { return b + ".resourceId"; }, "the resource id");
+    if (session.env_enter) body(*session.env_enter, path, [](const std::string& b) { return b + ".envEnter.handler"; });
+    if (session.env_exit) body(*session.env_exit, path, [](const std::string& b) { return b + ".envExit.handler"; });
   }
   return problems;
 }

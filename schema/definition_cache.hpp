@@ -32,13 +32,19 @@ class DefinitionCache {
 
   /// get(), for a definition a user submits: its text is checked against `limits` and the
   /// strict JSON rules first (a text over the size limit is never parsed), its spec against
-  /// `limits` after. Errors as parse_definition(json, limits).
+  /// `limits` after. Errors as parse_definition(json, limits). A text that passed the strict
+  /// rules once is not walked again while it is cached: the thousandth submission of a
+  /// definition costs a lookup, as its parse does.
   Result<SharedDefinition> get(std::string_view json, const InputLimits& limits);
 
   size_t size() const;
 
  private:
-  using Lru = std::list<SharedDefinition>;
+  struct Entry {
+    SharedDefinition shared;
+    bool strict_json = false;  ///< its text keeps the strict JSON rules (definition_text_problems)
+  };
+  using Lru = std::list<Entry>;
   const size_t capacity_;
   mutable std::mutex mutex_;
   Lru lru_;  // most recently used first

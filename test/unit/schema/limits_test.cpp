@@ -249,6 +249,10 @@ TEST_SUITE("schema.definition_cache") {
     REQUIRE(taken);
     CHECK(taken->spec->tasks.size() == 5);
     CHECK(cache.size() == 1);
+    // Taken once, the text is still held to the size limit in force.
+    InputLimits small = limits;
+    small.definition_bytes = json.size() - 1;
+    CHECK(says(cache.get(json, small).error(), "$: the definition is " + std::to_string(json.size()) + " bytes"));
     limits.definition_bytes = 1024;
     const std::string twice = R"({"name": "w", "name": "v", "tasks": [{"name": "t", "handler": "noop"}]})";
     CHECK(says(cache.get(twice, limits).error(), "$.name: line 1, column 15: the member name \"name\" is given twice"));
