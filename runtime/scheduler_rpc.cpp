@@ -372,7 +372,7 @@ class CapnpWorkerLink final : public actors::WorkerLink {
   Box* box_;
 };
 
-class WorkerSessionImpl : public schema::WorkerSession::Server {
+class WorkerSessionImpl final : public schema::WorkerSession::Server {
  public:
   explicit WorkerSessionImpl(actors::worker_actor worker) : worker_(std::move(worker)) {}
 
@@ -1176,7 +1176,7 @@ class GatewayImpl final : public schema::Gateway::Server {
     auto b = bridge<actors::RegistrationOutcome>();
     caf::anon_send(services_->dispatcher, actors::register_atom::value, info,
                    std::shared_ptr<actors::WorkerLink>(link), Reply<actors::RegistrationOutcome>{b.resolve});
-    return b.promise.then([context, link, workers = workers_, shard = info.shard_id, ticket = ticket_,
+    return b.promise.then([context, link, workers = workers_, shard = info.shard_id,
                            control = params.getControl()](Result<actors::RegistrationOutcome> outcome) mutable {
       auto results = context.getResults();
       if (!outcome) {
@@ -1186,7 +1186,9 @@ class GatewayImpl final : public schema::Gateway::Server {
       link->bind(outcome->worker);
       workers->registered(shard, kj::mv(control));
       auto registration = results.initRegistration();
-      registration.setSession(kj::heap<CountedCalls<WorkerSessionImpl>>(ticket, outcome->worker));
+      // Not counted: a worker's heartbeats keep its connection from being idle, and its
+      // reports are the hot path.
+      registration.setSession(kj::heap<WorkerSessionImpl>(outcome->worker));
       auto t = registration.initTimeouts();
       auto ms = [](Duration d) {
         return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
