@@ -513,8 +513,8 @@ worker_actor start_worker(Self self, WorkerInfo info, std::shared_ptr<WorkerLink
       continue;
     }
     self->request(worker, caf::infinite, settled_atom::value, id, executor)
-        .then([promise](bool) mutable { promise.deliver(true); },
-              [promise](const caf::error&) mutable { promise.deliver(true); });
+        .then([promise = promise](bool) mutable { promise.deliver(true); },
+              [promise = promise](const caf::error&) mutable { promise.deliver(true); });
   }
   st.settle_waiters = std::move(others);
   if (auto claims = st.session_claims.find(shard); claims != st.session_claims.end()) {
@@ -557,8 +557,8 @@ void settle_after_recovery(Self self) {
       continue;
     }
     self->request(it->second, caf::infinite, settled_atom::value, id, executor)
-        .then([promise](bool) mutable { promise.deliver(true); },
-              [promise](const caf::error&) mutable { promise.deliver(true); });
+        .then([promise = promise](bool) mutable { promise.deliver(true); },
+              [promise = promise](const caf::error&) mutable { promise.deliver(true); });
   }
 }
 
