@@ -81,7 +81,7 @@ class TaskLogStream {
       for (const auto& stored : *page) {
         auto decoded = storage::DecodedEvent::decode(stored.packed);
         if (!decoded) return decoded.error();
-        runs_.add(decoded->get());
+        if (auto added = runs_.add(decoded->get()); !added) return added.error();
       }
       next_sequence_ = page->back().sequence + 1;
     }

@@ -31,7 +31,9 @@ std::string make_body(Fill&& fill) {
 /// well-formed EventBody message.
 Result<std::string> compose_event(uint64_t sequence, const NewEvent& event);
 
-/// A decoded, validated history event. Owns its bytes; cheap to move.
+/// A decoded history event, its pointers checked. Owns its bytes; cheap to move. A Text field
+/// is checked for its closing NUL only when read, where a damaged one throws kj::Exception:
+/// readers of stored events catch it (actors::apply makes it CORRUPTION).
 class DecodedEvent {
  public:
   /// Unpacks `packed`. INVALID_ARGUMENT if it is not a well-formed HistoryEvent.

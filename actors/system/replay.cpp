@@ -1,15 +1,16 @@
 // Replay of stored histories.
 #include "actors/system/replay.hpp"
 
-#include "actors/invocation_id.hpp"
+#include <kj/exception.h>
 
+#include "actors/invocation_id.hpp"
 #include "storage/codec.hpp"
 
 namespace troupe::actors {
 
-Result<void> apply(ReplayedWorkflow& replayed, const storage::StoredEvent& stored) {
-  const std::string where =
-      "workflow '" + replayed.workflow.id + "' event " + std::to_string(stored.sequence) + ": ";
+namespace {
+
+Result<void> apply_event(ReplayedWorkflow& replayed, const storage::StoredEvent& stored, const std::string& where) {
   auto decoded = storage::DecodedEvent::decode(stored.packed);
   if (!decoded) return fail(Errc::CORRUPTION, where + decoded.error().message);
   auto event = decoded->get();
@@ -36,6 +37,20 @@ Result<void> apply(ReplayedWorkflow& replayed, const storage::StoredEvent& store
   }
   if (!applied) return fail(Errc::CORRUPTION, where + applied.error().message);
   return ok();
+}
+
+}  // namespace
+
+Result<void> apply(ReplayedWorkflow& replayed, const storage::StoredEvent& stored) {
+  const std::string where =
+      "workflow '" + replayed.workflow.id + "' event " + std::to_string(stored.sequence) + ": ";
+  // Decoding checks an event's pointers, but capnp checks a Text for its closing NUL only when
+  // it is read, here: a damaged one throws, and is as corrupt as an event that does not decode.
+  try {
+    return apply_event(replayed, stored, where);
+  } catch (const kj::Exception& e) {
+    return fail(Errc::CORRUPTION, where + "malformed history event: " + e.getDescription().cStr());
+  }
 }
 
 Result<ReplayedWorkflow> replay(const std::string& workflow_id,

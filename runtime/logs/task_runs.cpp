@@ -3,6 +3,8 @@
 
 #include <charconv>
 
+#include <kj/exception.h>
+
 #include "schema/definition.hpp"
 
 namespace troupe::runtime {
@@ -85,7 +87,17 @@ TaskRun* TaskRuns::find(std::string_view invocation_id) {
   return &runs_[it->second.first][it->second.second];
 }
 
-void TaskRuns::add(schema::HistoryEvent::Reader event) {
+Result<void> TaskRuns::add(schema::HistoryEvent::Reader event) {
+  // A stored event's Text fields are checked for their closing NUL when read (storage/codec.hpp).
+  try {
+    fold(event);
+    return ok();
+  } catch (const kj::Exception& e) {
+    return fail(Errc::CORRUPTION, std::string("malformed history event: ") + e.getDescription().cStr());
+  }
+}
+
+void TaskRuns::fold(schema::HistoryEvent::Reader event) {
   auto body = event.getBody();
   using Body = schema::EventBody;
   switch (body.which()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "schema/history.capnp.h"
+#include "schema/result.hpp"
 
 namespace troupe::runtime {
 
@@ -33,8 +34,9 @@ struct TaskRun {
 class TaskRuns {
  public:
   /// Folds the next event of the workflow's history, in sequence order. Events that say nothing
-  /// of a task's invocations are passed over.
-  void add(schema::HistoryEvent::Reader event);
+  /// of a task's invocations are passed over. CORRUPTION for a stored event with a malformed
+  /// Text field; what it had folded before stays.
+  Result<void> add(schema::HistoryEvent::Reader event);
 
   /// Every invocation of `task`, in dispatch order; empty when it was never dispatched.
   const std::vector<TaskRun>& of(std::string_view task) const;
@@ -52,6 +54,7 @@ class TaskRuns {
   bool runs_handler(std::string_view task) const { return handler_tasks_.count(std::string(task)) > 0; }
 
  private:
+  void fold(schema::HistoryEvent::Reader event);
   TaskRun* find(std::string_view invocation_id);
 
   std::map<std::string, std::vector<TaskRun>, std::less<>> runs_;  ///< by task name

@@ -41,34 +41,39 @@ std::vector<storage::StoredEvent> split_events(std::string_view input) {
   return events;
 }
 
-void replay_history(const std::vector<storage::StoredEvent>& history) {
+/// Replays `history` as a scheduler does; the tasks describe shows (none if it does not replay).
+std::vector<std::string> replay_history(const std::vector<storage::StoredEvent>& history) {
   auto replayed = actors::replay("wf-fuzz", history);
   if (!replayed) {
     TROUPE_FUZZ_CHECK(replayed.error().code == Errc::CORRUPTION, "a history that does not replay is corrupt");
-    return;
+    return {};
   }
   const auto status = actors::snapshot(*replayed);
   const auto outputs = actors::final_outputs(*replayed);
+  std::vector<std::string> tasks;
   if (replayed->workflow.spec) {
     TROUPE_FUZZ_CHECK(status.tasks.size() == replayed->workflow.spec->tasks.size(), "describe shows every task");
     TROUPE_FUZZ_CHECK(outputs.size() <= status.tasks.size(), "final outputs are tasks' outputs");
+    for (const auto& task : status.tasks) tasks.push_back(task.name);
   }
+  return tasks;
 }
 
-void read_logs_view(const std::vector<storage::StoredEvent>& history) {
+/// Reads `history` as `troupe logs` does (through the scheduler's taskLogs), asking after `tasks`.
+void read_logs_view(const std::vector<storage::StoredEvent>& history, const std::vector<std::string>& tasks) {
   runtime::TaskRuns runs;
-  std::vector<std::string> actors;
   for (const auto& stored : history) {
     auto event = storage::DecodedEvent::decode(stored.packed);
     if (!event) {
       TROUPE_FUZZ_CHECK(event.error().code == Errc::INVALID_ARGUMENT, "a malformed event is refused");
-      continue;
+      return;
     }
-    runs.add(event->get());
-    actors.emplace_back(event->get().getActorId().cStr());
+    if (auto added = runs.add(event->get()); !added) {
+      TROUPE_FUZZ_CHECK(added.error().code == Errc::CORRUPTION, "an event that does not fold is corrupt");
+      return;
+    }
   }
-  // What `troupe logs TASK` asks of it.
-  for (const auto& task : actors) {
+  for (const auto& task : tasks) {
     for (uint32_t attempt = 1; attempt <= runs.last_attempt(task) && attempt <= 4; ++attempt) {
       for (const auto& run : runs.runs_of_attempt(task, attempt)) {
         TROUPE_FUZZ_CHECK(run.attempt == attempt, "an attempt's runs are of that attempt");
@@ -95,8 +100,8 @@ void read_as_records(std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const auto history = split_events(input);
-  replay_history(history);
-  read_logs_view(history);
+  const auto tasks = replay_history(history);
+  read_logs_view(history, tasks);
   read_as_records(input);
   return 0;
 }

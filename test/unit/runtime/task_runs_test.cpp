@@ -22,7 +22,7 @@ void add(TaskRuns& runs, const std::string& task, const std::function<void(schem
   event.setActorKind(kind);
   event.setActorId(task);
   fill(event.initBody());
-  runs.add(event.asReader());
+  REQUIRE(runs.add(event.asReader()));
 }
 
 void dispatched(TaskRuns& runs, const std::string& task, const std::string& id, const std::string& worker) {
