@@ -292,7 +292,10 @@ class SpecBuilder {
     if (auto d = duration(r.getInitialInterval(), r.hasInitialInterval(), path + ".initialInterval")) {
       spec.initial_interval = *d;
     }
-    spec.maximum_interval = spec.initial_interval * 100;
+    // Temporal's default, 100 x initialInterval, but no longer than a duration may be: 100 x
+    // a very long initialInterval does not fit in one.
+    spec.maximum_interval =
+        spec.initial_interval <= max_duration / 100 ? spec.initial_interval * 100 : max_duration;
     if (auto d = duration(r.getMaximumInterval(), r.hasMaximumInterval(), path + ".maximumInterval")) {
       spec.maximum_interval = *d;
       if (*d < spec.initial_interval) {

@@ -53,7 +53,7 @@ Result<Duration> parse_duration(std::string_view text) {
     i += unit->suffix.size();
     total += value * static_cast<double>(unit->micros);
   }
-  if (total > static_cast<double>(std::numeric_limits<int64_t>::max() / 2)) {
+  if (total > static_cast<double>(max_duration.count())) {
     return bad(text, "it is too long");
   }
   return Duration(static_cast<int64_t>(std::llround(total)));

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -14,9 +15,13 @@ namespace troupe {
 /// troupe's unit of time for timeouts and intervals.
 using Duration = std::chrono::microseconds;
 
+/// The longest duration parse_duration accepts (some 146,000 years): the sum of two such
+/// durations is still a Duration.
+inline constexpr Duration max_duration = Duration(std::numeric_limits<Duration::rep>::max() / 2);
+
 /// Parses one or more <number><unit> terms, units us, ms, s, m, h, d; numbers may have a
 /// fraction. INVALID_ARGUMENT with what is wrong and an example otherwise. "0s" is a valid
-/// zero; callers that need a positive duration check for it.
+/// zero; callers that need a positive duration check for it. At most max_duration.
 Result<Duration> parse_duration(std::string_view text);
 
 /// The shortest text that parse_duration reads back to `d`: "1h30m", "250ms", "0s".

@@ -44,6 +44,9 @@ void check_spec(const WorkflowSpec& spec) {
     }
     if (task.retry) {
       TROUPE_FUZZ_CHECK(task.retry->backoff_coefficient >= 1.0, "backoff does not shrink");
+      TROUPE_FUZZ_CHECK(task.retry->initial_interval.count() >= 0, "a retry waits no negative time");
+      TROUPE_FUZZ_CHECK(task.retry->maximum_interval >= task.retry->initial_interval,
+                        "a retry's maximum interval is at least its initial one");
     }
     const auto& t = task.timeouts;
     if (t.schedule_to_close) {
