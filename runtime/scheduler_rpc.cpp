@@ -99,6 +99,10 @@ class WorkerControls {
     if (it == controls_.end()) return std::nullopt;
     return it->second;
   }
+  /// Drops every capability, when the gateway stops serving: a peer may have passed one of the
+  /// gateway's own capabilities as its control, and the gateway objects holding this table
+  /// would keep each other (and the scheduler's services) alive for good.
+  void clear() { controls_.clear(); }
 
  private:
   std::map<std::string, schema::WorkerControl::Client> controls_;
@@ -1238,7 +1242,12 @@ Result<std::function<void()>> serve_scheduler(kj::AsyncIoContext& io, kj::TaskSe
   setup.gateway = [services, workers, &tasks, &timer = io.provider->getTimer()](std::shared_ptr<ConnectionTicket> ticket) {
     return capnp::Capability::Client(kj::heap<GatewayImpl>(services, tasks, timer, workers, std::move(ticket)));
   };
-  return serve_gateway_connections(io, std::move(setup), listen, bound_port);
+  auto served = serve_gateway_connections(io, std::move(setup), listen, bound_port);
+  if (!served) return served.error();
+  return std::function<void()>([stop = std::move(*served), workers] {
+    stop();
+    workers->clear();
+  });
 }
 
 }  // namespace troupe::runtime
