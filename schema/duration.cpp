@@ -54,7 +54,7 @@ Result<Duration> parse_duration(std::string_view text) {
     total += value * static_cast<double>(unit->micros);
   }
   if (total > static_cast<double>(max_duration.count())) {
-    return bad(text, "it is too long");
+    return bad(text, "it is too long (at most about 146 years)");
   }
   return Duration(static_cast<int64_t>(std::llround(total)));
 }

@@ -15,9 +15,10 @@ namespace troupe {
 /// troupe's unit of time for timeouts and intervals.
 using Duration = std::chrono::microseconds;
 
-/// The longest duration parse_duration accepts (some 146,000 years): the sum of two such
-/// durations is still a Duration.
-inline constexpr Duration max_duration = Duration(std::numeric_limits<Duration::rep>::max() / 2);
+/// The longest duration parse_duration accepts, about 146 years: actors arm timers on CAF's
+/// clock, which counts nanoseconds in 64 bits, and a deadline (a moment of that clock plus a
+/// duration) must fit in it.
+inline constexpr Duration max_duration = Duration(std::numeric_limits<int64_t>::max() / 1000 / 2);
 
 /// Parses one or more <number><unit> terms, units us, ms, s, m, h, d; numbers may have a
 /// fraction. INVALID_ARGUMENT with what is wrong and an example otherwise. "0s" is a valid

@@ -497,8 +497,9 @@ class Checker {
     if ((hb_f && !hb) || (un_f && !un) || (md_f && !md)) return;  // already reported
 
     const Duration h = hb.value_or(out.heartbeat_interval);
-    if (h.count() > std::numeric_limits<Duration::rep>::max() / 3) {
-      problem(hb_f.line, hb_f.path, "is too long");
+    if (h > max_duration / 3) {
+      // Its defaults (2x, 3x) would be longer than a timer can be armed for.
+      problem(hb_f.line, hb_f.path, "is too long (at most about 48 years)");
       return;
     }
     const Duration u = un.value_or(2 * h);

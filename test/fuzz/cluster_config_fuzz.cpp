@@ -2,6 +2,7 @@
 // `troupe up` read it with, and the address and size readers that CLI flags share with it. An
 // accepted config must keep the promises cluster_config.hpp makes, since the node takes them
 // as given.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -15,7 +16,18 @@ namespace {
 
 using namespace troupe::runtime;
 
+/// Whether a node can arm a timer for `d`: CAF's clock counts nanoseconds in 64 bits, and a
+/// deadline is a moment of it plus `d`.
+bool armable(troupe::Duration d) {
+  return d.count() >= 0 && d <= std::chrono::duration_cast<troupe::Duration>(std::chrono::nanoseconds::max()) / 2;
+}
+
 void check_config(const ClusterConfig& config) {
+  for (auto d : {config.heartbeat_interval, config.unhealthy_after, config.must_die_after, config.worker_lease,
+                 config.recovery_window, config.kill_grace, config.shutdown_grace, config.quarantine_backoff,
+                 config.quarantine_max_backoff, config.retention.value_or(troupe::Duration(0))}) {
+    TROUPE_FUZZ_CHECK(armable(d), "the config's durations can be armed as timers");
+  }
   TROUPE_FUZZ_CHECK(!config.name.empty(), "a cluster has a name");
   TROUPE_FUZZ_CHECK(!config.nodes.empty(), "a cluster has nodes");
   TROUPE_FUZZ_CHECK(config.heartbeat_interval.count() > 0, "heartbeats have a period");

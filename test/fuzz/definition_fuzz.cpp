@@ -2,8 +2,10 @@
 // runs (a gateway's start, a registered definition's file, a replayed workflowSubmitted): syntax
 // first, then capnp's JsonCodec, the walk against workflow.capnp and the checks of meaning. What
 // it accepts must hold together, since the actors index into it without checking again.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -16,8 +18,16 @@ namespace {
 
 using troupe::WorkflowSpec;
 
+/// Whether actors can arm a timer for `d`: CAF's clock counts nanoseconds in 64 bits, and a
+/// deadline is a moment of it plus `d`.
+bool armable(troupe::Duration d) {
+  return d.count() >= 0 && d <= std::chrono::duration_cast<troupe::Duration>(std::chrono::nanoseconds::max()) / 2;
+}
+
+bool armable(const std::optional<troupe::Duration>& d) { return !d || armable(*d); }
+
 /// What actors and replay rely on without checking: every index points into the spec, the
-/// order is a topological one of every task, names find their tasks.
+/// order is a topological one of every task, names find their tasks, timers can be armed.
 void check_spec(const WorkflowSpec& spec) {
   const size_t n = spec.tasks.size();
   TROUPE_FUZZ_CHECK(n > 0, "an accepted definition has tasks");
@@ -49,6 +59,14 @@ void check_spec(const WorkflowSpec& spec) {
                         "a retry's maximum interval is at least its initial one");
     }
     const auto& t = task.timeouts;
+    TROUPE_FUZZ_CHECK(armable(t.schedule_to_start) && armable(t.start_to_close) && armable(t.schedule_to_close) &&
+                          armable(t.heartbeat),
+                      "a task's timeouts can be armed as timers");
+    if (task.retry) {
+      TROUPE_FUZZ_CHECK(armable(task.retry->initial_interval) && armable(task.retry->maximum_interval) &&
+                            armable(task.retry->expiration_interval),
+                        "a retry's intervals can be armed as timers");
+    }
     if (t.schedule_to_close) {
       TROUPE_FUZZ_CHECK(!t.start_to_close || *t.start_to_close <= *t.schedule_to_close,
                         "startToClose is within scheduleToClose");
@@ -57,6 +75,10 @@ void check_spec(const WorkflowSpec& spec) {
     }
   }
   for (uint32_t s = 0; s < spec.sessions.size(); ++s) {
+    const auto& session = spec.sessions[s];
+    TROUPE_FUZZ_CHECK(armable(session.creation_timeout) && armable(session.execution_timeout) &&
+                          armable(session.reestablish_within),
+                      "a session's timeouts can be armed as timers");
     for (uint32_t task : spec.sessions[s].tasks) {
       TROUPE_FUZZ_CHECK(task < n, "a session's tasks exist");
       TROUPE_FUZZ_CHECK(spec.tasks[task].session == s, "a session's task names that session");
