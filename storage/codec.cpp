@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include <capnp/serialize-packed.h>
 #include <capnp/serialize.h>
@@ -60,10 +61,17 @@ kj::ArrayPtr<const capnp::word> aligned_words(std::string_view bytes, kj::Array<
 template <class T, class Decode>
 Result<T> with_packed_reader(std::string_view packed, std::string_view what, Decode&& decode) {
   try {
-    kj::ArrayInputStream in(
-        kj::arrayPtr(reinterpret_cast<const kj::byte*>(packed.data()), packed.size()));
-    capnp::PackedMessageReader reader(in);
-    return decode(reader);
+    // Outside the reader's scope: its destructor reads on to the message's end and throws when
+    // the bytes end first, and not every compiler destroys a value already returned then
+    // (clang 14 does not).
+    std::optional<T> decoded;
+    {
+      kj::ArrayInputStream in(
+          kj::arrayPtr(reinterpret_cast<const kj::byte*>(packed.data()), packed.size()));
+      capnp::PackedMessageReader reader(in);
+      decoded.emplace(decode(reader));
+    }
+    return std::move(*decoded);
   } catch (const kj::Exception& e) {
     return fail(Errc::INVALID_ARGUMENT,
                 "malformed " + std::string(what) + ": " + e.getDescription().cStr());
