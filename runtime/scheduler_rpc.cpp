@@ -977,8 +977,15 @@ class ClientServiceImpl : public schema::ClientService::Server {
     order.kind = actors::WorkerOrderKind::DRAIN;
     order.immediate = params.getImmediate();
     order.exit_when_drained = params.getExitWhenDrained();
-    if (params.getDeadlineMs() > 0) {
-      order.deadline_us = wall_clock_us() + static_cast<int64_t>(params.getDeadlineMs()) * 1000;
+    if (const uint64_t deadline_ms = params.getDeadlineMs(); deadline_ms > 0) {
+      // As long as a duration may be: in microseconds from now, a longer one does not fit.
+      if (deadline_ms > static_cast<uint64_t>(max_duration.count() / 1000)) {
+        set_error(context.getResults().initError(),
+                  fail(Errc::INVALID_ARGUMENT, "a drain deadline of " + std::to_string(deadline_ms) +
+                                                   " ms is too long (at most about 146 years)"));
+        return kj::READY_NOW;
+      }
+      order.deadline_us = wall_clock_us() + static_cast<int64_t>(deadline_ms) * 1000;
     }
     return order_worker(std::move(order), context);
   }
