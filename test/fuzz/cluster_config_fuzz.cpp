@@ -25,7 +25,8 @@ bool armable(troupe::Duration d) {
 void check_config(const ClusterConfig& config) {
   for (auto d : {config.heartbeat_interval, config.unhealthy_after, config.must_die_after, config.worker_lease,
                  config.recovery_window, config.kill_grace, config.shutdown_grace, config.quarantine_backoff,
-                 config.quarantine_max_backoff, config.retention.value_or(troupe::Duration(0))}) {
+                 config.quarantine_max_backoff, config.retention.value_or(troupe::Duration(0)),
+                 config.connections.handshake_timeout, config.connections.idle_timeout}) {
     TROUPE_FUZZ_CHECK(armable(d), "the config's durations can be armed as timers");
   }
   TROUPE_FUZZ_CHECK(!config.name.empty(), "a cluster has a name");
