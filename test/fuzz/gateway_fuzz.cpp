@@ -286,9 +286,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     run.scheduler = std::make_unique<Scheduler>(*h.rpc, io, *h.tasks);
     auto address = io.provider->getNetwork().parseAddress("127.0.0.1", run.scheduler->port).wait(io.waitScope);
     run.client = address->connect().wait(io.waitScope);
-    // Closed with a reset once done: a million runs must not leave a million ports waiting out
-    // TIME_WAIT. (The gateway has seen the end of the input by then.)
-    const struct linger reset{1, 0};
+    const struct linger reset{1, 0};  // closing resets the connection
     run.client->setsockopt(SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
     run.reading = run.discard_answers().eagerlyEvaluate([](kj::Exception&&) {});
     return true;
@@ -304,7 +302,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (run.write_failed || !run.written) return false;
       run.written = false;
       run.input = kj::mv(piece);
-      run.writing = run.client->write(run.input.begin(), run.input.size())
+      // evalNow: a socket the gateway closed refuses the write at once (EPIPE).
+      run.writing = kj::evalNow([&run] { return run.client->write(run.input.begin(), run.input.size()); })
                         .then([&run] { run.written = true; }, [&run](kj::Exception&&) { run.write_failed = true; })
                         .eagerlyEvaluate(nullptr);
       return true;
@@ -313,20 +312,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     settle(h, turns);
     at = end;
   }
-  // Then the end of the connection: what a peer that hangs up leaves behind (calls in flight,
-  // a registered worker's link) is cleaned up.
-  on_rpc_thread(h, [&h] {
-    Run& run = *h.run;
-    run.writing = nullptr;  // a write the gateway stopped reading is abandoned
-    (void)kj::runCatchingExceptions([&run] { run.client->shutdownWrite(); });
-    return true;
-  });
-  settle(h, turns);
+  // Then the peer goes, resetting the connection (no TIME_WAIT left behind: a million runs must
+  // not use up the ports), and what it leaves behind (calls in flight, a registered worker's
+  // link) is cleaned up.
   on_rpc_thread(h, [&h, turns, messages] {
     Run& run = *h.run;
     report_run(run, turns, messages);
+    run.writing = nullptr;  // a write the gateway stopped reading is abandoned
     run.reading = nullptr;
     run.client = nullptr;
+    return true;
+  });
+  settle(h, turns);
+  on_rpc_thread(h, [&h] {
+    Run& run = *h.run;
     h.io->waitScope.poll();  // the gateway's side of the connection ends
     std::weak_ptr<runtime::SchedulerServices> services = run.scheduler->services;
     run.scheduler.reset();
