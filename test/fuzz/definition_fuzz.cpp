@@ -1,7 +1,9 @@
-// Fuzz target: workflow definition JSON, through the checker every definition passes before it
-// runs (a gateway's start, a registered definition's file, a replayed workflowSubmitted): syntax
-// first, then capnp's JsonCodec, the walk against workflow.capnp and the checks of meaning. What
-// it accepts must hold together, since the actors index into it without checking again.
+// Fuzz target: workflow definition JSON, through the checks every definition passes before it
+// runs: as a scheduler takes it from a user (a gateway's start through the definition cache,
+// with the limits and strict JSON: UTF-8, no member named twice) and as it reads a stored one
+// back (a replayed workflowSubmitted, leniently). Both run capnp's JsonCodec, the walk against
+// workflow.capnp and the checks of meaning. What either accepts must hold together, since the
+// actors index into it without checking again.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +13,9 @@
 #include <vector>
 
 #include "schema/definition.hpp"
+#include "schema/definition_cache.hpp"
 #include "schema/json_syntax.hpp"
+#include "schema/limits.hpp"
 #include "test/fuzz/fuzz_check.hpp"
 
 namespace {
@@ -92,23 +96,37 @@ void check_spec(const WorkflowSpec& spec) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view json(reinterpret_cast<const char*>(data), size);
   // What `troupe submit` checks before it sends, and the gateway before it takes an input.
-  const auto syntax = troupe::json_syntax_error(json);
+  const auto strict_syntax = troupe::json_syntax_error(json);
   (void)troupe::json_kind_of(json);
+  const troupe::InputLimits limits;
 
-  auto check = troupe::check_definition(json);
-  TROUPE_FUZZ_CHECK(check.spec.has_value() != !check.problems.empty(),
+  // As a scheduler takes it from a user.
+  auto taken = troupe::check_definition(json, limits);
+  TROUPE_FUZZ_CHECK(taken.spec.has_value() != !taken.problems.empty(),
                     "a definition is either accepted or refused with its problems");
-  for (const auto& problem : check.problems) {
+  for (const auto& problem : taken.problems) {
     TROUPE_FUZZ_CHECK(problem.path.starts_with("$"), "a problem's path is a JSON path");
     TROUPE_FUZZ_CHECK(!problem.message.empty(), "a problem says what is wrong");
   }
-  if (check.spec) {
-    TROUPE_FUZZ_CHECK(!syntax.has_value(), "an accepted definition is JSON");
-    check_spec(*check.spec);
+  if (taken.spec) {
+    TROUPE_FUZZ_CHECK(!strict_syntax.has_value(), "a definition taken from a user is strict JSON");
+    TROUPE_FUZZ_CHECK(taken.spec->tasks.size() <= limits.tasks, "a definition taken keeps the task limit");
+    check_spec(*taken.spec);
   }
+  troupe::DefinitionCache cache;
+  auto cached = cache.get(json, limits);
+  TROUPE_FUZZ_CHECK(cached.has_value() == taken.spec.has_value(), "the definition cache takes what the check takes");
+  if (cached) TROUPE_FUZZ_CHECK(*cached->spec == *taken.spec, "the cache's spec is the check's");
 
+  // As a scheduler reads a stored one back: whatever it took reads back the same.
+  auto stored = troupe::check_definition(json);
+  TROUPE_FUZZ_CHECK(stored.spec.has_value() != !stored.problems.empty(),
+                    "a stored definition is either read or refused with its problems");
+  if (taken.spec) {
+    TROUPE_FUZZ_CHECK(stored.spec && *stored.spec == *taken.spec, "a definition taken reads back as it was taken");
+  }
+  if (stored.spec) check_spec(*stored.spec);
   auto parsed = troupe::parse_definition(json);
-  TROUPE_FUZZ_CHECK(parsed.has_value() == check.spec.has_value(), "parse_definition agrees with the check");
-  if (parsed) TROUPE_FUZZ_CHECK(*parsed == *check.spec, "parsing the same text twice gives the same spec");
+  TROUPE_FUZZ_CHECK(parsed.has_value() == stored.spec.has_value(), "parse_definition agrees with the check");
   return 0;
 }
