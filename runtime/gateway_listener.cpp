@@ -128,8 +128,8 @@ class Listener {
     // credential cannot take the slots of the workers and clients that have one; past that,
     // the one that has waited longest makes room, so a flood of them cannot keep a worker
     // that reconnects from its handshake either.
-    if (auto oldest = oldest_unadmitted(); oldest && unadmitted() >= std::max<uint32_t>(1, limits.max_connections / 2)) {
-      close(*oldest, ConnectionClosed::OVER_LIMIT);
+    if (auto waiting = unadmitted(); waiting.count >= std::max<uint32_t>(1, limits.max_connections / 2)) {
+      close(waiting.oldest, ConnectionClosed::OVER_LIMIT);
     }
     const bool node_full = open_.size() >= limits.max_connections;
     if (node_full || per_peer_[peer] >= limits.max_connections_per_peer) {
@@ -220,18 +220,19 @@ class Listener {
     if (open_.size() < setup_.limits.max_connections) over_limit_logged_.clear();
   }
 
-  /// Connections open and not admitted yet (scans: accepts are rare next to calls).
-  size_t unadmitted() const {
-    size_t n = 0;
-    for (const auto& [id, connection] : open_) n += connection->ticket->admitted() ? 0 : 1;
-    return n;
-  }
-  std::optional<uint64_t> oldest_unadmitted() const {
-    std::optional<uint64_t> oldest;
+  /// The connections open and not admitted yet: how many, and the one waiting longest (ids
+  /// grow with time). A scan: accepts are rare next to calls.
+  struct Unadmitted {
+    size_t count = 0;
+    uint64_t oldest = 0;
+  };
+  Unadmitted unadmitted() const {
+    Unadmitted waiting;
     for (const auto& [id, connection] : open_) {
-      if (!connection->ticket->admitted() && (!oldest || id < *oldest)) oldest = id;
+      if (connection->ticket->admitted()) continue;
+      if (waiting.count++ == 0 || id < waiting.oldest) waiting.oldest = id;
     }
-    return oldest;
+    return waiting;
   }
 
   void count_closed(ConnectionClosed why) {

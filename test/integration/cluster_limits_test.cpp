@@ -285,21 +285,6 @@ std::vector<std::pair<std::string, std::string>> bad_messages() {
   return out;
 }
 
-/// An open TCP connection to 127.0.0.1:`port` that says nothing (-1 if it could not connect).
-int idle_connection(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 /// Sends `bytes` to 127.0.0.1:`port` on a fresh connection, closes the sending side, and waits
 /// for the peer to hang up. False when it keeps the connection open past `timeout`.
 bool send_then_hang_up(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout) {
@@ -408,7 +393,7 @@ TEST_SUITE("integration.cluster_limits") {
     { auto first = connect(cluster.port); }  // it serves
     std::vector<int> idle;
     for (int i = 0; i < 200; ++i) {
-      const int fd = idle_connection(cluster.port);
+      const int fd = troupe::test::open_connection(cluster.port);
       if (fd >= 0) idle.push_back(fd);
     }
     auto logged = [&] {

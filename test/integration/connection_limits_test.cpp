@@ -35,26 +35,12 @@ using namespace std::chrono_literals;
 using troupe::test::Cluster;
 using troupe::test::ClusterSpec;
 using troupe::test::eventually;
+using troupe::test::open_connection;
 using troupe::test::still_running;
 
 namespace {
 
 // --- raw connections ------------------------------------------------------------------------
-
-/// A connected TCP socket to 127.0.0.1:`port`, or -1.
-int open_connection(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 /// Whether the peer closed `fd` within `timeout` (whatever it sent first is read and dropped).
 bool hung_up_within(int fd, std::chrono::milliseconds timeout) {
@@ -374,7 +360,8 @@ TEST_SUITE("integration.connection_limits") {
     troupe::test::TempDir dir;
     const std::string config = dir / "cluster.toml";
     std::ofstream(config) << "[cluster]\nname = \"c\"\n\n[connections]\nmax_message_bytes = 100\nmax_conections = 3\n\n"
-                             "[[node]]\nname = \"s\"\nroles = [\"scheduler\"]\nlisten = \"127.0.0.1:7700\"\ndata_dir = \"d\"\n";
+                             "[[node]]\nname = \"s\"\nroles = [\"scheduler\"]\nlisten = \"127.0.0.1:"
+                          << troupe::test::free_port() << "\"\ndata_dir = \"d\"\n";
     troupe::test::ChildProcess node(
         std::vector<std::string>{"/bin/sh", "-c", "exec \"$0\" --config \"$1\" --node s 2>&1", troupe::test::node_binary(), config});
     const std::string output = troupe::test::read_output(node, 10s);

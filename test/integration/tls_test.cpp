@@ -69,8 +69,16 @@ struct TlsCluster {
   }
 };
 
-std::string one_task(const std::string& marker) {
-  return R"({"name": "one", "tasks": [{"name": "t", "shell": {"command": ["touch", ")" + marker + R"("]}}]})";
+/// Runs workflow `id` of one task that touches `marker`, through `client`, to its end.
+void run_one_task(GatewayClient& client, const std::string& id, const std::string& marker) {
+  troupe::client::StartRequest start;
+  start.workflow_id = id;
+  start.definition_json =
+      R"({"name": "one", "tasks": [{"name": "t", "shell": {"command": ["touch", ")" + marker + R"("]}}]})";
+  REQUIRE(client.start(start).has_value());
+  auto result = client.result(id, std::chrono::seconds(30));
+  REQUIRE(result.has_value());
+  CHECK(result->state == "SUCCESS");
 }
 
 }  // namespace
@@ -79,13 +87,7 @@ TEST_SUITE("integration.tls") {
   TEST_CASE("over TLS the worker registers and runs a workflow a client submitted; plaintext and another CA are refused") {
     TlsCluster c;
     auto client = c.connected(c.trusting(c.certs + "/ca.pem"));
-    troupe::client::StartRequest start;
-    start.workflow_id = "over-tls";
-    start.definition_json = one_task(c.cluster.dir / "ran");
-    REQUIRE(client->start(start).has_value());
-    auto result = client->result("over-tls", std::chrono::seconds(30));
-    REQUIRE(result.has_value());
-    CHECK(result->state == "SUCCESS");
+    run_one_task(*client, "over-tls", c.cluster.dir / "ran");
     CHECK(fs::exists(c.cluster.dir / "ran"));
 
     // Plain Cap'n Proto on a TLS port: the handshake fails and the scheduler hangs up.
@@ -124,13 +126,7 @@ TEST_SUITE("integration.tls") {
     // The worker presents certs/worker-a.pem; a client presenting one of the CA's certificates
     // (here the scheduler's own, made by troupe certs) is admitted, and sees the worker.
     auto client = c.connected(c.trusting(c.certs + "/ca.pem", c.certs + "/scheduler"));
-    troupe::client::StartRequest start;
-    start.workflow_id = "mutual";
-    start.definition_json = one_task(c.cluster.dir / "ran");
-    REQUIRE(client->start(start).has_value());
-    auto result = client->result("mutual", std::chrono::seconds(30));
-    REQUIRE(result.has_value());
-    CHECK(result->state == "SUCCESS");
+    run_one_task(*client, "mutual", c.cluster.dir / "ran");
 
     auto anonymous = c.connect(c.trusting(c.certs + "/ca.pem"));
     CHECK_FALSE(anonymous.has_value());

@@ -24,6 +24,10 @@ namespace troupe::test {
 /// A TCP port on 127.0.0.1 that was free a moment ago.
 uint16_t free_port();
 
+/// An open TCP connection to 127.0.0.1:`port` that has said nothing yet, or -1 if it could not
+/// connect. The caller closes it.
+int open_connection(uint16_t port);
+
 /// The troupe-node binary named by $TROUPE_NODE; throws std::runtime_error when it is unset.
 std::string node_binary();
 
